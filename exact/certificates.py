@@ -1,0 +1,52 @@
+"""One entry point per side: ``check_upper`` and ``check_lower``.
+
+Each side is judged on its own witness. A claimed rank that is not an int,
+is negative or exceeds ``min(m, n)`` is refuted before any witness is read;
+a check that raises is refuted too (fail closed).
+"""
+from __future__ import annotations
+
+from flint import fmpq
+
+from .factors import UpperFactors, check_factors
+from .frobenius import FrobeniusTail, check_frobenius
+from .matrix import ExactMatrix
+from .reconstruction import ReconstructionWitness, check_reconstruction
+from .row_reconstruction import RowReconstructionWitness, check_row_reconstruction
+from .trivial import TrivialLower, TrivialUpper, check_trivial_lower, check_trivial_upper
+from .verdict import Verdict, refuted
+
+__all__ = ["TrivialUpper", "UpperFactors", "TrivialLower", "ReconstructionWitness",
+           "RowReconstructionWitness", "FrobeniusTail", "check_upper", "check_lower"]
+
+_UPPER = {TrivialUpper: check_trivial_upper, UpperFactors: check_factors}
+_LOWER = {TrivialLower: check_trivial_lower, ReconstructionWitness: check_reconstruction,
+          RowReconstructionWitness: check_row_reconstruction, FrobeniusTail: check_frobenius}
+
+
+def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank) -> Verdict:
+    kind = getattr(witness, "kind", type(witness).__name__)
+    check = table.get(type(witness))
+    if check is None:
+        return refuted(kind, rank, f"not a {side} witness: {type(witness).__name__}")
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        return refuted(kind, -1, f"claimed rank {rank!r} is not a non-negative integer")
+    if not isinstance(eps, fmpq) or eps < 0:
+        return refuted(kind, rank, f"eps {eps!r} is not a non-negative fmpq")
+    p = min(A.shape)
+    if rank > p:
+        return refuted(kind, rank, f"claimed rank {rank} exceeds min(m, n) = {p}", claimed=rank, derived=p)
+    try:
+        return check(A, witness, eps, rank)
+    except Exception as exc:   # fail closed: an error in a check is never a verification
+        return refuted(kind, rank, f"check failed: {type(exc).__name__}: {str(exc)[:120]}")
+
+
+def check_upper(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int) -> Verdict:
+    """Verified iff ``witness`` proves ``r_eps(A) <= claimed_rank`` exactly (K.1, trivial cap)."""
+    return _dispatch(_UPPER, "upper", A, witness, eps, claimed_rank)
+
+
+def check_lower(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int) -> Verdict:
+    """Verified iff ``witness`` proves ``r_eps(A) >= claimed_rank`` exactly (K.2, K.3, trivial)."""
+    return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank)

@@ -1,0 +1,191 @@
+"""Exact rational matrices: an integer matrix over one common denominator.
+
+``ExactMatrix(num, den)`` is the matrix ``num / den`` with ``num`` an
+``fmpz_mat`` and ``den`` a positive ``fmpz``. A float64 array enters exactly:
+every float is ``M * 2^e`` with an integer mantissa, so one power-of-two
+scaling turns the whole array into integers (MATH.md, "Exactness").
+
+>>> A = ExactMatrix.from_rationals([[1, "1/2"], [0, "3/4"]])
+>>> (A @ ExactMatrix.identity(2)) == A
+True
+>>> (A - A).is_zero()
+True
+>>> ExactMatrix.from_float64(np.array([[0.5, 0.25]])).entry(0, 1)
+1/4
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
+
+from .errors import LimitExceeded, MalformedInput
+from .limits import MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE
+from .rational import to_fmpq
+
+__all__ = ["ExactMatrix", "check_float64_matrix"]
+
+
+def check_float64_matrix(a, what: str = "matrix") -> np.ndarray:
+    """Refuse anything but a finite 2-D float64 array within the size limits."""
+    if not isinstance(a, np.ndarray):
+        raise MalformedInput(f"{what}: expected a numpy array, got {type(a).__name__}")
+    if a.dtype != np.float64:
+        raise MalformedInput(f"{what}: dtype {a.dtype}, expected float64")
+    if a.ndim != 2:
+        raise MalformedInput(f"{what}: {a.ndim}-D array, expected 2-D")
+    m, n = a.shape
+    if m == 0 or n == 0:
+        raise MalformedInput(f"{what}: empty shape {a.shape}")
+    if max(m, n) > MAX_MATRIX_SIDE or m * n > MAX_MATRIX_ENTRIES:
+        raise LimitExceeded(f"{what}: shape {a.shape} beyond the limits "
+                            f"(side {MAX_MATRIX_SIDE}, entries {MAX_MATRIX_ENTRIES})")
+    if not np.isfinite(a).all():
+        raise MalformedInput(f"{what}: contains NaN or Inf")
+    return a
+
+
+def _dyadic_integers(a: np.ndarray) -> tuple[list[int], int]:
+    """Integers ``N`` and a shift ``s`` with ``a == N / 2**s`` exactly (row-major)."""
+    mant, expo = np.frexp(a)                       # a = mant * 2**expo, 0.5 <= |mant| < 1
+    ints = (mant * 2.0**53).astype(np.int64)       # exact: mant has at most 53 bits
+    expo = expo.astype(np.int64) - 53
+    nonzero = ints != 0
+    if not nonzero.any():
+        return [0] * a.size, 0
+    low = np.abs(ints) & -np.abs(ints)            # lowest set bit, to keep integers short
+    trailing = np.zeros_like(ints)
+    trailing[nonzero] = np.round(np.log2(low[nonzero].astype(np.float64))).astype(np.int64)
+    ints = np.where(nonzero, ints >> trailing, 0)
+    expo = expo + trailing
+    shift = max(0, -int(expo[nonzero].min()))
+    lift = (expo + shift).ravel().tolist()
+    return [int(v) << k if v else 0 for v, k in zip(ints.ravel().tolist(), lift)], shift
+
+
+@dataclass(frozen=True, eq=False)
+class ExactMatrix:
+    """The rational matrix ``num / den`` (``den`` > 0)."""
+
+    num: fmpz_mat
+    den: fmpz
+
+    def __post_init__(self):
+        if not isinstance(self.num, fmpz_mat):
+            raise TypeError("num must be an fmpz_mat")
+        object.__setattr__(self, "den", fmpz(self.den))
+        if self.den <= 0:
+            raise ValueError("den must be positive")
+
+    # construction -----------------------------------------------------------
+    @classmethod
+    def from_float64(cls, a, what: str = "matrix") -> "ExactMatrix":
+        """The exact value of a finite 2-D float64 array."""
+        a = check_float64_matrix(a, what)
+        ints, shift = _dyadic_integers(a)
+        return cls(fmpz_mat(a.shape[0], a.shape[1], ints), fmpz(2) ** shift)
+
+    @classmethod
+    def from_fmpq_mat(cls, m: fmpq_mat) -> "ExactMatrix":
+        den = fmpz(1)
+        entries = m.entries()
+        for q in entries:
+            den = den.lcm(q.q) if hasattr(den, "lcm") else den * q.q // den.gcd(q.q)
+        ints = [int(q.p * (den // q.q)) for q in entries]
+        return cls(fmpz_mat(m.nrows(), m.ncols(), ints), den)
+
+    @classmethod
+    def from_rationals(cls, rows) -> "ExactMatrix":
+        """From a list of rows of ints, Fractions, fmpq or rational strings."""
+        rows = [list(r) for r in rows]
+        if not rows or not rows[0] or any(len(r) != len(rows[0]) for r in rows):
+            raise MalformedInput("rows must be non-empty and of equal length")
+        return cls.from_fmpq_mat(fmpq_mat(len(rows), len(rows[0]), [to_fmpq(x) for r in rows for x in r]))
+
+    @classmethod
+    def identity(cls, n: int) -> "ExactMatrix":
+        m = fmpz_mat(n, n)
+        for i in range(n):
+            m[i, i] = 1
+        return cls(m, fmpz(1))
+
+    @classmethod
+    def zeros(cls, m: int, n: int) -> "ExactMatrix":
+        return cls(fmpz_mat(m, n), fmpz(1))
+
+    # shape and entries ------------------------------------------------------
+    @property
+    def nrows(self) -> int:
+        return self.num.nrows()
+
+    @property
+    def ncols(self) -> int:
+        return self.num.ncols()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.nrows, self.ncols)
+
+    def entry(self, i: int, j: int) -> fmpq:
+        if not (0 <= i < self.nrows and 0 <= j < self.ncols):
+            raise IndexError(f"entry ({i}, {j}) outside shape {self.shape}")
+        return fmpq(self.num[i, j], self.den)
+
+    def to_fmpq_mat(self) -> fmpq_mat:
+        return fmpq_mat(self.num) / self.den
+
+    def to_fractions(self):
+        from fractions import Fraction
+        d = int(self.den)
+        n = self.ncols
+        flat = [Fraction(int(x), d) for x in self.num.entries()]
+        return [flat[i * n:(i + 1) * n] for i in range(self.nrows)]
+
+    def to_float64(self) -> np.ndarray:
+        """A float64 approximation, for hints and printing only."""
+        d = int(self.den)
+        flat = [int(x) / d for x in self.num.entries()]
+        return np.array(flat, dtype=np.float64).reshape(self.shape)
+
+    def is_zero(self) -> bool:
+        return self.num.is_zero()
+
+    # arithmetic -------------------------------------------------------------
+    @property
+    def T(self) -> "ExactMatrix":
+        return ExactMatrix(self.num.transpose(), self.den)
+
+    def __matmul__(self, other: "ExactMatrix") -> "ExactMatrix":
+        if self.ncols != other.nrows:
+            raise ValueError(f"shapes {self.shape} and {other.shape} do not multiply")
+        return ExactMatrix(self.num * other.num, self.den * other.den)
+
+    def _common(self, other: "ExactMatrix"):
+        if self.shape != other.shape:
+            raise ValueError(f"shapes {self.shape} and {other.shape} differ")
+        g = self.den.gcd(other.den)
+        den = self.den // g * other.den
+        return self.num * (den // self.den), other.num * (den // other.den), den
+
+    def __sub__(self, other: "ExactMatrix") -> "ExactMatrix":
+        a, b, den = self._common(other)
+        return ExactMatrix(a - b, den)
+
+    def __add__(self, other: "ExactMatrix") -> "ExactMatrix":
+        a, b, den = self._common(other)
+        return ExactMatrix(a + b, den)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, ExactMatrix) or self.shape != other.shape:
+            return False
+        return (self - other).is_zero()
+
+    __hash__ = None
+
+    def scale(self, q) -> "ExactMatrix":
+        q = to_fmpq(q)
+        return ExactMatrix(self.num * q.p, self.den * q.q)
+
+    def __repr__(self) -> str:
+        return f"ExactMatrix({self.nrows}x{self.ncols}, den={self.den})"

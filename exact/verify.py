@@ -1,0 +1,139 @@
+"""Re-verify every claim of a bracket file.
+
+For each cell: the target (with its slack proved when it is a softmax of
+stored logits, K.5), then the lower side at ``eps + slack`` and the upper
+side at ``eps - slack``, each on its own witness. A cell whose lower rank
+exceeds its upper rank cannot have two valid witnesses: both sides are
+refuted (fail closed).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from flint import fmpq
+
+from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
+from .certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
+                           TrivialUpper, UpperFactors, check_lower, check_upper)
+from .matrix import ExactMatrix
+from .rational import format_rational
+from .slack import softmax_slack_bound
+from .verdict import Verdict, refuted
+
+__all__ = ["CellReport", "verify_cell", "verify_file", "verify_bracket_file"]
+
+
+@dataclass(frozen=True)
+class CellReport:
+    id: str
+    eps: fmpq
+    lower: Verdict
+    upper: Verdict
+    slack: fmpq | None
+    slack_bound: fmpq | None
+    target_sha256: str
+    logits_sha256: str | None
+    shape: tuple
+    index: int = 0
+
+    @property
+    def verified(self) -> bool:
+        return self.lower.verified and self.upper.verified
+
+    def to_json(self) -> dict:
+        q = lambda x: None if x is None else format_rational(x)  # noqa: E731
+        return {
+            "id": self.id, "index": self.index, "eps": q(self.eps), "shape": list(self.shape),
+            "lower": self.lower.rank, "upper": self.upper.rank,
+            "lower_verified": self.lower.verified, "upper_verified": self.upper.verified,
+            "lower_reason": self.lower.reason, "upper_reason": self.upper.reason,
+            "lower_witness": self.lower.kind, "upper_witness": self.upper.kind,
+            "lower_margin": q(self.lower.margin), "upper_margin": q(self.upper.margin),
+            "lower_claimed": self.lower.claimed, "lower_derived": self.lower.derived,
+            "upper_claimed": self.upper.claimed, "upper_derived": self.upper.derived,
+            "slack": q(self.slack), "slack_bound": q(self.slack_bound),
+            "target_sha256": self.target_sha256, "logits_sha256": self.logits_sha256,
+        }
+
+
+class _Exact:
+    """Exact images of a file's tensors, converted once and shared by cells."""
+
+    def __init__(self, tensors: dict):
+        self.tensors, self.cache = tensors, {}
+
+    def __call__(self, name: str) -> ExactMatrix:
+        if name not in self.cache:
+            self.cache[name] = ExactMatrix.from_float64(self.tensors[name], f"tensor {name!r}")
+        return self.cache[name]
+
+
+def _witness(claim: Claim, exact: _Exact):
+    f = claim.fields
+    return {
+        ("upper", "trivial"): lambda: TrivialUpper(),
+        ("upper", "factors"): lambda: UpperFactors(exact(f.get("P", "")), exact(f.get("Q", ""))),
+        ("lower", "trivial"): lambda: TrivialLower(),
+        ("lower", "reconstruction"): lambda: ReconstructionWitness(exact(f.get("R", "")), exact(f.get("X", "")),
+                                                                   exact(f.get("L", ""))),
+        ("lower", "row_reconstruction"): lambda: RowReconstructionWitness(
+            exact(f.get("G", "")), exact(f.get("Z", "")), exact(f.get("M", ""))),
+        ("lower", "frobenius"): lambda: FrobeniusTail(f.get("k", 0)),
+    }
+
+
+def _sha(array) -> str:
+    return hashlib.sha256(array.tobytes()).hexdigest()
+
+
+def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: int = 0) -> CellReport:
+    exact = exact or _Exact(tensors)
+    matrix = tensors[cell.target.matrix]
+    A = exact(cell.target.matrix)
+    slack, bound, failure = cell.target.slack, None, None
+    if cell.target.logits is not None:
+        logits = tensors[cell.target.logits]
+        if logits.shape != matrix.shape:
+            failure = f"target logits {logits.shape} and matrix {matrix.shape} differ in shape"
+        else:
+            bound = softmax_slack_bound(logits, matrix)
+            if bound is None or bound > slack:
+                failure = "target slack not proved"
+    eps_lower = cell.eps + (slack or 0)
+    eps_upper = cell.eps - (slack or 0)
+
+    def judge(side: str, claim: Claim, check, eps) -> Verdict:
+        if failure:
+            return refuted(claim.kind, claim.rank, failure, claimed=None if slack is None else f"slack = {slack}",
+                           derived=None if bound is None else f"bound = {bound}")
+        if eps < 0 and claim.kind != "trivial":
+            return refuted(claim.kind, claim.rank, "eps - slack < 0", claimed=f"eps = {cell.eps}",
+                           derived=f"slack = {slack}")
+        try:
+            witness = _witness(claim, exact)[(side, claim.kind)]()
+        except Exception as exc:   # fail closed
+            return refuted(claim.kind, claim.rank, f"witness unreadable: {str(exc)[:120]}")
+        return check(A, witness, max(eps, fmpq(0)), claim.rank)
+
+    lower = judge("lower", cell.lower, check_lower, eps_lower)
+    upper = judge("upper", cell.upper, check_upper, eps_upper)
+    if cell.lower.rank > cell.upper.rank:
+        why = f"inconsistent claim: lower rank {cell.lower.rank} above upper rank {cell.upper.rank}"
+        lower = refuted(lower.kind, lower.rank, why + ("" if lower.verified else f"; {lower.reason}"),
+                        lower.margin, claimed=cell.lower.rank, derived=cell.upper.rank)
+        upper = refuted(upper.kind, upper.rank, why + ("" if upper.verified else f"; {upper.reason}"),
+                        upper.margin, claimed=cell.upper.rank, derived=cell.lower.rank)
+    logits_sha = _sha(tensors[cell.target.logits]) if cell.target.logits is not None else None
+    return CellReport(cell.id, cell.eps, lower, upper, slack, bound, _sha(matrix), logits_sha, matrix.shape, index)
+
+
+def verify_bracket_file(bf: BracketFile, indices=None) -> list[CellReport]:
+    exact = _Exact(bf.tensors)
+    chosen = range(len(bf.cells)) if indices is None else indices
+    return [verify_cell(bf.cells[i], bf.tensors, exact, index=i) for i in chosen]
+
+
+def verify_file(path, indices=None) -> list[CellReport]:
+    """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
+    return verify_bracket_file(read_bracket_file(path), indices)
