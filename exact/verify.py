@@ -61,7 +61,13 @@ class _Exact:
     """Exact images of a file's tensors, converted once and shared by cells."""
 
     def __init__(self, tensors: dict):
-        self.tensors, self.cache = tensors, {}
+        self.tensors, self.cache, self.slack_bounds = tensors, {}, {}
+
+    def slack_bound(self, logits: str, matrix: str):
+        """``softmax_slack_bound`` of two named tensors, proved once per pair (K.5)."""
+        if (logits, matrix) not in self.slack_bounds:
+            self.slack_bounds[logits, matrix] = softmax_slack_bound(self.tensors[logits], self.tensors[matrix])
+        return self.slack_bounds[logits, matrix]
 
     def __call__(self, name: str) -> ExactMatrix:
         if name not in self.cache:
@@ -97,7 +103,7 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
         if logits.shape != matrix.shape:
             failure = f"target logits {logits.shape} and matrix {matrix.shape} differ in shape"
         else:
-            bound = softmax_slack_bound(logits, matrix)
+            bound = exact.slack_bound(cell.target.logits, cell.target.matrix)
             if bound is None or bound > slack:
                 failure = "target slack not proved"
     eps_lower = cell.eps + (slack or 0)
