@@ -1,0 +1,85 @@
+"""Run the appendix constructions as exact regression checks (issue 6).
+
+Each check proves (or, where the paper gives only a heading, checks the
+smallest honest instance of) one appendix statement with exact rationals,
+sympy identities and arb intervals; no float comparison decides a pass.
+Exit 0 only if every selected check passes, 1 if any fails, 2 on bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import all_checks
+from ._core import run_check
+
+__all__ = ["main"]
+
+
+def _fmt_numbers(numbers: dict, width: int = 90) -> str:
+    parts = []
+    for k, v in numbers.items():
+        if isinstance(v, (dict, list)) and len(json.dumps(v)) > 40:
+            continue
+        parts.append(f"{k}={v if not isinstance(v, (dict, list)) else json.dumps(v)}")
+    text = ", ".join(parts)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _print_table(rows) -> None:
+    keys = list(rows[0].keys())
+    widths = {k: max(len(k), *(len(str(r.get(k))) for r in rows)) for k in keys}
+    print("    " + "  ".join(k.rjust(widths[k]) for k in keys))
+    for r in rows:
+        print("    " + "  ".join(str(r.get(k)).rjust(widths[k]) for k in keys))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m proofs_checks", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="one JSON array on stdout")
+    parser.add_argument("--only", metavar="LABEL", action="append",
+                        help="run only the check(s) with this paper label, e.g. G.1 (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the checks and exit")
+    args = parser.parse_args(argv)
+
+    entries = all_checks()
+    if args.list:
+        for e in entries:
+            print(f"{e.label:6} {e.name}")
+        return 0
+    if args.only:
+        wanted = {w.strip().upper() for w in args.only}
+        known = {e.label.upper() for e in entries}
+        unknown = sorted(wanted - known)
+        if unknown:
+            print(f"python -m proofs_checks: error: unknown label(s) {', '.join(unknown)}; "
+                  f"known: {', '.join(e.label for e in entries)}", file=sys.stderr)
+            return 2
+        entries = [e for e in entries if e.label.upper() in wanted]
+
+    results = [run_check(e) for e in entries]
+    ok = all(r.passed for r in results)
+    if args.json:
+        json.dump([r.to_json() for r in results], sys.stdout, indent=1)
+        print()
+        return 0 if ok else 1
+    print(f"{'label':6} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
+    for r in results:
+        print(f"{r.label:6} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
+        nums = _fmt_numbers(r.numbers)
+        if nums:
+            print(f"{'':66}{nums}")
+        for f in r.failures[:5]:
+            print(f"{'':66}failed: {f}")
+    for r in results:
+        if r.table:
+            print(f"\n{r.label} {r.name}:")
+            _print_table(r.table)
+    passed = sum(r.passed for r in results)
+    print(f"\n{passed}/{len(results)} checks passed" + ("" if ok else " - FAILURES above"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

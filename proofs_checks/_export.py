@@ -1,0 +1,113 @@
+"""Export brackets with the Neumann certificate and re-verify them with ``python -m exact verify``.
+
+The lower bound ``r_eps(A) = n`` of G.1 is the Neumann argument: if
+``||A - I||_row1 = delta`` then every B with ``||A - B|| <= eps`` has
+``||B - I|| <= eps + delta``, invertible when that is below 1. As an exact
+certificate the tier accepts, this is the reconstruction witness (K.3) with
+``R = X = L = I_n``: then ``E = A - I``, ``F = 0``, ``eta = delta``, and the
+test ``||R|| eps < 1 - eta`` is exactly ``eps + delta < 1``. The paper's
+condition ``delta < (1 - eps)/2`` implies it. The upper bound is the trivial
+cap ``B = A`` (rank n).
+
+The target is the exact softmax of the stored (float-exact) logits; the stored
+matrix is its float64 image and the slack (K.5) is an arb bound, rounded up.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from flint import arb, fmpq
+
+from numeric.export import rational_string, write_bracket_file
+
+from ._core import arb_upper_fmpq, workprec
+
+__all__ = ["neumann_cell", "verify_with_exact", "export_dir", "SLACK_GRID"]
+
+#: Slacks are rounded up to a multiple of 2^-40: far above the ~1e-16 float64
+#: rounding of a softmax row, far below any tolerance used here.
+SLACK_GRID = fmpq(1, 2 ** 40)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def export_dir() -> Path:
+    """Where exported bracket files go: $PROOFS_CHECKS_OUT if set, else a fresh temp dir."""
+    out = os.environ.get("PROOFS_CHECKS_OUT")
+    if out:
+        p = Path(out)
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+    return Path(tempfile.mkdtemp(prefix="proofs_checks_"))
+
+
+def float_softmax(H: np.ndarray) -> np.ndarray:
+    """Float64 softmax (the stored image only; the claim is about the exact softmax)."""
+    Z = H - H.max(axis=1, keepdims=True)
+    E = np.exp(Z)
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def slack_bound(H: np.ndarray, A0: np.ndarray, prec: int = 128) -> fmpq:
+    """Rigorous upper bound on ``||softmax_row(H) - A0||_row1``, rounded up to SLACK_GRID."""
+    with workprec(prec):
+        worst = arb(0)
+        for hrow, arow in zip(H.tolist(), A0.tolist()):
+            top = max(hrow)
+            ex = [(arb(fmpq(*h.as_integer_ratio())) - arb(fmpq(*top.as_integer_ratio()))).exp()
+                  for h in hrow]
+            Z = sum(ex, arb(0))
+            dev = sum((abs(e / Z - arb(fmpq(*a.as_integer_ratio()))) for e, a in zip(ex, arow)), arb(0))
+            worst = worst.max(dev)
+        up = arb_upper_fmpq(worst)
+    steps = (up / SLACK_GRID).ceil() + 1
+    return SLACK_GRID * steps
+
+
+def neumann_cell(cell_id: str, H: np.ndarray, eps: fmpq, tensors: dict, provenance: dict) -> dict:
+    """A CELL claiming ``r_eps(softmax_row(H)) = n`` with R = X = L = I_n; adds its tensors."""
+    n = H.shape[0]
+    A0 = float_softmax(H)
+    slack = slack_bound(H, A0)
+    ident = f"I_{n}"
+    tensors.setdefault(ident, np.eye(n))
+    tensors[f"H_{cell_id}"] = H
+    tensors[f"A_{cell_id}"] = A0
+    return {
+        "id": cell_id, "eps": rational_string(_frac(eps)),
+        "target": {"matrix": f"A_{cell_id}", "logits": f"H_{cell_id}",
+                   "slack": rational_string(_frac(slack))},
+        "lower": {"rank": n, "witness": {"kind": "reconstruction", "R": ident, "X": ident, "L": ident}},
+        "upper": {"rank": n, "witness": {"kind": "trivial"}},
+        "provenance": dict(provenance, source="proofs_checks", lemma="G.1 Neumann, K.3 with R=X=L=I"),
+    }
+
+
+def _frac(q: fmpq):
+    from fractions import Fraction
+    return Fraction(int(q.p), int(q.q))
+
+
+def verify_with_exact(path: Path, timeout: float = 120) -> dict:
+    """Run ``python -m exact verify PATH --json`` in a subprocess; return its JSON and exit code."""
+    proc = subprocess.run([sys.executable, "-m", "exact", "verify", str(path), "--json"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        doc = {"cells": [], "all_verified": False, "error": (proc.stderr or proc.stdout).strip()[:300]}
+    doc["returncode"] = proc.returncode
+    return doc
+
+
+def write_and_verify(name: str, cells: list, tensors: dict) -> tuple[Path, dict]:
+    """Write one bracket file and re-verify it with the exact tier."""
+    path = export_dir() / f"{name}.safetensors"
+    write_bracket_file(path, cells, tensors)
+    return path, verify_with_exact(path)
