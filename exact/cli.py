@@ -12,6 +12,8 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
+from flint import arb, fmpq
+
 from .errors import MalformedInput
 from .rational import format_rational
 from .verify import verify_file
@@ -20,9 +22,12 @@ __all__ = ["main"]
 
 
 def _approx(q) -> str:
+    """A short decimal image of an exact rational, for the human table only."""
     if q is None:
         return "-"
-    return f"{float(q.p) / float(q.q):+.3e}" if abs(q.p) < 10**300 and q.q < 10**300 else format_rational(q)[:12]
+    if abs(q.p) < 10**300 and q.q < 10**300:
+        return f"{float(q.p) / float(q.q):+.3e}"
+    return arb(q).str(4, radius=False)      # beyond float range: arb's decimal, never a truncated "p/q"
 
 
 def _judge(task):
@@ -94,7 +99,10 @@ def main(argv=None) -> int:
 
 
 def _print_table(cells) -> None:
-    from .rational import parse_rational
+    # The margins and slack here are this checker's own canonical "p/q" output,
+    # which may exceed the input limit MAX_NUMBER_CHARS (a margin's denominator
+    # is a product of several inputs'): read them back with flint's parser.
+    parse_rational = fmpq
 
     def side(c, s):
         ok = "verified" if c[f"{s}_verified"] else "REFUTED"
