@@ -232,21 +232,24 @@ def lp_optimal_reconstruction(A: ExactMatrix, labels: tuple):
     row's optimum carries a dual certificate, so ``||R||_row1`` is exactly
     ``1 / gamma(W)`` (MATH.md K.3, "LP-optimal R"). ``L = X^T / 4`` gives
     ``L X = I`` because the characters are orthogonal with squared norm 4.
-    Returns ``(witness, norm)`` or None when ``A X`` has rank < d (gamma = 0).
+    Returns ``(witness, norm, duals)`` or None when ``A X`` has rank < d
+    (gamma = 0). ``duals[i]`` is row i's dual certificate ``y``: ``x = X y``
+    has ``||A x||_inf <= 1`` and ``x_i = ||r_i||_1``, so ``gamma(W) <= 1/||r_i||_1``.
     """
     from ._exactlp import Infeasible
     X = _walsh_columns(labels)
     AX = _rows(A @ X)
     C = [[AX[j][c] for j in range(4)] for c in range(len(labels))]
-    R = []
+    R, duals = [], []
     for i in range(4):
         try:
             sol = _min_l1(C, [fmpq(WALSH[c][i]) for c in labels])
         except Infeasible:
             return None
         R.append(list(sol.x[:4]))
+        duals.append(sol.y_eq)
     R = ExactMatrix.from_rationals(R)
-    return ReconstructionWitness(R, X, X.T.scale(fmpq(1, 4))), row_l1_norm(R)
+    return ReconstructionWitness(R, X, X.T.scale(fmpq(1, 4))), row_l1_norm(R), tuple(duals)
 
 
 def _reconstruction_test(test, A, eps, labels, witness, norm, optimal) -> LowerTest:
@@ -669,8 +672,15 @@ def _parse(text: str, name: str) -> fmpq:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (exit 2) instead of the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m oracles.twobit", description=__doc__,
+    parser = _Parser(prog="python -m oracles.twobit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--t", help="t in [0, 1], a rational like 3/4 or an exact decimal")
     parser.add_argument("--s", help="s in [0, 1]")
