@@ -46,22 +46,39 @@ def check_float64_matrix(a, what: str = "matrix") -> np.ndarray:
     return a
 
 
-def _dyadic_integers(a: np.ndarray) -> tuple[list[int], int]:
-    """Integers ``N`` and a shift ``s`` with ``a == N / 2**s`` exactly (row-major)."""
+#: Bits per limb when an integer matrix is assembled from int64 pieces.
+_LIMB = 62
+
+
+def _dyadic_limbs(a: np.ndarray) -> tuple[list[np.ndarray], int]:
+    """Limb matrices ``N_c`` (int64, |entries| < 2^62) and a shift ``s`` with
+    ``a == sum_c N_c 2^(62 c) / 2^s`` exactly.
+
+    Every float is ``mant * 2^e`` with ``|mant| < 2^53`` (``np.frexp``); with
+    ``s = -min e`` each entry is the integer ``mant << (e + s)``, cut here into
+    62-bit limbs with integer shifts only, so that FLINT receives machine
+    integers.
+    """
     mant, expo = np.frexp(a)                       # a = mant * 2**expo, 0.5 <= |mant| < 1
     ints = (mant * 2.0**53).astype(np.int64)       # exact: mant has at most 53 bits
     expo = expo.astype(np.int64) - 53
     nonzero = ints != 0
     if not nonzero.any():
-        return [0] * a.size, 0
-    low = np.abs(ints) & -np.abs(ints)            # lowest set bit, to keep integers short
-    trailing = np.zeros_like(ints)
-    trailing[nonzero] = np.round(np.log2(low[nonzero].astype(np.float64))).astype(np.int64)
-    ints = np.where(nonzero, ints >> trailing, 0)
-    expo = expo + trailing
+        return [np.zeros(a.shape, dtype=np.int64)], 0
     shift = max(0, -int(expo[nonzero].min()))
-    lift = (expo + shift).ravel().tolist()
-    return [int(v) << k if v else 0 for v, k in zip(ints.ravel().tolist(), lift)], shift
+    lift = np.where(nonzero, expo + shift, 0)      # entry = ints << lift, lift >= 0
+    magnitude = np.abs(ints).astype(np.uint64)
+    top = int((lift + 53).max())
+    limbs = []
+    for c in range((top + _LIMB - 1) // _LIMB):
+        rel = lift - _LIMB * c                     # bits of this limb: value >> (62 c)
+        up = np.clip(rel, 0, 63).astype(np.uint64)
+        down = np.clip(-rel, 0, 63).astype(np.uint64)
+        part = np.where(rel >= 0, magnitude << up, magnitude >> down)
+        part &= np.uint64(2**_LIMB - 1)
+        part[(rel >= _LIMB) | (rel <= -53)] = 0
+        limbs.append(np.where(ints < 0, -part.astype(np.int64), part.astype(np.int64)))
+    return limbs, shift
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,8 +100,13 @@ class ExactMatrix:
     def from_float64(cls, a, what: str = "matrix") -> "ExactMatrix":
         """The exact value of a finite 2-D float64 array."""
         a = check_float64_matrix(a, what)
-        ints, shift = _dyadic_integers(a)
-        return cls(fmpz_mat(a.shape[0], a.shape[1], ints), fmpz(2) ** shift)
+        limbs, shift = _dyadic_limbs(a)
+        m, n = a.shape
+        num = fmpz_mat(m, n, limbs[0].ravel().tolist())
+        for c, limb in enumerate(limbs[1:], start=1):
+            if limb.any():
+                num += fmpz_mat(m, n, limb.ravel().tolist()) * (fmpz(2) ** (_LIMB * c))
+        return cls(num, fmpz(2) ** shift)
 
     @classmethod
     def from_fmpq_mat(cls, m: fmpq_mat) -> "ExactMatrix":

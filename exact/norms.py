@@ -25,15 +25,14 @@ def row_l1_sums(M: ExactMatrix) -> list[fmpq]:
     """``sum_j |M_ij|`` for every row i, exactly."""
     n = M.ncols
     flat = M.num.entries()
-    return [fmpq(sum((abs(x) for x in flat[i * n:(i + 1) * n]), fmpz(0)), M.den)
-            for i in range(M.nrows)]
+    return [fmpq(sum(map(abs, flat[i * n:(i + 1) * n]), fmpz(0)), M.den) for i in range(M.nrows)]
 
 
 def row_l1_norm(M: ExactMatrix) -> fmpq:
     """``||M||_row1``, exactly."""
     n = M.ncols
     flat = M.num.entries()
-    best = max(sum((abs(x) for x in flat[i * n:(i + 1) * n]), fmpz(0)) for i in range(M.nrows))
+    best = max(sum(map(abs, flat[i * n:(i + 1) * n]), fmpz(0)) for i in range(M.nrows))
     return fmpq(best, M.den)
 
 
