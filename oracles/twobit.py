@@ -99,22 +99,17 @@ def _rows(M: ExactMatrix) -> list[list[fmpq]]:
     return [[M.entry(i, j) for j in range(M.ncols)] for i in range(M.nrows)]
 
 
-def _min_l1(C: list[list[fmpq]], e: list[fmpq]) -> LPSolution:
-    """``min ||r||_1`` subject to ``C r = e`` (r in Q^n), with its dual certificate.
+def _min_l1(C: list[list[fmpq]], e: list[fmpq]) -> tuple[list[fmpq], LPSolution]:
+    """``min ||r||_1`` subject to ``C r = e`` (r in Q^n): ``(r, LP solution)``.
 
-    Variables ``(r, u)``: ``r`` free, ``|r_j| <= u_j``, objective ``sum u``.
-    The dual is ``max e . y`` subject to ``||C^T y||_inf <= 1``.
+    Split ``r = r+ - r-`` with ``r+, r- >= 0`` and minimise ``sum r+ + sum r-``;
+    at an optimum ``||r||_1`` equals that sum. The dual is ``max e . y``
+    subject to ``-1 <= C^T y <= 1``: its certificate ``y`` (``sol.y_eq``) proves
+    ``||r'||_1 >= e . y`` for every feasible r' (weak duality).
     """
     n = len(C[0])
-    a_ub, b_ub = [], []
-    for j in range(n):
-        for sign in (1, -1):
-            row = [_ZERO] * (2 * n)
-            row[j], row[n + j] = fmpq(sign), fmpq(-1)
-            a_ub.append(row)
-            b_ub.append(_ZERO)
-    a_eq = [list(c) + [_ZERO] * n for c in C]
-    return solve([_ZERO] * n + [_ONE] * n, a_ub, b_ub, a_eq, list(e), free=range(n))
+    sol = solve([_ONE] * (2 * n), A_eq=[list(c) + [-v for v in c] for c in C], b_eq=list(e))
+    return [sol.x[j] - sol.x[n + j] for j in range(n)], sol
 
 
 # --------------------------------------------------------------------------- upper side
@@ -154,10 +149,9 @@ def walsh_truncation(t: fmpq, s: fmpq, labels: tuple, *, stochastic: bool = Fals
     if C:
         from ._exactlp import Infeasible
         try:
-            sol = _min_l1(C, e)
+            f, sol = _min_l1(C, e)
         except Infeasible:
             return None
-        f = list(sol.x[:4])
     else:
         sol, f = None, [_ZERO] * 4
     mu = [lam[c] - sum((WALSH[c][j] * f[j] for j in range(4)), _ZERO) for c in labels]
@@ -243,10 +237,10 @@ def lp_optimal_reconstruction(A: ExactMatrix, labels: tuple):
     R, duals = [], []
     for i in range(4):
         try:
-            sol = _min_l1(C, [fmpq(WALSH[c][i]) for c in labels])
+            r, sol = _min_l1(C, [fmpq(WALSH[c][i]) for c in labels])
         except Infeasible:
             return None
-        R.append(list(sol.x[:4]))
+        R.append(r)
         duals.append(sol.y_eq)
     R = ExactMatrix.from_rationals(R)
     return ReconstructionWitness(R, X, X.T.scale(fmpq(1, 4))), row_l1_norm(R), tuple(duals)
@@ -622,9 +616,13 @@ def _cell_table(rows: list[tuple[CellResult, int | None]]) -> str:
 
 
 def _tests_block(c: CellResult) -> str:
-    lines = [f"cell t={_fmt(c.t)} s={_fmt(c.s)} eps={_fmt(c.eps)}: lower tests for rank {c.lower or 1}, "
+    target = max(x.rank for x in c.lower_tests)
+    lines = [f"cell t={_fmt(c.t)} s={_fmt(c.s)} eps={_fmt(c.eps)}: lower tests for rank {target}, "
              f"weakest first"]
     for x in c.lower_tests:
+        if x.rank == 0:
+            lines.append(f"  {x.test:26} rank 0: every rank is >= 0 -> verified")
+            continue
         where = f" on span{{{','.join(x.subspace)}}}" if x.subspace else ""
         status = "verified" if x.verified else ("passes" if x.passes else "fails")
         opt = " (LP optimum, dual certificate checked)" if x.optimal and x.test.startswith("lp_") else ""
