@@ -17,7 +17,7 @@ from flint import arb, ctx, fmpq, fmpq_mat, fmpz
 
 __all__ = ["CheckResult", "Recorder", "register", "REGISTRY", "run_check",
            "Q", "qmat", "row1", "centring", "qstr", "arb_upper_fmpq", "arb_lower_fmpq",
-           "workprec", "ARB_PREC"]
+           "arb_mid_fmpq", "workprec", "ARB_PREC"]
 
 #: Default arb working precision (bits) for the enclosures in these checks:
 #: 128 bits leaves every ball about 2^-120 wide, far below the gaps decided.
@@ -160,6 +160,11 @@ def arb_lower_fmpq(a: arb) -> fmpq:
     if not a.is_finite():
         raise ArithmeticError("enclosure is not finite")
     return _dyadic(a.mid()) - _dyadic(a.rad())
+
+
+def arb_mid_fmpq(a: arb) -> fmpq:
+    """The exact rational midpoint of an arb ball (a hint, never a bound)."""
+    return _dyadic(a.mid())
 
 
 @contextmanager
