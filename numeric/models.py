@@ -156,6 +156,7 @@ def load_model(spec: str) -> LoadedModel:
     from transformers import AutoConfig
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars on stderr
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
     except Exception as e:  # noqa: BLE001 - any loader failure is bad input

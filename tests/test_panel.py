@@ -1,0 +1,157 @@
+"""The panel runner (numeric.panel): bad input, end to end on tiny saved models,
+resumability, the Dask backend against a LocalCluster, and the report."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from numeric.models import minilm_path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+VOCAB = 30522
+SMALL = ["--prefix", "16", "--block", "16", "--eps", "0.25,0.5", "--quiet", "--no-geometry"]
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "numeric", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def save_tiny(path: Path, kind: str, **overrides) -> Path:
+    from transformers import AutoTokenizer
+
+    torch.manual_seed(1)
+    if kind == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, **overrides)
+        model = transformers.GPT2Model(cfg)
+    elif kind == "bert":
+        cfg = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                      intermediate_size=64, max_position_embeddings=64, **overrides)
+        model = transformers.BertModel(cfg, add_pooling_layer=False)
+    else:
+        raise AssertionError(kind)
+    model.save_pretrained(path)
+    AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory):
+    return save_tiny(tmp_path_factory.mktemp("gpt2"), "gpt2")
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    return save_tiny(tmp_path_factory.mktemp("bert"), "bert")
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_bad_inputs(tmp_path, tiny_gpt2):
+    one_line_error(cli("panel", "--model", tmp_path / "missing", "--heads", "0.0", "--out", tmp_path / "o"),
+                   "does not exist")
+    one_line_error(cli("panel", "--model", tmp_path, "--heads", "0.0", "--out", tmp_path / "o"), "config.json")
+    # the tiny GPT-2 has 64 positions: the default 128 + 128 block does not fit
+    one_line_error(cli("panel", "--model", tiny_gpt2, "--heads", "0.0", "--out", tmp_path / "o"), "exceeds")
+    one_line_error(cli("panel", "--model", tiny_gpt2, "--heads", "7.0", "--out", tmp_path / "o"), "outside")
+    one_line_error(cli("panel", "--model", tiny_gpt2, "--heads", "0.0", "--eps", "1.5", "--out", tmp_path / "o"),
+                   "eps")
+    one_line_error(cli("panel", "--model", "minilm", "--heads", "0.0", "--length", "600",
+                       "--out", tmp_path / "o"), "exceeds")
+    unsupported = tmp_path / "t5"
+    unsupported.mkdir()
+    (unsupported / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    one_line_error(cli("panel", "--model", unsupported, "--heads", "0.0", "--out", tmp_path / "o"), "not supported")
+
+
+def test_model_without_attention_outputs(tmp_path):
+    """GPT-2 with reorder_and_upcast_attn bypasses the eager attention function: exit 2."""
+    path = save_tiny(tmp_path / "m", "gpt2", reorder_and_upcast_attn=True)
+    proc = cli("panel", "--model", path, "--heads", "0.0", "--out", tmp_path / "o", "--workers", "1", *SMALL)
+    one_line_error(proc, "attention")
+
+
+def test_decoder_panel_end_to_end_and_resume(tmp_path, tiny_gpt2):
+    out = tmp_path / "run"
+    args = ["panel", "--model", tiny_gpt2, "--heads", "0.1,1.2", "--sources", "2", "--out", out,
+            "--workers", "2", "--no-screen", "--min-mass", "0", "--json", "--report", *SMALL]
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["cells"] == 4 and summary["run"] == 4 and summary["brackets"] == 8
+    assert summary["verified"] == 8 and summary["all_verified"]
+    rows = list(csv.DictReader(open(out / "cells.csv")))
+    assert len(rows) == 8
+    for r in rows:
+        assert (r["n_rows"], r["n_cols"]) == ("16", "16")
+        assert 1 <= int(r["L"]) <= int(r["U"]) <= 16
+        assert r["verified"] == "True" and r["family"] == "decoder"
+        assert 0 < float(r["mass"]) <= 1 and r["attack_success"] == "False"
+    # every bracket file it wrote passes the exact CLI on its own
+    files = sorted((out / "brackets").glob("*.safetensors"))
+    assert len(files) == 4
+    ver = subprocess.run([sys.executable, "-m", "exact", "verify", "--json", *map(str, files)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert ver.returncode == 0 and json.loads(ver.stdout)["all_verified"]
+    assert (out / "report.md").is_file() and list((out / "figures").glob("*.png"))
+    # rerun: everything is skipped
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    again = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert again["run"] == 0 and again["skipped"] == 4 and again["brackets"] == 8
+    # a changed tolerance list re-runs the cells
+    proc = cli(*[a if a != "0.25,0.5" else "0.5" for a in args])
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["run"] == 4
+
+
+def test_mass_and_locality_screens(tmp_path, tiny_gpt2):
+    out = tmp_path / "screen"
+    proc = cli("panel", "--model", tiny_gpt2, "--heads", "0.0", "--out", out, "--workers", "1",
+               "--min-mass", "1.01", "--json", *SMALL)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(open(out / "cells.csv")))
+    assert rows and all(r["status"] == "dropped_mass" and r["L"] == "" for r in rows)
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["brackets"] == 0
+
+
+def test_dask_backend_local_cluster(tmp_path, tiny_bert):
+    distributed = pytest.importorskip("distributed")
+    from numeric.panel import CellTask, read_rows, run_panel
+
+    tasks = [CellTask(model=str(tiny_bert), layer=1, head=h, source=0, eps=("1/4",), out=str(tmp_path),
+                      prefix=16, block=16, length=32, min_mass=0.0, screen=False, attack=True, geometry=False,
+                      device=None, image_dir=None) for h in (0, 3)]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        counts = run_panel(tasks, scheduler=cluster.scheduler_address, quiet=True)
+    assert counts == {"cells": 2, "run": 2, "skipped": 0}
+    rows = read_rows(tmp_path)
+    assert [(r["head"], r["n_rows"], r["verified"]) for r in rows] == [(0, 32, True), (3, 32, True)]
+
+
+def test_report_cli(tmp_path, tiny_bert):
+    out = tmp_path / "enc"
+    proc = cli("panel", "--model", tiny_bert, "--heads", "0.0", "--length", "24", "--out", out, "--workers", "1",
+               "--eps", "0.25", "--quiet", "--no-geometry")
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("report", out)
+    assert proc.returncode == 0, proc.stderr
+    text = (out / "report.md").read_text()
+    assert "## Integrity" in text and "re-verified exactly" in text and "| 1 | 1 |" in text
+    for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
+        assert (out / "figures" / png).stat().st_size > 1000
+    one_line_error(cli("report", tmp_path / "nothing"), "not a panel directory")
