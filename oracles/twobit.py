@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 
-from flint import fmpq
+from flint import fmpq, fmpz
 
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, TrivialLower, TrivialUpper,
                                 UpperFactors, check_lower, check_upper)
@@ -34,7 +34,7 @@ from exact.norms import row_l1_norm
 from exact.rational import format_rational, parse_rational
 from exact.verdict import Verdict, refuted
 
-from ._exactlp import LPSolution, solve
+from ._exactlp import Infeasible, LPSolution, solve
 
 __all__ = ["WALSH_LABELS", "PAPER_CELLS", "two_bit_matrix", "walsh_eigenvalues", "UpperCandidate",
            "LowerTest", "CellResult", "solve_cell", "walsh_truncation", "lp_optimal_reconstruction",
@@ -147,7 +147,6 @@ def walsh_truncation(t: fmpq, s: fmpq, labels: tuple, *, stochastic: bool = Fals
         C.append([fmpq(v) for v in WALSH["00"]])
         e.append(_ZERO)
     if C:
-        from ._exactlp import Infeasible
         try:
             f, sol = _min_l1(C, e)
         except Infeasible:
@@ -230,7 +229,6 @@ def lp_optimal_reconstruction(A: ExactMatrix, labels: tuple):
     (gamma = 0). ``duals[i]`` is row i's dual certificate ``y``: ``x = X y``
     has ``||A x||_inf <= 1`` and ``x_i = ||r_i||_1``, so ``gamma(W) <= 1/||r_i||_1``.
     """
-    from ._exactlp import Infeasible
     X = _walsh_columns(labels)
     AX = _rows(A @ X)
     C = [[AX[j][c] for j in range(4)] for c in range(len(labels))]
@@ -491,7 +489,6 @@ class HierarchyFact:
     def frobenius_f2(self):
         """``F_2`` itself when ``F_2^2`` is a rational square, else None."""
         q = self.frobenius.norm
-        from flint import fmpz
         p, r = fmpz(q.p).sqrtrem(), fmpz(q.q).sqrtrem()
         return fmpq(p[0], r[0]) if p[1] == 0 and r[1] == 0 else None
 
@@ -653,7 +650,8 @@ def _facts_text(rs: RowStochasticFact, h: HierarchyFact) -> str:
         f"Fact 2 (t = s = 3/4, eps = {_fmt(PAPER_H_EPS)}): {ok(h.holds)}",
         f"  Frobenius tail k=2: F_2^2 = {_fmt(h.frobenius.norm)}" + (f" (F_2 = {_fmt(f2)})" if f2 else "")
         + f" vs 4 eps^2 = {_fmt(M_ROWS * PAPER_H_EPS ** 2)}: {verdict(h.frobenius)}",
-        f"  truncated pseudo-inverse rank 3: ||R|| = {_fmt(h.pinv.norm)}, margin {_fmt(h.pinv.margin)}: {verdict(h.pinv)}",
+        f"  truncated pseudo-inverse rank 3: ||R|| = {_fmt(h.pinv.norm)}, margin {_fmt(h.pinv.margin)}: "
+        f"{verdict(h.pinv)}",
         f"  LP-optimal reconstruction on span{{{','.join(h.lp.subspace)}}}: ||R|| = {_fmt(h.lp.norm)} "
         f"(optimal, dual certificate), margin {_fmt(h.lp.verdict.margin if h.lp.verdict else None)}: "
         f"{verdict(h.lp)}",

@@ -350,3 +350,11 @@ def test_cli_export_refuses_unrepresentable_cells(tmp_path, args, needle):
     out = run(*args, "--export", str(tmp_path / "x.safetensors"))
     assert out.returncode == 2 and needle in out.stderr and out.stderr.count("\n") == 1
     assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_oracle_runs_without_the_float_tier():
+    code = ("import sys, oracles.twobit as tb; tb.paper_cells(); tb.row_stochastic_fact(); "
+            "bad = [m for m in ('torch', 'scipy', 'highspy', 'transformers') if m in sys.modules]; "
+            "print(bad); raise SystemExit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
