@@ -345,6 +345,7 @@ def test_cli_export_single_dyadic_cell_with_rounded_witness(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (("--t", "1/3", "--s", "1/2", "--eps", "1/4"), "dyadic"),
     (("--t", "1/2", "--s", "1/2", "--eps", "1"), "rank 0"),
+    (("--t", "3/4", "--s", "3/4", "--eps", f"{3 * 2**58 - 1}/{2**60}"), "rounding"),   # margin 2^-60 * 4/3
 ])
 def test_cli_export_refuses_unrepresentable_cells(tmp_path, args, needle):
     out = run(*args, "--export", str(tmp_path / "x.safetensors"))
