@@ -1,0 +1,152 @@
+"""Tests for proofs_checks (issue 6): every appendix check is a test, plus the CLI
+and checks that the machinery can fail (a check that cannot fail proves nothing)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from flint import arb, fmpq
+
+from proofs_checks import all_checks
+from proofs_checks._core import Recorder, _Entry, run_check, workprec
+from proofs_checks._export import neumann_cell, write_and_verify
+from proofs_checks._residual import contrast_bound, residual, row_osc_bound
+from proofs_checks.geometry import compress_factorisation, meb_sq
+from proofs_checks.grid import grid_points, neumann_gap
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRIES = all_checks()
+EXPECTED_LABELS = {"G.1", "H.1", "H.2", "G.2", "(7)", "E.2", "F.1", "D.1", "K.2", "K.3",
+                   "E.3", "E.4", "H.3", "H.4", "I.1", "I.2", "I.3", "J.1", "J.2"}
+
+
+@pytest.fixture(autouse=True)
+def _export_to_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROOFS_CHECKS_OUT", str(tmp_path))
+
+
+def test_every_label_of_the_issue_has_a_check():
+    assert {e.label for e in ENTRIES} == EXPECTED_LABELS
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.label for e in ENTRIES])
+def test_check_passes(entry):
+    result = run_check(entry)
+    assert result.passed, result.failures
+    assert result.label == entry.label and result.numbers
+    assert result.seconds < 30
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "proofs_checks", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_json_only():
+    proc = _cli("--json", "--only", "H.2", "--only", "e.3")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [d["label"] for d in doc] == ["E.3", "H.2"]
+    for d in doc:
+        assert d["passed"] is True and isinstance(d["name"], str) and d["numbers"]
+    h2 = doc[1]["numbers"]
+    assert h2["tau(0)"] == "2/3" and h2["lower_margin"] == "1/6" and h2["bracket"] == "[2, 2]"
+
+
+def test_cli_table_and_g1_numbers():
+    proc = _cli("--only", "G.1")
+    assert proc.returncode == 0, proc.stderr
+    assert "G.1" in proc.stdout and "PASS" in proc.stdout and "r_eps/kappa^(r/2)" in proc.stdout
+    assert "[125, 125]" in proc.stdout
+
+
+def test_cli_unknown_label_is_a_one_line_error():
+    proc = _cli("--only", "Z.9")
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_list():
+    proc = _cli("--list")
+    assert proc.returncode == 0 and "G.1" in proc.stdout and "K.3" in proc.stdout
+
+
+# ---------------------------------------------------------------- the machinery can fail
+
+def test_crash_is_a_failure():
+    def boom():
+        raise RuntimeError("broken mathematics")
+    r = run_check(_Entry("X.0", "crash", boom))
+    assert not r.passed and "broken mathematics" in r.failures[0]
+
+
+def test_check_that_checks_nothing_fails():
+    r = run_check(_Entry("X.1", "empty", lambda: ("nothing", {}, Recorder())))
+    assert not r.passed
+
+
+def test_undecided_interval_is_a_failure():
+    rec = Recorder()
+    with workprec(64):
+        a = arb(1) / 3
+    rec.require(a < a, "undecided")
+    rec.require(a <= a, "undecided too")      # overlapping balls: not certainly <=
+    assert len(rec.failures) == 2
+
+
+def test_neumann_condition_fails_at_small_beta():
+    # beta = 1 on a 4 x 4 grid: rows spread, ||A - I|| exceeds (1 - eps)/2 = 3/8.
+    assert not (neumann_gap(grid_points(4, 2), 1) < fmpq(3, 8))
+
+
+def test_false_full_rank_claim_is_refuted_by_the_exact_tier():
+    # beta = 1/4: A is far from I, so the R = X = L = I witness must not verify rank n.
+    pts = grid_points(6, 1)
+    H = -0.25 * np.array([[(a[0] - b[0]) ** 2 for b in pts] for a in pts], dtype=np.float64)
+    tensors = {}
+    cell = neumann_cell("weak", H, fmpq(1, 4), tensors, {"test": True})
+    _, doc = write_and_verify("weak", [cell], tensors)
+    assert doc["returncode"] == 1 and doc["all_verified"] is False
+    assert doc["cells"][0]["lower_verified"] is False and doc["cells"][0]["upper_verified"] is True
+
+
+# ---------------------------------------------------------------- exact helpers
+
+def test_residual_known_values():
+    assert residual([[0, 0], [0, 0]]).q == 0
+    assert residual([[1, -1], [-1, 1]]).q == 2
+    stair = residual([[0, 0, 0], [0, 0, 1], [0, 1, 1]])
+    assert stair.q == fmpq(2, 3) and len(stair.cycle) == 3
+
+
+def test_residual_certificates_are_consistent():
+    import random
+    rng = random.Random(0)
+    for _ in range(100):
+        m, n = rng.randint(1, 4), rng.randint(1, 5)
+        M = [[fmpq(rng.randint(-9, 9), rng.randint(1, 3)) for _ in range(n)] for _ in range(m)]
+        cert = residual(M)
+        assert contrast_bound(M) <= cert.q <= row_osc_bound(M)
+        assert row_osc_bound(M, list(cert.shift)) == cert.q
+
+
+def test_meb_exact():
+    square = [[fmpq(0), fmpq(0)], [fmpq(1), fmpq(0)], [fmpq(0), fmpq(1)], [fmpq(1), fmpq(1)]]
+    assert meb_sq(square) == fmpq(1, 2)
+    obtuse = [[fmpq(0), fmpq(0)], [fmpq(4), fmpq(0)], [fmpq(2), fmpq(1)]]
+    assert meb_sq(obtuse) == 4                  # half the long side, not the circumradius
+    assert meb_sq([[fmpq(3), fmpq(3)]]) == 0
+
+
+def test_compression_reproduces_the_product():
+    from proofs_checks._core import qmat
+    X = qmat([[1, 2, 3], [2, 4, 6]])            # rank 1 queries in R^3
+    Y = qmat([[1, 0, 1], [0, 1, 0], [1, 1, 1]])
+    X1, Y1 = compress_factorisation(X, Y)
+    assert X1 * Y1.transpose() == X * Y.transpose()
+    assert X1.rank() == Y1.rank() == 1
