@@ -160,3 +160,19 @@ def test_model_without_attention_outputs(tokenizer):
         block.attn.reorder_and_upcast_attn = True
     with pytest.raises(ExtractionError):
         extract_heads(lm, source_for(lm, 0), [(0, 0)])
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "vit"])
+def test_load_by_path(tmp_path, kind, tokenizer):
+    """A saved checkpoint directory loads offline and extracts like the in-memory model."""
+    lm = tiny(kind, tokenizer)
+    lm.model.save_pretrained(tmp_path)
+    if kind != "vit":
+        tokenizer.save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path))
+    assert loaded.family == lm.family and loaded.path == str(tmp_path) and len(loaded.weights_sha256) == 64
+    src = source_for(loaded, 3, prefix=16, block=16)
+    a = extract_heads(loaded, src, [(1, 2)], prefix=16, block=16)[0]
+    b = extract_heads(lm, src, [(1, 2)], prefix=16, block=16)[0]
+    check_capture(a, lm.family)
+    np.testing.assert_array_equal(a.logits, b.logits)

@@ -36,6 +36,11 @@ def save_tiny(path: Path, kind: str, **overrides) -> Path:
         cfg = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                       intermediate_size=64, max_position_embeddings=64, **overrides)
         model = transformers.BertModel(cfg, add_pooling_layer=False)
+    elif kind == "vit":
+        cfg = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, **overrides)
+        transformers.ViTModel(cfg, add_pooling_layer=False).save_pretrained(path)
+        return path
     else:
         raise AssertionError(kind)
     model.save_pretrained(path)
@@ -155,3 +160,14 @@ def test_report_cli(tmp_path, tiny_bert):
     for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
         assert (out / "figures" / png).stat().st_size > 1000
     one_line_error(cli("report", tmp_path / "nothing"), "not a panel directory")
+
+
+def test_vit_panel(tmp_path):
+    path = save_tiny(tmp_path / "vit", "vit")
+    out = tmp_path / "run"
+    proc = cli("panel", "--model", path, "--heads", "1.3", "--sources", "2", "--out", out, "--workers", "1",
+               "--eps", "0.25", "--quiet", "--no-geometry", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(open(out / "cells.csv")))
+    assert [(r["family"], r["source"], r["n_rows"], r["verified"]) for r in rows] == [
+        ("vit", "synthetic:0", "17", "True"), ("vit", "synthetic:1", "17", "True")]
