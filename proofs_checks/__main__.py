@@ -82,4 +82,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except BrokenPipeError:          # output piped into `head`: not an error of the checks
+        sys.stderr.close()
+        raise SystemExit(1)

@@ -136,6 +136,9 @@ def check_g1():
             ratio_sq = fmpq(n * n) / formula ** r
             cap_sq = fmpq(4) ** r * fmpq(2, BETA * r) ** r
             rec.require(ratio_sq <= cap_sq, f"r={r} N={N}: ratio^2 {ratio_sq} above {cap_sq}")
+            # and bounded below by its limit (2/(beta r))^(r/2): r_eps = Theta(kappa^(r/2)).
+            floor_sq = fmpq(2, BETA * r) ** r
+            rec.require(ratio_sq >= floor_sq, f"r={r} N={N}: ratio^2 {ratio_sq} below {floor_sq}")
             with workprec(64):
                 ratio = arb(ratio_sq).sqrt()
             table.append({"r": r, "N": N, "n": n, "r_eps": n, "kappa": qstr(formula),
