@@ -153,8 +153,8 @@ def _read_tensors(header: dict, data) -> dict:
         if not isinstance(shape, list) or len(shape) != 2:
             raise MalformedInput(f"{what} must be 2-D, has shape {json.dumps(shape)[:40]}")
         m, n = (_int(s, f"{what} shape") for s in shape)
-        if m <= 0 or n <= 0:
-            raise MalformedInput(f"{what} has empty shape [{m}, {n}]")
+        if m < 0 or n < 0:
+            raise MalformedInput(f"{what} has a negative side [{m}, {n}]")
         if max(m, n) > MAX_MATRIX_SIDE or m * n > MAX_MATRIX_ENTRIES:
             raise LimitExceeded(f"{what} has shape [{m}, {n}], beyond the limits "
                                 f"(side {MAX_MATRIX_SIDE}, entries {MAX_MATRIX_ENTRIES})")
@@ -178,11 +178,13 @@ def _read_tensors(header: dict, data) -> dict:
     return tensors
 
 
-def _tensor(name, tensors: dict, what: str) -> str:
+def _tensor(name, tensors: dict, what: str, nonempty: bool = False) -> str:
     if not isinstance(name, str):
         raise MalformedInput(f"{what} must be a tensor name (string)")
     if name not in tensors:
         raise MalformedInput(f"{what} names a missing tensor {name[:60]!r}")
+    if nonempty and 0 in tensors[name].shape:
+        raise MalformedInput(f"{what} {name[:60]!r} is empty (shape {list(tensors[name].shape)})")
     return name
 
 
@@ -220,12 +222,12 @@ def _cell(obj, index: int, tensors: dict) -> Cell:
     target = obj["target"]
     if isinstance(target, dict) and "logits" in target:
         _keys(target, f"{what} target", {"matrix", "logits", "slack"})
-        tgt = Target(_tensor(target["matrix"], tensors, f"{what} target matrix"),
-                     _tensor(target["logits"], tensors, f"{what} target logits"),
+        tgt = Target(_tensor(target["matrix"], tensors, f"{what} target matrix", nonempty=True),
+                     _tensor(target["logits"], tensors, f"{what} target logits", nonempty=True),
                      parse_nonnegative(target["slack"], f"{what} slack"))
     else:
         _keys(target, f"{what} target", {"matrix"})
-        tgt = Target(_tensor(target["matrix"], tensors, f"{what} target matrix"))
+        tgt = Target(_tensor(target["matrix"], tensors, f"{what} target matrix", nonempty=True))
     provenance = obj.get("provenance", {})
     if not isinstance(provenance, dict):
         raise MalformedInput(f"{what}: provenance must be a JSON object")

@@ -27,8 +27,12 @@ from .rational import to_fmpq
 __all__ = ["ExactMatrix", "check_float64_matrix"]
 
 
-def check_float64_matrix(a, what: str = "matrix") -> np.ndarray:
-    """Refuse anything but a finite 2-D float64 array within the size limits."""
+def check_float64_matrix(a, what: str = "matrix", allow_empty: bool = True) -> np.ndarray:
+    """Refuse anything but a finite 2-D float64 array within the size limits.
+
+    A side of length 0 is allowed (a rank-0 factor P of shape m x 0) unless
+    ``allow_empty`` is false (targets).
+    """
     if not isinstance(a, np.ndarray):
         raise MalformedInput(f"{what}: expected a numpy array, got {type(a).__name__}")
     if a.dtype != np.float64:
@@ -36,7 +40,7 @@ def check_float64_matrix(a, what: str = "matrix") -> np.ndarray:
     if a.ndim != 2:
         raise MalformedInput(f"{what}: {a.ndim}-D array, expected 2-D")
     m, n = a.shape
-    if m == 0 or n == 0:
+    if not allow_empty and (m == 0 or n == 0):
         raise MalformedInput(f"{what}: empty shape {a.shape}")
     if max(m, n) > MAX_MATRIX_SIDE or m * n > MAX_MATRIX_ENTRIES:
         raise LimitExceeded(f"{what}: shape {a.shape} beyond the limits "

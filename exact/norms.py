@@ -31,6 +31,8 @@ def row_l1_sums(M: ExactMatrix) -> list[fmpq]:
 def row_l1_norm(M: ExactMatrix) -> fmpq:
     """``||M||_row1``, exactly."""
     n = M.ncols
+    if M.nrows == 0:
+        return fmpq(0)
     flat = M.num.entries()
     best = max(sum(map(abs, flat[i * n:(i + 1) * n]), fmpz(0)) for i in range(M.nrows))
     return fmpq(best, M.den)

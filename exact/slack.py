@@ -43,8 +43,8 @@ def softmax_slack_bound(logits, matrix) -> fmpq | None:
     ``Z = sum_j e_j`` and ``sum_j |e_j - a_j Z| / Z``. Returns None when an
     enclosure is not finite (the caller refuses). Inputs are validated float64.
     """
-    H = check_float64_matrix(logits, "logits")
-    A0 = check_float64_matrix(matrix, "matrix")
+    H = check_float64_matrix(logits, "logits", allow_empty=False)
+    A0 = check_float64_matrix(matrix, "matrix", allow_empty=False)
     if H.shape != A0.shape:
         raise ValueError(f"logits {H.shape} and matrix {A0.shape} differ in shape")
     old = ctx.prec
