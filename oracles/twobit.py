@@ -552,9 +552,6 @@ def export_cells(path, cells: list[CellResult]) -> None:
         uc = cell.upper_candidate
         if uc.kind == "trivial":
             upper = {"kind": "trivial"}
-        elif uc.rank == 0:
-            raise ExportRefused(f"cell {name}: rank 0 needs the zero matrix, and format v1 has no "
-                                "zero-column factors (eps >= ||A||_row1 = 1)")
         else:
             P, Q = _to_exact_image(uc.witness.P), _to_exact_image(uc.witness.Q)
             if not check_upper(A, UpperFactors(P, Q), cell.eps, uc.rank).verified:

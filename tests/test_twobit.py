@@ -342,9 +342,18 @@ def test_cli_export_single_dyadic_cell_with_rounded_witness(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_cli_export_rank_zero_cell_as_zero_width_factors(tmp_path):
+    path = tmp_path / "zero.safetensors"      # eps = ||A||_row1 = 1: B = 0, factors of shape 4 x 0
+    assert run("--t", "1/2", "--s", "1/2", "--eps", "1", "--export", str(path)).returncode == 0
+    check = subprocess.run([sys.executable, "-m", "exact", "verify", "--json", str(path)], capture_output=True,
+                           text=True, cwd=ROOT, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    (cell,) = json.loads(check.stdout)["cells"]
+    assert (cell["lower"], cell["upper"], cell["upper_witness"]) == (0, 0, "factors")
+
+
 @pytest.mark.parametrize("args,needle", [
     (("--t", "1/3", "--s", "1/2", "--eps", "1/4"), "dyadic"),
-    (("--t", "1/2", "--s", "1/2", "--eps", "1"), "rank 0"),
     (("--t", "3/4", "--s", "3/4", "--eps", f"{3 * 2**58 - 1}/{2**60}"), "rounding"),   # margin 2^-60 * 4/3
 ])
 def test_cli_export_refuses_unrepresentable_cells(tmp_path, args, needle):
