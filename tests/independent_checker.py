@@ -1,0 +1,225 @@
+"""An independent certificate checker written with ``fractions.Fraction`` alone.
+
+It re-implements MATH.md section 2 from the text, without importing flint,
+numpy or ``exact``, so that the differential tests compare two checkers that
+share no code. Matrices are lists of rows of ``Fraction``.
+
+Every check returns a ``Judgement``: ``verified``, the exact ``margin`` of the
+deciding inequality (``None`` when the check stopped before it), and the
+``stage`` that decided (``shape``, ``rank``, ``basis``, ``eta``, ``final``,
+``ok``). The margin conventions are the ones MATH.md implies:
+
+* upper factors (K.1): ``eps - ||A - P Q^T||_row1``, verified when ``>= 0``;
+* trivial lower: rank 0 always; rank 1 with margin ``||A||_row1 - eps > 0``;
+* reconstruction (K.3) and its row side: ``1 - eta - ||R|| eps > 0``;
+* Frobenius tail (K.2): a rigorous enclosure of the top-k singular energy
+  from the exact characteristic polynomial of ``A^T A`` (Faddeev-LeVerrier)
+  and Descartes' rule of signs, which is exact for real-rooted polynomials.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+__all__ = ["Judgement", "fractions_of", "matmul", "transpose", "sub", "identity", "row_l1",
+           "frobenius_sq", "check_factors", "check_trivial_upper", "check_trivial_lower",
+           "check_reconstruction", "check_row_reconstruction", "top_energy_enclosure",
+           "frobenius_judgement", "charpoly", "count_above", "eigenvalue_enclosures"]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verified: bool
+    margin: Fraction | None
+    stage: str
+
+
+def fractions_of(rows) -> list[list[Fraction]]:
+    """Rows of ints, floats (exactly), strings or Fractions as Fractions."""
+    out = []
+    for r in rows:
+        row = []
+        for x in r:
+            if isinstance(x, float):
+                row.append(Fraction(*x.as_integer_ratio()))
+            else:
+                row.append(Fraction(x))
+        out.append(row)
+    return out
+
+
+def shape(M) -> tuple[int, int]:
+    return (len(M), len(M[0]) if M else 0)
+
+
+def matmul(A, B):
+    if shape(A)[1] != shape(B)[0]:
+        raise ValueError("shapes do not multiply")
+    Bt = transpose(B)
+    return [[sum((a * b for a, b in zip(row, col)), Fraction(0)) for col in Bt] for row in A]
+
+
+def transpose(A):
+    return [list(col) for col in zip(*A)]
+
+
+def sub(A, B):
+    return [[a - b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)]
+
+
+def identity(n):
+    return [[Fraction(int(i == j)) for j in range(n)] for i in range(n)]
+
+
+def row_l1(M) -> Fraction:
+    """``||M||_row1 = max_i sum_j |M_ij|`` (MATH.md section 1)."""
+    return max(sum((abs(x) for x in row), Fraction(0)) for row in M)
+
+
+def frobenius_sq(M) -> Fraction:
+    return sum((x * x for row in M for x in row), Fraction(0))
+
+
+# ---------------------------------------------------------------- upper side
+def check_factors(A, P, Q, eps: Fraction, rank: int) -> Judgement:
+    """K.1: ``||A - P Q^T||_row1 <= eps`` proves ``r_eps(A) <= k`` (k = columns of P)."""
+    m, n = shape(A)
+    k = shape(P)[1]
+    if rank < 0 or rank > min(m, n):
+        return Judgement(False, None, "rank")
+    if shape(P)[0] != m or shape(Q) != (n, k):
+        return Judgement(False, None, "shape")
+    if k != rank:
+        return Judgement(False, None, "rank")
+    margin = eps - row_l1(sub(A, matmul(P, transpose(Q))))
+    return Judgement(margin >= 0, margin, "final")
+
+
+def check_trivial_upper(A, eps: Fraction, rank: int) -> Judgement:
+    """B = A: ``r_eps(A) <= min(m, n)``."""
+    return Judgement(rank == min(shape(A)), None, "final")
+
+
+# ---------------------------------------------------------------- lower side
+def check_trivial_lower(A, eps: Fraction, rank: int) -> Judgement:
+    """Rank 0 always; rank 1 iff ``eps < ||A||_row1`` (the only rank-0 B is 0)."""
+    if rank == 0:
+        return Judgement(True, None, "final")
+    if rank != 1 or rank > min(shape(A)):
+        return Judgement(False, None, "rank")
+    margin = row_l1(A) - eps
+    return Judgement(margin > 0, margin, "final")
+
+
+def _defect_and_final(norm_E, norm_L, norm_F, norm_R, eps) -> Judgement:
+    if norm_F >= 1:
+        return Judgement(False, None, "basis")
+    eta = norm_E * norm_L / (1 - norm_F)
+    if eta >= 1:
+        return Judgement(False, None, "eta")
+    margin = 1 - eta - norm_R * eps
+    return Judgement(margin > 0, margin, "final")
+
+
+def check_reconstruction(A, R, X, L, eps: Fraction, rank: int) -> Judgement:
+    """K.3: ``E = R A X - X``, ``F = L X - I``, ``eta = ||E|| ||L|| / (1 - ||F||)``,
+    then ``||R|| eps < 1 - eta`` proves ``r_eps(A) >= d``."""
+    m, n = shape(A)
+    d = shape(X)[1]
+    if rank < 0 or rank > min(m, n):
+        return Judgement(False, None, "rank")
+    if shape(R) != (n, m) or shape(X)[0] != n or shape(L) != (d, n):
+        return Judgement(False, None, "shape")
+    if d != rank:
+        return Judgement(False, None, "rank")
+    E = sub(matmul(R, matmul(A, X)), X)
+    F = sub(matmul(L, X), identity(d))
+    return _defect_and_final(row_l1(E), row_l1(L), row_l1(F), row_l1(R), eps)
+
+
+def check_row_reconstruction(A, G, Z, M, eps: Fraction, rank: int) -> Judgement:
+    """Row side: ``E = Z^T A G - Z^T``, ``F = M Z - I``,
+    ``eta = ||E|| ||M^T|| / (1 - ||F^T||)``, then ``||G|| eps < 1 - eta``."""
+    m, n = shape(A)
+    d = shape(Z)[1]
+    if rank < 0 or rank > min(m, n):
+        return Judgement(False, None, "rank")
+    if shape(G) != (n, m) or shape(Z)[0] != m or shape(M) != (d, m):
+        return Judgement(False, None, "shape")
+    if d != rank:
+        return Judgement(False, None, "rank")
+    Zt = transpose(Z)
+    E = sub(matmul(matmul(Zt, A), G), Zt)
+    F = sub(matmul(M, Z), identity(d))
+    return _defect_and_final(row_l1(E), row_l1(transpose(M)), row_l1(transpose(F)), row_l1(G), eps)
+
+
+# ------------------------------------------------------------ Frobenius tail
+def charpoly(S) -> list[Fraction]:
+    """Coefficients ``c[0..n]`` of ``det(x I - S) = sum c[i] x^(n-i)`` (Faddeev-LeVerrier, exact)."""
+    n = len(S)
+    coeffs = [Fraction(1)]
+    M = [[Fraction(0)] * n for _ in range(n)]
+    I = identity(n)
+    for k in range(1, n + 1):
+        M = [[a + coeffs[-1] * b for a, b in zip(rm, ri)] for rm, ri in zip(matmul(S, M) if k > 1 else M, I)]
+        AM = matmul(S, M)
+        coeffs.append(-sum((AM[i][i] for i in range(n)), Fraction(0)) / k)
+    return coeffs
+
+
+def _taylor_shift(coeffs, x: Fraction) -> list[Fraction]:
+    """Coefficients (highest first) of ``p(t + x)`` for ``p`` with coefficients ``coeffs`` (highest first)."""
+    c = list(coeffs)
+    n = len(c) - 1
+    for i in range(n):                     # repeated synthetic division (Horner)
+        for j in range(1, n + 1 - i):
+            c[j] += x * c[j - 1]
+    return c
+
+
+def count_above(coeffs, x: Fraction) -> int:
+    """Roots of the real-rooted polynomial ``coeffs`` strictly above ``x``, with multiplicity.
+
+    Descartes' rule of signs counts positive roots of ``p(t + x)`` exactly when
+    every root is real (the polynomial is a characteristic polynomial of a
+    symmetric matrix); roots at ``x`` itself show as trailing zero coefficients.
+    """
+    signs = [v > 0 for v in _taylor_shift(coeffs, x) if v != 0]
+    return sum(a != b for a, b in zip(signs, signs[1:]))
+
+
+def eigenvalue_enclosures(S, k: int, steps: int = 48) -> list[tuple[Fraction, Fraction]]:
+    """``[lo_i, hi_i]`` containing ``lambda_i(S)`` for the k largest eigenvalues of a symmetric PSD S."""
+    coeffs = charpoly(S)
+    top = sum((abs(x) for row in S for x in row), Fraction(0)) + 1   # > every eigenvalue
+    out = []
+    for i in range(1, k + 1):
+        lo, hi = Fraction(-1), top          # invariant: count_above(lo) >= i > count_above(hi)
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            if count_above(coeffs, mid) >= i:
+                lo = mid
+            else:
+                hi = mid
+        out.append((lo, hi))
+    return out
+
+
+def top_energy_enclosure(A, k: int, steps: int = 48) -> tuple[Fraction, Fraction]:
+    """``lo <= sum_{i<=k} sigma_i(A)^2 <= hi``, rigorously."""
+    if k == 0:
+        return Fraction(0), Fraction(0)
+    At = transpose(A)
+    S = matmul(At, A) if len(A[0]) <= len(A) else matmul(A, At)
+    enc = eigenvalue_enclosures(S, k, steps)
+    return sum((max(lo, Fraction(0)) for lo, _ in enc), Fraction(0)), sum((hi for _, hi in enc), Fraction(0))
+
+
+def frobenius_judgement(A, k: int, eps: Fraction) -> tuple[bool, bool]:
+    """K.2 decided independently: ``(surely_true, surely_false)`` for ``F_k(A)^2 > m eps^2``."""
+    m = len(A)
+    lo, hi = top_energy_enclosure(A, k)
+    total = frobenius_sq(A)
+    need = m * eps * eps
+    return total - hi > need, total - lo <= need
