@@ -141,7 +141,7 @@ def check_g1():
             rec.require(ratio_sq >= floor_sq, f"r={r} N={N}: ratio^2 {ratio_sq} below {floor_sq}")
             with workprec(64):
                 ratio = arb(ratio_sq).sqrt()
-            table.append({"r": r, "N": N, "n": n, "r_eps": n, "kappa": qstr(formula),
+            table.append({"r": r, "N": N, "n": n, "kappa": qstr(formula),
                           "neumann_gap_upper": f"{float(gap.mid()) + float(gap.rad()):.6f}",
                           "r_eps/kappa^(r/2)": f"{float(ratio.mid()):.6f}"})
     got = _verify_cells(rec, "g1_grid", cells, tensors, expect)
@@ -194,18 +194,24 @@ def check_i2():
     """I.2: lattice points of a disc, Gaussian logits: arb proves r_eps = n (Neumann) for
     each instance; n / beta_unit^(r/2) ~ pi/4 illustrates the beta^(r/2) law."""
     rec = Recorder()
-    table = []
+    table, cells, tensors = [], [], {}
     for rho in BALL_RADII:
         pts = ball_points(rho)
         n = len(pts)
         gap = neumann_gap(pts, BETA)
         rec.require(gap < (1 - EPS) / 2, f"rho={rho}: Neumann condition fails ({gap})")
+        cid = f"I2_disc_rho{rho}"
+        cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "I.2", "rho": rho}))
         beta_unit = BETA * rho * rho
-        table.append({"rho": rho, "beta_unit": beta_unit, "n": n, "r_eps": n,
-                      "r_eps/beta_unit": f"{n / beta_unit:.4f}"})
+        table.append({"rho": rho, "beta_unit": beta_unit, "n": n, "id": cid})
+    got = _verify_cells(rec, "i2_full_ball", cells, tensors, {c["id"]: t["n"] for c, t in zip(cells, table)})
+    for row in table:
+        c = got.get(row.pop("id"), {})
+        row["r_eps_bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
+        row["n/beta_unit"] = f"{row['n'] / row['beta_unit']:.4f}"
     numbers = {"beta_grid": BETA, "eps": qstr(EPS), "radii": list(BALL_RADII),
                "n": [t["n"] for t in table]}
-    return ("r_eps = n proved per disc instance; n/beta_unit -> pi/4 (illustration)", numbers, rec, table)
+    return ("r_eps = n verified per disc instance; n/beta_unit -> pi/4 (illustration)", numbers, rec, table)
 
 
 @register("I.3", "finite full-ball lower certificate")

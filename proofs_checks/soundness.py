@@ -21,6 +21,7 @@ from exact.certificates import FrobeniusTail, ReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
 
 from ._core import Recorder, qmat, qstr, register, row1, workprec
+from ._export import neumann_cell, write_and_verify
 
 __all__ = ["competitors", "witness_pool"]
 
@@ -219,7 +220,7 @@ def check_i1():
     """I.1: for each beta the largest N with arb-certified ||A - I|| < (1 - eps)/2 (so
     r_eps = N by the Neumann argument) grows like beta^((r-1)/2) = sqrt(beta) on S^1."""
     rec = Recorder()
-    table = []
+    table, cells, tensors = [], [], {}
     for beta in SPHERE_BETAS:
         N = 2
         while circle_gap(N + 1, beta) < (1 - SPHERE_EPS) / 2:
@@ -228,8 +229,22 @@ def check_i1():
         rec.require(not (circle_gap(N + 1, beta) < (1 - SPHERE_EPS) / 2), f"beta={beta}: N+1 not certified")
         with workprec(64):
             ratio = arb(N) / arb(beta).sqrt()
-        table.append({"beta": beta, "N_certified": N, "r_eps": N, "N/sqrt(beta)": f"{float(ratio.mid()):.4f}"})
-    return ("r_eps = N proved per (beta, N); N/sqrt(beta) stays near "
+        # The float64 logits beta cos(2 pi (i-j)/N) as stored: the exact tier proves [N, N]
+        # for the softmax of these stored logits (slack charged), the arb test above for the
+        # exact-cosine matrix.
+        ang = 2 * np.pi * np.subtract.outer(np.arange(N), np.arange(N)) / N
+        cid = f"I1_beta{beta}_N{N}"
+        cells.append(neumann_cell(cid, beta * np.cos(ang), SPHERE_EPS, tensors, {"check": "I.1", "beta": beta}))
+        table.append({"beta": beta, "N_neumann_arb": N, "N/sqrt(beta)": f"{float(ratio.mid()):.4f}", "id": cid})
+    path, doc = write_and_verify("i1_circle", cells, tensors)
+    got = {c["id"]: c for c in doc.get("cells", [])}
+    rec.require(doc.get("returncode") == 0 and doc.get("all_verified") is True, f"exact verify {path.name}")
+    for row in table:
+        c = got.get(row.pop("id"), {})
+        ok = c.get("lower_verified") is True and c.get("upper_verified") is True
+        rec.require(ok and c.get("lower") == c.get("upper") == row["N_neumann_arb"], f"beta={row['beta']}: bracket")
+        row["bracket_exact_tier"] = f"[{c.get('lower')}, {c.get('upper')}]"
+    return ("r_eps = N (arb, exact tier) per (beta, N); N/sqrt(beta) stays near "
             f"{table[-1]['N/sqrt(beta)']} (illustration)",
-            {"eps": qstr(SPHERE_EPS), "betas": list(SPHERE_BETAS), "N": [t["N_certified"] for t in table]},
+            {"eps": qstr(SPHERE_EPS), "betas": list(SPHERE_BETAS), "N": [t["N_neumann_arb"] for t in table]},
             rec, table)
