@@ -309,6 +309,20 @@ def check_j1():
             {"kappa(C)": qstr(kappa), "R(X)^2": qstr(R2), "unbalanced_R^2": [qstr(ru), qstr(rv)]}, rec)
 
 
+#: Denominator for rounding the balanced SVD factors: any rational T_k is a valid member.
+J2_DEN = 2 ** 12
+
+
+def _balanced_factors(U, S, Vt, k: int, n: int):
+    """Rationalised ``U_k S_k^(1/2)`` and ``V_k S_k^(1/2)`` (a zero column when k = 0)."""
+    if k == 0:
+        return fmpq_mat(n, 1), fmpq_mat(n, 1)
+    rnd = lambda x: fmpq(int(round(x * J2_DEN)), J2_DEN)  # noqa: E731
+    X = qmat([[rnd(U[i, t] * np.sqrt(S[t])) for t in range(k)] for i in range(n)])
+    Y = qmat([[rnd(Vt[t, j] * np.sqrt(S[t])) for t in range(k)] for j in range(n)])
+    return X, Y
+
+
 #: J.2 instance: seeded random integer logits (n = 6), small enough for exact LPs.
 J2_N, J2_SEED = 6, 3
 
@@ -338,11 +352,7 @@ def check_j2():
     U, S, Vt = np.linalg.svd(Cf)
     table = []
     for k in range(0, C.rank() + 1):
-        den = 2 ** 12
-        Xk = qmat([[fmpq(int(round(U[i, t] * np.sqrt(S[t]) * den)), den) for t in range(k)] or [0] for i in range(n)]) \
-            if k else fmpq_mat(n, 1)
-        Yk = qmat([[fmpq(int(round(Vt[t, j] * np.sqrt(S[t]) * den)), den) for t in range(k)] or [0] for j in range(n)]) \
-            if k else fmpq_mat(n, 1)
+        Xk, Yk = _balanced_factors(U, S, Vt, k, n)
         T = Xk * Yk.transpose()
         D = C - T
         cert = residual(_rows(D))

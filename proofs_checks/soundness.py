@@ -83,12 +83,10 @@ def competitors(A: fmpq_mat):
         Af = np.array([[float(A[i, j].p) / float(A[i, j].q) for j in range(n)] for i in range(m)])
         U, S, Vt = np.linalg.svd(Af)
         for k in (1, 2):
-            Bf = (U[:, :k] * S[:k]) @ Vt[:k]
             for den in (64, 4096):
                 Xk = qmat([[fmpq(int(round(U[i, t] * S[t] * den)), den) for t in range(k)] for i in range(m)])
                 Yk = qmat([[fmpq(int(round(Vt[t, j] * den)), den) for t in range(k)] for j in range(n)])
                 offer(Xk * Yk.transpose())
-            del Bf
     return best
 
 
@@ -97,7 +95,6 @@ def witness_pool(A: fmpq_mat):
     m, n = A.nrows(), A.ncols()
     p = min(m, n)
     pool = [(FrobeniusTail(k), k + 1, f"frobenius k={k}") for k in range(p)]
-    EA = ExactMatrix.from_fmpq_mat(A)
     if m == n and A.det() != 0:
         inv = A.inv()
         I = ExactMatrix.identity(n)
@@ -118,7 +115,6 @@ def witness_pool(A: fmpq_mat):
                 w = ReconstructionWitness(ExactMatrix.from_fmpq_mat(R), ExactMatrix.from_fmpq_mat(X),
                                           ExactMatrix.from_fmpq_mat(X.transpose()))
                 pool.append((w, d, f"decoded S={S} T={T}"))
-    del EA
     return pool
 
 
