@@ -24,7 +24,8 @@ from fractions import Fraction
 __all__ = ["Judgement", "fractions_of", "matmul", "transpose", "sub", "identity", "row_l1",
            "frobenius_sq", "check_factors", "check_trivial_upper", "check_trivial_lower",
            "check_reconstruction", "check_row_reconstruction", "top_energy_enclosure",
-           "frobenius_judgement", "charpoly", "count_above", "eigenvalue_enclosures"]
+           "frobenius_judgement", "charpoly", "count_above", "eigenvalue_enclosures",
+           "solve", "min_l1_row", "lp_optimal_R", "pseudo_inverse", "kron", "bsc", "two_bit", "WALSH", "walsh_basis"]
 
 
 @dataclass(frozen=True)
@@ -223,3 +224,87 @@ def frobenius_judgement(A, k: int, eps: Fraction) -> tuple[bool, bool]:
     total = frobenius_sq(A)
     need = m * eps * eps
     return total - hi > need, total - lo <= need
+
+
+# ------------------------------------------- exact witness constructions (tests' own)
+def solve(M, b) -> list[Fraction] | None:
+    """The solution y of the square system ``M y = b`` (Gauss-Jordan in Fractions), None if singular."""
+    n = len(M)
+    T = [list(row) + [bi] for row, bi in zip(M, b)]
+    for c in range(n):
+        p = next((r for r in range(c, n) if T[r][c] != 0), None)
+        if p is None:
+            return None
+        T[c], T[p] = T[p], T[c]
+        T[c] = [x / T[c][c] for x in T[c]]
+        for r in range(n):
+            if r != c and T[r][c] != 0:
+                f = T[r][c]
+                T[r] = [x - f * y for x, y in zip(T[r], T[c])]
+    return [T[r][n] for r in range(n)]
+
+
+def min_l1_row(M, b) -> list[Fraction]:
+    """``argmin ||r||_1`` subject to ``r M = b`` (M is m x d of full column rank), exactly.
+
+    The problem is an LP; an optimum is a basic solution with at most d nonzero
+    entries, so enumerating the d-subsets S with ``M[S]`` invertible and
+    solving ``r_S M[S] = b`` finds it (fine for the 4 x 4 oracles).
+    """
+    from itertools import combinations
+    m, d = shape(M)
+    best = None
+    for S in combinations(range(m), d):
+        MS_T = transpose([M[i] for i in S])          # M[S]^T r_S = b^T
+        rs = solve(MS_T, b)
+        if rs is None:
+            continue
+        r = [Fraction(0)] * m
+        for i, v in zip(S, rs):
+            r[i] = v
+        if best is None or sum(map(abs, r)) < sum(map(abs, best)):
+            best = r
+    if best is None:
+        raise ValueError("M is not of full column rank")
+    return best
+
+
+def lp_optimal_R(A, X):
+    """The LP-optimal R on ``W = range X`` (MATH.md K.3): row i minimises ``||r||_1`` with ``r (A X) = X[i, :]``.
+
+    Its norm is exactly ``1 / gamma(W)``."""
+    AX = matmul(A, X)
+    return [min_l1_row(AX, X[i]) for i in range(len(X))]
+
+
+def pseudo_inverse(X):
+    """``X^+ = (X^T X)^-1 X^T`` for X of full column rank, exactly."""
+    Xt = transpose(X)
+    G = matmul(Xt, X)
+    d = len(G)
+    cols = [solve(G, [Fraction(int(i == j)) for i in range(d)]) for j in range(d)]
+    return matmul(transpose(cols), Xt)
+
+
+def kron(A, B):
+    return [[a * b for a in ra for b in rb] for ra in A for rb in B]
+
+
+def bsc(t) -> list[list[Fraction]]:
+    """``K(t) = t I_2 + (1 - t) J_2 / 2``, eigenvalues 1 and t (MATH.md section 4)."""
+    t = Fraction(t)
+    return [[(1 + t) / 2, (1 - t) / 2], [(1 - t) / 2, (1 + t) / 2]]
+
+
+def two_bit(t, s):
+    """``A(t, s) = K(t) (x) K(s)``; index ``2a + b`` for the t-bit a and the s-bit b."""
+    return kron(bsc(t), bsc(s))
+
+
+#: Walsh characters of the two-bit cube, by the eigenvalue they carry: ``chi_uv(a, b) = (-1)^(ua + vb)``.
+WALSH = {"1": [1, 1, 1, 1], "s": [1, -1, 1, -1], "t": [1, 1, -1, -1], "ts": [1, -1, -1, 1]}
+
+
+def walsh_basis(*names) -> list[list[Fraction]]:
+    """The 4 x d matrix whose columns are the named Walsh characters."""
+    return [[Fraction(WALSH[nm][i]) for nm in names] for i in range(4)]
