@@ -1,0 +1,429 @@
+"""``python -m exact verify``: malformed input, resource limits, inconsistent claims, workers, JSON.
+
+Malformed files are hand-built byte by byte (the writer refuses most of
+them). Each must give exit 2 and exactly one line on stderr naming the file,
+never a traceback. All of them go through one CLI subprocess together (one
+line per file) and each one alone through ``exact.cli.main`` in-process (exit
+status per file); a few also alone through a subprocess. Limits are tested at
+limit + 1 with the real number where that is cheap, else monkeypatched small.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import exact.bracketfile
+import exact.matrix
+from exact import limits
+from exact.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "tests" / "data" / "example.safetensors"
+
+K = np.array([[0.75, 0.25], [0.25, 0.75]])
+
+
+# ---------------------------------------------------------------- file builder
+def container(header, data: bytes = b"", length: int | None = None) -> bytes:
+    """A safetensors container: 8-byte little-endian header length, header, data."""
+    if isinstance(header, dict):
+        header = json.dumps(header)
+    if isinstance(header, str):
+        header = header.encode("utf-8")
+    n = len(header) if length is None else length
+    return n.to_bytes(8, "little") + header + data
+
+
+def base_cell(**over) -> dict:
+    cell = {"id": "c0", "eps": "1/4", "target": {"matrix": "A"},
+            "lower": {"rank": 1, "witness": {"kind": "trivial"}},
+            "upper": {"rank": 2, "witness": {"kind": "trivial"}}}
+    cell.update(over)
+    return cell
+
+
+def doc(cells=None, **over) -> dict:
+    d = {"format": "softrank-brackets", "version": 1, "cells": [base_cell()] if cells is None else cells}
+    d.update(over)
+    return d
+
+
+def bracket_bytes(document=None, tensors=None, tensor_entries=None, softrank_text=None) -> bytes:
+    """A bracket file from a claim document and float64 tensors (or raw tensor header entries)."""
+    tensors = {"A": K} if tensors is None else tensors
+    header, data = {}, b""
+    for name, arr in tensors.items():
+        raw = np.ascontiguousarray(arr, dtype="<f8").tobytes()
+        header[name] = {"dtype": "F64", "shape": list(arr.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    header.update(tensor_entries or {})
+    text = json.dumps(doc() if document is None else document) if softrank_text is None else softrank_text
+    header["__metadata__"] = {"softrank": text}
+    return container(header, data)
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "exact", "verify", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- malformed cases
+def _malformed_cases() -> dict[str, tuple[bytes, str]]:
+    """name -> (file bytes, a word the one-line message must contain)."""
+    rng = random.Random(20260101)
+    valid = bracket_bytes()
+    cases = {
+        "random-bytes": (rng.randbytes(4096), "header"),
+        "random-bytes-plausible-length": ((200).to_bytes(8, "little") + rng.randbytes(300), "header"),
+        "empty": (b"", "truncated"),
+        "truncated-in-length": (valid[:5], "truncated"),
+        "truncated-in-header": (valid[:40], "truncated"),
+        "truncated-data": (valid[:-8], "truncated"),
+        "oversized-header-length": (container("{}", length=limits.MAX_HEADER_BYTES + 1), "limit"),
+        "header-length-max-u64": (container("{}", length=2**64 - 1), "limit"),
+        "non-json-header": (container("this is not json"), "JSON"),
+        "header-not-object": (container("[1, 2]"), "object"),
+        "header-not-utf8": (container(b"\xff\xfe{}"), "UTF-8"),
+        "no-softrank-metadata": (container({"__metadata__": {"other": "x"}}), "softrank"),
+        "softrank-not-json": (bracket_bytes(softrank_text="{cells: oops"), "JSON"),
+        "json-nan-literal": (bracket_bytes(softrank_text=json.dumps(doc())[:-1] + ', "x": NaN}'), "NaN"),
+        "unknown-format": (bracket_bytes(doc(format="softrank-ranks")), "format"),
+        "unknown-version": (bracket_bytes(doc(version=2)), "version"),
+        "version-as-string": (bracket_bytes(doc(version="1")), "version"),
+        "version-true": (bracket_bytes(doc(version=True)), "version"),
+        "cells-not-list": (bracket_bytes(doc(cells={"c0": base_cell()})), "array"),
+        "unknown-lower-kind": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {"kind": "oracle"}})])),
+                               "kind"),
+        "upper-kind-from-lower": (bracket_bytes(doc([base_cell(upper={"rank": 1, "witness": {
+            "kind": "frobenius", "k": 0}})])), "kind"),
+        "witness-without-kind": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {}})])), "kind"),
+        "unknown-cell-key": (bracket_bytes(doc([base_cell(extra=1)])), "unknown key"),
+        "missing-eps": (bracket_bytes(doc([{k: v for k, v in base_cell().items() if k != "eps"}])), "eps"),
+        "negative-rank": (bracket_bytes(doc([base_cell(lower={"rank": -1, "witness": {"kind": "trivial"}})])),
+                          "rank"),
+        "rank-not-int": (bracket_bytes(doc([base_cell(lower={"rank": 1.0, "witness": {"kind": "trivial"}})])),
+                         "integer"),
+        "frobenius-k-string": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {
+            "kind": "frobenius", "k": "0"}})])), "integer"),
+        "duplicate-cell-id": (bracket_bytes(doc([base_cell(), base_cell()])), "duplicate"),
+        "eps-one-over-zero": (bracket_bytes(doc([base_cell(eps="1/0")])), "zero denominator"),
+        "eps-minus-one": (bracket_bytes(doc([base_cell(eps="-1")])), ">= 0"),
+        "eps-1e999999999": (bracket_bytes(doc([base_cell(eps="1e999999999")])), "exponent"),
+        "eps-million-digits": (bracket_bytes(doc([base_cell(eps="7" * 10**6)])), "limit"),
+        "eps-json-number": (bracket_bytes(doc([base_cell(eps=0.25)])), "string"),
+        "eps-nan-text": (bracket_bytes(doc([base_cell(eps="nan")])), "rational"),
+        "eps-inf-text": (bracket_bytes(doc([base_cell(eps="inf")])), "rational"),
+        "eps-with-space": (bracket_bytes(doc([base_cell(eps=" 1/4")])), "rational"),
+        "slack-negative": (bracket_bytes(doc([base_cell(target={"matrix": "A", "logits": "A", "slack": "-1/2"})])),
+                           ">= 0"),
+        "slack-without-logits": (bracket_bytes(doc([base_cell(target={"matrix": "A", "slack": "0"})])), "slack"),
+        "missing-tensor": (bracket_bytes(doc([base_cell(target={"matrix": "B"})])), "missing tensor"),
+        "missing-witness-tensor": (bracket_bytes(doc([base_cell(upper={"rank": 1, "witness": {
+            "kind": "factors", "P": "A", "Q": "nope"}})])), "missing tensor"),
+        "wrong-dtype-F32": (bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}) + b"\0" * 16, "dtype"),
+        "shape-1-D": (bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": "F64", "shape": [4], "data_offsets": [0, 32]}}) + b"\0" * 32, "2-D"),
+        "shape-3-D": (bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": "F64", "shape": [1, 2, 2], "data_offsets": [0, 32]}}) + b"\0" * 32, "2-D"),
+        "shape-empty": (bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": "F64", "shape": [0, 2], "data_offsets": [0, 0]}}), "empty"),
+        "offsets-wrong-size": (bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 24]}}) + b"\0" * 32, "bytes"),
+        "offsets-negative": (bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": "F64", "shape": [2, 2], "data_offsets": [-8, 24]}}) + b"\0" * 32, "outside"),
+        "overlapping-tensors": (bracket_bytes(tensors={"A": K}, tensor_entries={
+            "B": {"dtype": "F64", "shape": [2, 2], "data_offsets": [8, 40]}}) + b"\0" * 8, "overlap"),
+        "nan-entry": (bracket_bytes(tensors={"A": np.array([[0.5, np.nan], [0.25, 0.75]])}), "NaN"),
+        "inf-entry": (bracket_bytes(tensors={"A": np.array([[0.5, np.inf], [0.25, 0.75]])}), "Inf"),
+        "minus-inf-in-witness": (bracket_bytes(
+            doc([base_cell(upper={"rank": 1, "witness": {"kind": "factors", "P": "P", "Q": "P"}})]),
+            tensors={"A": K, "P": np.array([[1.0], [-np.inf]])}), "Inf"),
+    }
+    # duplicate tensor names: the same JSON key twice in the safetensors header
+    raw = K.astype("<f8").tobytes()
+    entry = json.dumps({"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]})
+    meta = json.dumps({"softrank": json.dumps(doc())})
+    cases["duplicate-tensor-names"] = (container(f'{{"A": {entry}, "A": {entry}, "__metadata__": {meta}}}', raw),
+                                       "duplicate")
+    dup_doc = json.dumps(doc())[:-1] + ', "version": 1}'
+    cases["duplicate-json-key-in-document"] = (bracket_bytes(softrank_text=dup_doc), "duplicate")
+    return cases
+
+
+MALFORMED = _malformed_cases()
+
+
+@pytest.fixture(scope="module")
+def malformed_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("malformed")
+    paths = {}
+    for name, (blob, _) in MALFORMED.items():
+        p = d / f"{name}.safetensors"
+        p.write_bytes(blob)
+        paths[name] = p
+    return paths
+
+
+def test_every_malformed_file_one_line_exit_2_in_one_subprocess(malformed_dir):
+    """All malformed files in one CLI call: exit 2, one stderr line per file, no traceback."""
+    names = sorted(malformed_dir)
+    proc = run_cli(*(malformed_dir[n] for n in names), "--json")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == len(names), proc.stderr[-3000:]
+    for name in names:
+        mine = [ln for ln in lines if f"/{name}.safetensors:" in ln]
+        assert len(mine) == 1, name
+        assert "malformed" in mine[0]
+        assert MALFORMED[name][1].lower() in mine[0].lower(), (name, mine[0])
+        assert len(mine[0]) < 400, (name, mine[0][:500])
+    out = json.loads(proc.stdout)
+    assert out["all_verified"] is False and out["cells"] == []
+    assert {Path(m["file"]).stem for m in out["malformed"]} == set(names)
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_each_malformed_file_exits_2(name, malformed_dir, capsys):
+    assert main(["verify", str(malformed_dir[name])]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert MALFORMED[name][1].lower() in err.lower()
+
+
+@pytest.mark.parametrize("name", ["random-bytes", "nan-entry", "eps-million-digits", "unknown-lower-kind"])
+def test_malformed_alone_through_subprocess(name, malformed_dir):
+    proc = run_cli(malformed_dir[name])
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_unreadable_paths(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "does-not-exist.safetensors")]) == 2
+    assert main(["verify", str(tmp_path)]) == 2                   # a directory
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 2 and "Traceback" not in err
+
+
+def test_malformed_file_does_not_stop_the_others(tmp_path, capsys):
+    good, bad = tmp_path / "good.safetensors", tmp_path / "bad.safetensors"
+    good.write_bytes(bracket_bytes())
+    bad.write_bytes(b"garbage")
+    assert main(["verify", str(good), str(bad), "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in out["cells"]] == ["c0"] and out["cells"][0]["lower_verified"]
+
+
+def test_bad_arguments_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "exact", "verify", "--workers", "0", "x"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------- resource limits
+def _write(tmp_path, name, blob) -> str:
+    p = tmp_path / name
+    p.write_bytes(blob)
+    return str(p)
+
+
+def _verdict(path, capsys):
+    rc = main(["verify", path, "--json"])
+    cap = capsys.readouterr()
+    return rc, cap.err
+
+
+def test_limit_file_bytes(tmp_path, capsys, monkeypatch):
+    path = _write(tmp_path, "f.safetensors", bracket_bytes())
+    size = Path(path).stat().st_size
+    monkeypatch.setattr(exact.bracketfile, "MAX_FILE_BYTES", size)
+    assert _verdict(path, capsys)[0] == 0
+    monkeypatch.setattr(exact.bracketfile, "MAX_FILE_BYTES", size - 1)
+    rc, err = _verdict(path, capsys)
+    assert rc == 2 and "limit" in err
+
+
+def test_limit_header_bytes_real(tmp_path, capsys):
+    """A real header of exactly MAX_HEADER_BYTES (padded with spaces) is read; one byte more is refused."""
+    blob = bracket_bytes()
+    n = int.from_bytes(blob[:8], "little")
+    header, data = blob[8:8 + n], blob[8 + n:]
+    pad = limits.MAX_HEADER_BYTES - len(header)
+    at = _write(tmp_path, "at.safetensors", container(header + b" " * pad, data))
+    over = _write(tmp_path, "over.safetensors", container(header + b" " * (pad + 1), data))
+    assert _verdict(at, capsys)[0] == 0
+    rc, err = _verdict(over, capsys)
+    assert rc == 2 and "limit" in err
+
+
+def test_limit_number_chars_real(tmp_path, capsys):
+    at = "0." + "0" * (limits.MAX_NUMBER_CHARS - 3) + "1"          # exactly MAX_NUMBER_CHARS characters
+    assert len(at) == limits.MAX_NUMBER_CHARS
+    over = "0" + at
+    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell(eps=at)]))), capsys)[0] == 0
+    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(doc([base_cell(eps=over)]))), capsys)
+    assert rc == 2 and "limit" in err
+
+
+def test_limit_decimal_exponent_real(tmp_path, capsys):
+    e = limits.MAX_DECIMAL_EXPONENT
+    ok = _write(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell(eps=f"1e-{e}")])))
+    assert _verdict(ok, capsys)[0] == 0
+    for text in (f"1e-{e + 1}", f"1e{e + 1}", f"1e+{e + 1}"):
+        rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(doc([base_cell(eps=text)]))), capsys)
+        assert rc == 2 and "exponent" in err
+
+
+def test_limit_matrix_side_real(tmp_path, capsys):
+    side = limits.MAX_MATRIX_SIDE
+    for n, expected in ((side, 0), (side + 1, 2)):
+        row = np.full((1, n), 1.0 / n) if n & (n - 1) == 0 else np.zeros((1, n))
+        row[0, 0] += 1.0 - row.sum()
+        cell = base_cell(upper={"rank": 1, "witness": {"kind": "trivial"}})
+        rc, err = _verdict(_write(tmp_path, f"s{n}.safetensors", bracket_bytes(doc([cell]), {"A": row})), capsys)
+        assert rc == expected, err
+        if expected == 2:
+            assert "limit" in err
+
+
+def test_limit_matrix_entries_real(tmp_path, capsys):
+    """[4097, 4096] has 2^24 + 4096 entries with both sides within MAX_MATRIX_SIDE: refused before any data."""
+    shape = [4097, 4096]
+    assert max(shape) <= limits.MAX_MATRIX_SIDE and shape[0] * shape[1] == limits.MAX_MATRIX_ENTRIES + 4096
+    blob = bracket_bytes(tensors={"A": K}, tensor_entries={
+        "B": {"dtype": "F64", "shape": shape, "data_offsets": [32, 32 + 8 * shape[0] * shape[1]]}})
+    rc, err = _verdict(_write(tmp_path, "e.safetensors", blob), capsys)
+    assert rc == 2 and "limit" in err
+
+
+def test_limit_matrix_entries_patched(tmp_path, capsys, monkeypatch):
+    """At the limit a tensor is read; one entry over it is refused (reader and ExactMatrix both)."""
+    monkeypatch.setattr(exact.bracketfile, "MAX_MATRIX_ENTRIES", 4)
+    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes()), capsys)[0] == 0
+    wide = np.array([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25]])
+    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(tensors={"A": wide})), capsys)
+    assert rc == 2 and "limit" in err
+    monkeypatch.setattr(exact.matrix, "MAX_MATRIX_ENTRIES", 4)
+    exact.matrix.ExactMatrix.from_float64(K)
+    with pytest.raises(exact.errors.LimitExceeded):
+        exact.matrix.ExactMatrix.from_float64(wide)
+    monkeypatch.setattr(exact.matrix, "MAX_MATRIX_SIDE", 2)
+    with pytest.raises(exact.errors.LimitExceeded):
+        exact.matrix.ExactMatrix.from_float64(np.zeros((1, 3)))
+
+
+def test_limit_cells_real(tmp_path, capsys):
+    """MAX_CELLS + 1 (empty) cells: refused on the count, before any cell is read."""
+    cells = [{}] * (limits.MAX_CELLS + 1)
+    rc, err = _verdict(_write(tmp_path, "c.safetensors", bracket_bytes(doc(cells))), capsys)
+    assert rc == 2 and "cells, limit" in err and str(limits.MAX_CELLS) in err
+
+
+def test_limit_cells_patched(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(exact.bracketfile, "MAX_CELLS", 3)
+    at = [base_cell(id=f"c{i}") for i in range(3)]
+    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes(doc(at))), capsys)[0] == 0
+    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(doc(at + [base_cell(id="c3")]))), capsys)
+    assert rc == 2 and "limit" in err
+
+
+def test_limit_tensors_patched(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(exact.bracketfile, "MAX_TENSORS", 2)
+    two = {"A": K, "B": K}
+    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes(tensors=two)), capsys)[0] == 0
+    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(tensors=dict(two, C=K))), capsys)
+    assert rc == 2 and "limit" in err
+
+
+# ---------------------------------------------------------------- inconsistent claims
+def test_inconsistent_claims_refuted_other_cells_judged(tmp_path):
+    cells = [
+        base_cell(id="ok"),
+        base_cell(id="rank-above-p", upper={"rank": 3, "witness": {"kind": "trivial"}}),
+        base_cell(id="lower-above-p", lower={"rank": 3, "witness": {"kind": "frobenius", "k": 2}}),
+        base_cell(id="lower-above-upper", lower={"rank": 2, "witness": {"kind": "reconstruction",
+                                                                        "R": "Kinv", "X": "I", "L": "I"}},
+                  upper={"rank": 1, "witness": {"kind": "factors", "P": "one", "Q": "half"}}),
+        base_cell(id="ok-too", eps="1/8", lower={"rank": 2, "witness": {"kind": "reconstruction",
+                                                                        "R": "Kinv", "X": "I", "L": "I"}}),
+    ]
+    tensors = {"A": K, "Kinv": np.array([[1.5, -0.5], [-0.5, 1.5]]), "I": np.eye(2),
+               "one": np.ones((2, 1)), "half": np.full((2, 1), 0.5)}
+    path = _write(tmp_path, "i.safetensors", bracket_bytes(doc(cells), tensors))
+    proc = run_cli(path, "--json")
+    assert proc.returncode == 1 and proc.stderr == ""
+    out = {c["id"]: c for c in json.loads(proc.stdout)["cells"]}
+    assert out["ok"]["lower_verified"] and out["ok"]["upper_verified"]
+    assert out["ok-too"]["lower_verified"] and out["ok-too"]["upper_verified"]
+    assert not out["rank-above-p"]["upper_verified"] and "min(m, n)" in out["rank-above-p"]["upper_reason"]
+    assert out["rank-above-p"]["lower_verified"]           # the other side is judged on its own witness
+    assert not out["lower-above-p"]["lower_verified"] and out["lower-above-p"]["lower_reason"]
+    bad = out["lower-above-upper"]
+    assert not bad["lower_verified"] and not bad["upper_verified"]
+    assert "inconsistent" in bad["lower_reason"] and "inconsistent" in bad["upper_reason"]
+    # the human table says the same, with a summary line
+    table = run_cli(path)
+    assert table.returncode == 1 and "REFUTED" in table.stdout and "2/5 cells verified" in table.stdout
+
+
+# ---------------------------------------------------------------- workers, JSON, hashes
+def test_workers_agree_and_json_keys(tmp_path):
+    other = _write(tmp_path, "i.safetensors", bracket_bytes(doc([
+        base_cell(id="a"), base_cell(id="b", eps="1"), base_cell(id="c", eps="3/4")])))
+    one = run_cli(EXAMPLE, other, "--json", "--workers", "1")
+    two = run_cli(EXAMPLE, other, "--json", "--workers", "2")
+    assert one.returncode == two.returncode == 1                  # cell "b": rank 1 at eps = ||A|| = 1
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a == b
+    required = {"id", "eps", "lower", "upper", "lower_verified", "upper_verified", "lower_reason", "upper_reason"}
+    for cell in a["cells"]:
+        assert required <= cell.keys()
+        assert isinstance(cell["lower_verified"], bool) and isinstance(cell["upper_verified"], bool)
+        assert isinstance(cell["lower"], int) and isinstance(cell["upper"], int)
+    assert isinstance(a["all_verified"], bool) and a["all_verified"] is False
+
+
+def test_example_file_verifies_and_hashes_tie_to_the_matrices():
+    proc = run_cli(EXAMPLE, "--json")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["all_verified"] and len(out["cells"]) >= 10
+    kinds = {c["lower_witness"] for c in out["cells"]} | {c["upper_witness"] for c in out["cells"]}
+    assert {"trivial", "factors", "reconstruction", "row_reconstruction", "frobenius"} <= kinds
+    from exact.bracketfile import read_bracket_file
+    bf = read_bracket_file(EXAMPLE)
+    for cell, report in zip(bf.cells, out["cells"]):
+        arr = bf.tensors[cell.target.matrix]
+        assert report["target_sha256"] == hashlib.sha256(arr.astype("<f8").tobytes()).hexdigest()
+    table = run_cli(EXAMPLE)
+    assert table.returncode == 0 and "verified on both sides" in table.stdout
+
+
+def test_example_file_is_regenerated_byte_for_byte(tmp_path):
+    out = tmp_path / "example.safetensors"
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "data" / "make_example.py"), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == EXAMPLE.read_bytes()
+
+
+def test_long_margins_print_in_the_table(tmp_path):
+    """Regression: margins longer than MAX_NUMBER_CHARS (eps = 1e-900) crashed the human table."""
+    path = _write(tmp_path, "m.safetensors", bracket_bytes(doc([base_cell(eps="1e-900")])))
+    proc = run_cli(path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+
+
+def test_exact_imports_no_float_tier():
+    code = ("import exact, exact.cli, exact.verify; import sys; "
+            "assert not any(m.split('.')[0] in ('torch','transformers','scipy','numeric') for m in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
