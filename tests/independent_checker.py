@@ -88,11 +88,12 @@ def check_factors(A, P, Q, eps: Fraction, rank: int) -> Judgement:
     k = shape(P)[1]
     if rank < 0 or rank > min(m, n):
         return Judgement(False, None, "rank")
-    if shape(P)[0] != m or shape(Q) != (n, k):
+    if len(P) != m or len(Q) != n or any(len(row) != k for row in P + Q):
         return Judgement(False, None, "shape")
     if k != rank:
         return Judgement(False, None, "rank")
-    margin = eps - row_l1(sub(A, matmul(P, transpose(Q))))
+    B = matmul(P, transpose(Q)) if k > 0 else [[Fraction(0)] * n for _ in range(m)]   # k = 0: B = 0
+    margin = eps - row_l1(sub(A, B))
     return Judgement(margin >= 0, margin, "final")
 
 

@@ -69,12 +69,43 @@ def test_exact_arithmetic_matches_fractions(data):
     assert frac(frobenius_sq(E(A))) == ind.frobenius_sq(A)
 
 
+@settings(max_examples=N_ARITH, **SETTINGS)
+@given(st.data())
+def test_float64_conversion_is_exact(data):
+    """``ExactMatrix.from_float64`` (62-bit limbs) equals ``as_integer_ratio`` entry by entry,
+    subnormals, extremes, signed zeros and mixed magnitudes included."""
+    import numpy as np
+    m, n = data.draw(shapes(4))
+    floats = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                       st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308,
+                                        1.7976931348623157e308, -1.7976931348623157e308, 1.0, 0.1]),
+                       st.floats(-4, 4, allow_nan=False))
+    rows = data.draw(st.lists(st.lists(floats, min_size=n, max_size=n), min_size=m, max_size=m))
+    a = np.array(rows, dtype=np.float64)
+    got = ExactMatrix.from_float64(a).to_fractions()
+    assert got == [[Fraction(*x.as_integer_ratio()) for x in row] for row in rows]
+
+
 # ------------------------------------------------------------- upper side
 @settings(max_examples=N_FACTORS, **SETTINGS)
 @given(factor_cases())
 def test_factors_agree(case):
     A, P, Q, eps, rank = case
     agree(check_upper(E(A), UpperFactors(E(P), E(Q)), q(eps), rank), ind.check_factors(A, P, Q, eps, rank))
+
+
+@settings(max_examples=N_TRIVIAL // 4, **SETTINGS)
+@given(st.data())
+def test_zero_width_factors_prove_rank_zero_only_when_eps_covers_the_norm(data):
+    """P (m x 0), Q (n x 0): B = 0, so rank 0 is proved iff eps >= ||A||_row1."""
+    m, n = data.draw(shapes())
+    A = data.draw(matrices(m, n))
+    eps = data.draw(epsilons())
+    P, Q = ExactMatrix.zeros(m, 0), ExactMatrix.zeros(n, 0)
+    verdict = check_upper(E(A), UpperFactors(P, Q), q(eps), 0)
+    agree(verdict, ind.check_factors(A, [[]] * m, [[]] * n, eps, 0))
+    assert verdict.verified == (eps >= ind.row_l1(A))
+    assert not check_upper(E(A), UpperFactors(P, Q), q(eps), 1).verified
 
 
 @settings(max_examples=N_TRIVIAL, **SETTINGS)
