@@ -93,8 +93,11 @@ def _model(spec: str):
     return _MODELS[spec]
 
 
-def _worker_init():
+def _worker_init(silence_bars: bool = False):
+    """One torch thread per worker; pool workers leave the progress bar to the parent."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if silence_bars:
+        os.environ["TQDM_DISABLE"] = "1"
     try:
         import torch
 
@@ -314,7 +317,7 @@ def run_panel(tasks: list[CellTask], *, workers: int = 1, scheduler: str | None 
             os.environ.setdefault("OMP_NUM_THREADS", "1")
             ctx = mp.get_context("spawn")
             with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx,
-                                     initializer=_worker_init) as pool:
+                                     initializer=_worker_init, initargs=(True,)) as pool:
                 futures = [pool.submit(run_cell, t) for t in todo]
                 try:
                     for fut in as_completed(futures):

@@ -239,7 +239,9 @@ def write_report(out) -> Path:
         for layer, head, src, status, mass in seen:
             L.append(f"- {layer}.{head} on {src}: {status} (mass {mass})")
         L.append("")
-    section = _geometry_section(s["verified_rows"], out / "figures")
+    # issue 7's section takes eps as a number and writes its PNGs next to report.md
+    geo_rows = [dict(r, eps=float(Fraction(r["eps"])), eps_exact=r["eps"]) for r in s["verified_rows"]]
+    section = _geometry_section(geo_rows, out)
     if section:
         L.append(section.rstrip() + "\n")
     path = out / "report.md"
