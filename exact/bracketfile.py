@@ -249,7 +249,7 @@ def read_bracket_file(path) -> BracketFile:
     _keys(doc, "the 'softrank' document", {"format", "version", "cells"})
     if doc["format"] != FORMAT:
         raise MalformedInput(f"unknown format {str(doc['format'])[:40]!r}, expected {FORMAT!r}")
-    if isinstance(doc["version"], bool) or doc["version"] != VERSION:
+    if type(doc["version"]) is not int or doc["version"] != VERSION:      # 1.0, "1" and true are not version 1
         raise MalformedInput(f"unknown version {str(doc['version'])[:20]}, this checker reads version {VERSION}")
     cells = doc["cells"]
     if not isinstance(cells, list):

@@ -98,6 +98,7 @@ def _malformed_cases() -> dict[str, tuple[bytes, str]]:
         "unknown-version": (bracket_bytes(doc(version=2)), "version"),
         "version-as-string": (bracket_bytes(doc(version="1")), "version"),
         "version-true": (bracket_bytes(doc(version=True)), "version"),
+        "version-float": (bracket_bytes(doc(version=1.0)), "version"),
         "cells-not-list": (bracket_bytes(doc(cells={"c0": base_cell()})), "array"),
         "unknown-lower-kind": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {"kind": "oracle"}})])),
                                "kind"),
