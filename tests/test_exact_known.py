@@ -397,3 +397,26 @@ def test_slack_charged_on_both_sides(tmp_path):
     assert rep["tight+slack"].upper.verified and margin(rep["tight+slack"].upper) == 0
     assert not rep["unproved"].lower.verified and not rep["unproved"].upper.verified
     assert "slack" in rep["unproved"].lower.reason
+
+
+def test_slack_bound_encloses_on_random_logits():
+    """Hypothesis: the arb bound contains the 60-digit mpmath value, for logits up to +-700 and
+    matrices that are the float softmax, a perturbation of it, or unrelated."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**32 - 1), st.sampled_from([0.01, 1.0, 50.0, 700.0]),
+           st.sampled_from(["exact", "nudged", "uniform"]))
+    def prop(m, n, seed, scale, kind):
+        rng = np.random.default_rng(seed)
+        H = rng.normal(scale=scale, size=(m, n))
+        A0 = {"exact": lambda: _softmax64(H), "uniform": lambda: np.full((m, n), 1.0 / n),
+              "nudged": lambda: np.nextafter(_softmax64(H), 1.0)}[kind]()
+        bound = softmax_slack_bound(H, A0)
+        with mpmath.workdps(60):
+            b = mpmath.mpf(int(bound.p)) / int(bound.q)
+            true = _true_distance(H, A0)
+            assert true <= b <= true + mpmath.mpf(2) ** -50
+
+    prop()
