@@ -121,7 +121,8 @@ def _print_table(cells) -> None:
             current = c["file"]
             print(f"{current}")
         slack = f" slack<={_approx(parse_rational(c['slack']))}" if c["slack"] else ""
-        print(f"  {c['id']}  eps={c['eps']}{slack}  [{c['lower']}, {c['upper']}]  "
+        eps = c["eps"] if len(c["eps"]) <= 24 else _approx(parse_rational(c["eps"]))
+        print(f"  {c['id']}  eps={eps}{slack}  [{c['lower']}, {c['upper']}]  "
               f"lower: {side(c, 'lower')}  upper: {side(c, 'upper')}  target sha256 {c['target_sha256'][:16]}")
     ok = sum(c["lower_verified"] and c["upper_verified"] for c in cells)
     closed = sum(c["lower"] == c["upper"] and c["lower_verified"] and c["upper_verified"] for c in cells)

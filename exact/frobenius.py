@@ -53,7 +53,9 @@ def top_energy_upper_bound(A: ExactMatrix, k: int) -> fmpq | None:
     if k == 0:
         return fmpq(0)
     S = A.T @ A if A.ncols <= A.nrows else A @ A.T
-    hint = S.to_float64()
+    top = max((abs(int(x)) for x in S.num.entries()), default=0)
+    shift = top.bit_length() - int(S.den).bit_length()     # S / 2^shift has entries near 1: no overflow
+    hint = S.scale(fmpq(1, 2**shift) if shift >= 0 else fmpq(2**(-shift))).to_float64()
     _, vectors = np.linalg.eigh(hint)
     if not np.isfinite(vectors).all():
         return None
