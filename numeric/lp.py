@@ -1,0 +1,150 @@
+"""Linear programs of the float tier, solved with HiGHS (``highspy``).
+
+Two LPs produce lower witnesses (MATH.md section 2, K.3 and its row-side
+transpose), one produces upper polish:
+
+- ``min_norm_row_decoder(A_S)``: the row-side reconstruction map G of least
+  row-l1 norm with ``A[S, :] G = I_d``; by LP duality its norm is exactly
+  ``1 / gamma_row(I[:, S])``.
+- ``min_norm_left_inverse(Y, T)``: the column-side map of least row-l1 norm
+  with ``R Y = X`` for a given ``Y = A X`` (LP-optimal R on a subspace W,
+  norm ``1 / gamma(W)``); the rows decouple, so it is d small LPs or one.
+- ``l1_regression(Q, a)``: ``min_p ||a - Q p||_1`` (the optimal left factor
+  row for a fixed right factor, K.1 polish).
+
+Everything here is float: the results are witnesses that the exact tier
+re-checks, never claims on their own.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse", "l1_regression"]
+
+INF = float("inf")
+
+
+class LPFailed(RuntimeError):
+    """HiGHS did not report an optimal solution."""
+
+
+def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, time_limit=None):
+    """Minimise ``c x`` subject to ``A_ub x <= b_ub``, ``A_eq x = b_eq``, ``lb <= x <= ub``.
+
+    A thin wrapper on ``highspy.Highs.passModel`` with sparse CSC constraint
+    matrices; returns (x, objective) or raises ``LPFailed``.
+
+    >>> x, v = solve_lp(np.array([1.0, 1.0]), A_eq=sp.csr_matrix([[1.0, 2.0]]), b_eq=np.array([2.0]))
+    >>> round(v, 9), [round(t, 9) for t in x]
+    (1.0, [0.0, 1.0])
+    """
+    import highspy
+
+    c = np.asarray(c, dtype=np.float64)
+    nv = c.size
+    blocks, lo, hi = [], [], []
+    if A_ub is not None:
+        blocks.append(sp.csr_matrix(A_ub))
+        lo.append(np.full(A_ub.shape[0], -INF))
+        hi.append(np.asarray(b_ub, dtype=np.float64))
+    if A_eq is not None:
+        blocks.append(sp.csr_matrix(A_eq))
+        lo.append(np.asarray(b_eq, dtype=np.float64))
+        hi.append(np.asarray(b_eq, dtype=np.float64))
+    M = sp.vstack(blocks).tocsc() if blocks else sp.csc_matrix((0, nv))
+    lp = highspy.HighsLp()
+    lp.num_col_ = nv
+    lp.num_row_ = M.shape[0]
+    lp.col_cost_ = c
+    lp.col_lower_ = np.zeros(nv) if lb is None else np.asarray(lb, dtype=np.float64)
+    lp.col_upper_ = np.full(nv, INF) if ub is None else np.asarray(ub, dtype=np.float64)
+    lp.row_lower_ = np.concatenate(lo) if lo else np.zeros(0)
+    lp.row_upper_ = np.concatenate(hi) if hi else np.zeros(0)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = M.indices.astype(np.int32)
+    lp.a_matrix_.value_ = M.data.astype(np.float64)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise LPFailed(f"HiGHS status {h.modelStatusToString(status)}")
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=np.float64)
+    return x, float(h.getInfo().objective_function_value)
+
+
+def min_norm_row_decoder(AS: np.ndarray, time_limit=None) -> tuple[np.ndarray, float]:
+    """G (n x d) of least row-l1 norm with ``AS @ G = I_d`` (AS = A[S, :], d x n).
+
+    Row-side reconstruction (MATH.md, transpose of K.3): with Z = I[:, S] the
+    certificate needs ``Z^T A G' = Z^T``; G' = G I[S, :] and ``||G'|| = ||G||``.
+    The optimum equals ``1 / gamma_row(Z)`` by LP duality. Variables
+    G = G+ - G-, t; minimise t with ``sum_l |G_jl| <= t`` for every row j.
+    """
+    d, n = AS.shape
+    nv = 2 * n * d + 1
+    c = np.zeros(nv)
+    c[-1] = 1.0
+    # variable index of G+[j, l] = j*d + l ; G-[j, l] = n*d + j*d + l
+    # equalities: for (s, l): sum_j AS[s, j] G[j, l] = delta_sl
+    rows, cols, vals = [], [], []
+    js, ss = np.nonzero(AS.T)  # AS.T[j, s]
+    w = AS.T[js, ss]
+    for l in range(d):
+        r = ss * d + l
+        rows += [r, r]
+        cols += [js * d + l, n * d + js * d + l]
+        vals += [w, -w]
+    A_eq = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(d * d, nv))
+    b_eq = np.eye(d).reshape(-1)
+    jj = np.repeat(np.arange(n), d)
+    ll = np.tile(np.arange(d), n)
+    ur = np.concatenate([jj, jj, np.arange(n)])
+    uc = np.concatenate([jj * d + ll, n * d + jj * d + ll, np.full(n, nv - 1)])
+    uv = np.concatenate([np.ones(2 * n * d), -np.ones(n)])
+    A_ub = sp.csr_matrix((uv, (ur, uc)), shape=(n, nv))
+    x, v = solve_lp(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=b_eq, time_limit=time_limit)
+    G = (x[: n * d] - x[n * d : 2 * n * d]).reshape(n, d)
+    return G, v
+
+
+def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, time_limit=None) -> tuple[np.ndarray, float]:
+    """R (n x m) of least row-l1 norm with ``R @ Y = X`` (Y = A X is m x d, X n x d).
+
+    LP-optimal R on the subspace W = range X (K.3): row i of R minimises
+    ``||r||_1`` subject to ``r Y = X[i, :]``; the norm is ``1/gamma(W)``.
+    Rows with ``X[i, :] = 0`` get ``r = 0``. Each nonzero row is one LP.
+    """
+    m, d = Y.shape
+    n = X.shape[0]
+    R = np.zeros((n, m))
+    A_eq = sp.csr_matrix(np.hstack([Y.T, -Y.T]))
+    best = 0.0
+    for i in range(n):
+        if not X[i].any():
+            continue
+        x, v = solve_lp(np.ones(2 * m), A_eq=A_eq, b_eq=X[i], time_limit=time_limit)
+        R[i] = x[:m] - x[m:]
+        best = max(best, v)
+    return R, best
+
+
+def l1_regression(Q: np.ndarray, a: np.ndarray, time_limit=None) -> tuple[np.ndarray, float]:
+    """``min_p ||a - Q p||_1`` for Q (n x k), a (n,): the best row of P for fixed Q (K.1).
+
+    Variables p (free), u+ , u- >= 0 with ``Q p + u+ - u- = a``.
+    """
+    n, k = Q.shape
+    nv = k + 2 * n
+    c = np.concatenate([np.zeros(k), np.ones(2 * n)])
+    A_eq = sp.hstack([sp.csr_matrix(Q), sp.identity(n), -sp.identity(n)]).tocsr()
+    lb = np.concatenate([np.full(k, -INF), np.zeros(2 * n)])
+    x, v = solve_lp(c, A_eq=A_eq, b_eq=a, lb=lb, time_limit=time_limit)
+    return x[:k], v
