@@ -43,7 +43,7 @@ BASE_COLUMNS = [
     "family", "model", "layer", "head", "source", "eps", "n_rows", "n_cols", "L", "U",
     "lower_witness", "upper_witness", "seconds", "slack", "mass", "min_mass", "local_mass",
     "status", "verified", "lower_verified", "upper_verified", "attack_run", "attack_success",
-    "direct_checked", "direct_passed", "hf_max_abs_diff", "cell_id", "file",
+    "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "cell_id", "file",
 ]
 
 
@@ -215,7 +215,8 @@ def run_cell(task: CellTask) -> list[dict]:
                        attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
                        attack_success=bool(rec.attack_success),
                        direct_checked=direct is not None, direct_passed=bool(direct),
-                       cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)))
+                       cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)),
+                       svd_rank=getattr(rec, "svd_rank", None))
             row.update(geo)
             rows.append(row)
             if rec.attack_success:
@@ -485,10 +486,10 @@ def main(argv=None) -> int:
 
 
 def _print_rows(rows) -> None:
-    print(f"{'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<20} {'upper':<20} {'s':>7} ok")
+    print(f"{'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<30} {'upper':<18} {'s':>7} ok")
     for r in rows:
         print(f"{r['layer']:>3}.{r['head']:<2} {r['source']:>10} {r['eps']:>6} {r['L']:>4} {r['U']:>4}  "
-              f"{str(r['lower_witness']):<20} {str(r['upper_witness']):<20} {r['seconds']:>7.1f} "
+              f"{str(r['lower_witness']):<30} {str(r['upper_witness']):<18} {r['seconds']:>7.1f} "
               f"{'yes' if r['verified'] else 'NO'}")
 
 
