@@ -1,0 +1,49 @@
+"""The geometry report section (issue 7): plots, tables, and degenerate input."""
+from __future__ import annotations
+
+import numpy as np
+
+from numeric.geometry import cell_descriptors
+from numeric.native import native_features
+from numeric.report_geometry import geometry_section, spearman
+
+
+def _rows():
+    """Panel-like rows with real descriptor columns from small random heads.
+    L and U are placeholders for the certified ranks the panel would carry."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for fam in ("bert", "vit"):
+        for layer in range(2):
+            Q = rng.standard_normal((10, 4)) * (1 + layer)
+            K = rng.standard_normal((9, 4))
+            geo = cell_descriptors(0.5 * Q @ K.T, None, ranks=(1, 2))
+            nat = native_features(Q, K, 0.5)
+            for eps in (0.1, 0.25):
+                rows.append(dict(geo, **nat, family=fam, layer=layer, head=0, eps=eps, L=1 + layer, U=3 + 2 * layer))
+    return rows
+
+
+def test_section_writes_plots_and_tables(tmp_path):
+    md = geometry_section(_rows(), tmp_path)
+    assert md.startswith("## Interaction geometry")
+    assert "eps = 0.25" in md
+    assert (tmp_path / "geometry_intrinsic.png").stat().st_size > 1000
+    assert (tmp_path / "geometry_native.png").stat().st_size > 1000
+    assert "| bert | 2 |" in md and "| vit | 2 |" in md
+    # the gauge audit table: logits and intrinsic descriptors unchanged
+    audit = [line for line in md.splitlines() if line.startswith("| 4 |") or line.startswith("| 16 |")]
+    assert len(audit) == 2
+    assert all(line.split("|")[2].strip() == "0" and line.split("|")[3].strip() == "0" for line in audit)
+
+
+def test_section_without_geometry_columns(tmp_path):
+    md = geometry_section([dict(family="bert", L=1, U=2, eps=0.25)], tmp_path)
+    assert "nothing to plot" in md
+    assert not list(tmp_path.glob("*.png"))
+
+
+def test_spearman():
+    assert spearman([1, 2, 3], [3, 2, 1]) == -1.0
+    assert np.isnan(spearman([1, 2], [1, 2]))
+    assert spearman(["1", "2", "3", "x"], [1.0, 2.0, 3.0, 4.0]) == 1.0
