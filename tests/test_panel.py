@@ -83,20 +83,38 @@ def test_bad_inputs(tmp_path, tiny_gpt2):
     one_line_error(cli("panel", "--model", unsupported, "--heads", "0.0", "--out", tmp_path / "o"), "not supported")
 
 
-def test_model_without_attention_outputs(tmp_path):
+def in_process(capsys, *args):
+    """``python -m numeric panel ARGS`` in this process (the model stays cached)."""
+    from numeric.panel import main
+
+    capsys.readouterr()  # drop what the fixtures printed (saving bars)
+    rc = main([str(a) for a in args])
+    return rc, capsys.readouterr()
+
+
+def test_model_without_attention_outputs(tmp_path, capsys):
     """GPT-2 with reorder_and_upcast_attn bypasses the eager attention function: exit 2."""
     path = save_tiny(tmp_path / "m", "gpt2", reorder_and_upcast_attn=True)
-    proc = cli("panel", "--model", path, "--heads", "0.0", "--out", tmp_path / "o", "--workers", "1", *SMALL)
-    one_line_error(proc, "attention")
+    rc, cap = in_process(capsys, "--model", path, "--heads", "0.0", "--out", tmp_path / "o",
+                         "--workers", "1", *SMALL)
+    assert rc == 2
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 1 and "attention" in lines[0], cap.err
 
 
-def test_decoder_panel_end_to_end_and_resume(tmp_path, tiny_gpt2):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def decoder_run(tmp_path_factory, tiny_gpt2):
+    """One real panel run through the CLI: 2 heads x 2 sources, 2 worker processes."""
+    out = tmp_path_factory.mktemp("run")
     args = ["panel", "--model", tiny_gpt2, "--heads", "0.1,1.2", "--sources", "2", "--out", out,
             "--workers", "2", "--no-screen", "--min-mass", "0", "--json", "--report", *SMALL]
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out, args, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_decoder_panel_end_to_end(decoder_run):
+    out, _, summary = decoder_run
     assert summary["cells"] == 4 and summary["run"] == 4 and summary["brackets"] == 8
     assert summary["verified"] == 8 and summary["all_verified"]
     rows = list(csv.DictReader(open(out / "cells.csv")))
@@ -112,25 +130,44 @@ def test_decoder_panel_end_to_end_and_resume(tmp_path, tiny_gpt2):
     ver = subprocess.run([sys.executable, "-m", "exact", "verify", "--json", *map(str, files)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert ver.returncode == 0 and json.loads(ver.stdout)["all_verified"]
-    assert (out / "report.md").is_file() and list((out / "figures").glob("*.png"))
-    # rerun: everything is skipped
+
+
+def test_resume_skips_finished_cells(decoder_run):
+    out, args, _ = decoder_run
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr
     again = json.loads(proc.stdout.strip().splitlines()[-1])
     assert again["run"] == 0 and again["skipped"] == 4 and again["brackets"] == 8
-    # a changed tolerance list re-runs the cells
-    proc = cli(*[a if a != "0.25,0.5" else "0.5" for a in args])
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["run"] == 4
+    # a changed tolerance list, or a missing bracket file, makes a cell unfinished
+    from numeric.panel import CellTask, _done
+
+    task = CellTask(model=str(args[2]), layer=0, head=1, source=0, eps=("1/4", "1/2"), out=str(out), prefix=16,
+                    block=16, length=256, min_mass=0.0, screen=False, attack=True, geometry=False, device=None,
+                    image_dir=None)
+    assert _done(task) is not None
+    assert _done(CellTask(**{**task.__dict__, "eps": ("1/2",)})) is None
 
 
-def test_mass_and_locality_screens(tmp_path, tiny_gpt2):
-    out = tmp_path / "screen"
-    proc = cli("panel", "--model", tiny_gpt2, "--heads", "0.0", "--out", out, "--workers", "1",
-               "--min-mass", "1.01", "--json", *SMALL)
+def test_report_cli(decoder_run):
+    out, _, _ = decoder_run
+    (out / "report.md").unlink()
+    proc = cli("report", out)
     assert proc.returncode == 0, proc.stderr
+    text = (out / "report.md").read_text()
+    assert "## Integrity" in text and "| brackets re-verified exactly (both sides) | 8 | 8 |" in text
+    for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
+        assert (out / "figures" / png).stat().st_size > 1000
+    one_line_error(cli("report", out / "nothing"), "not a panel directory")
+
+
+def test_mass_and_locality_screens(tmp_path, tiny_gpt2, capsys):
+    out = tmp_path / "screen"
+    rc, cap = in_process(capsys, "--model", tiny_gpt2, "--heads", "0.0", "--out", out, "--workers", "1",
+                         "--min-mass", "1.01", "--json", *SMALL)
+    assert rc == 0, cap.err
     rows = list(csv.DictReader(open(out / "cells.csv")))
     assert rows and all(r["status"] == "dropped_mass" and r["L"] == "" for r in rows)
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["brackets"] == 0
+    assert json.loads(cap.out.strip().splitlines()[-1])["brackets"] == 0
 
 
 def test_dask_backend_local_cluster(tmp_path, tiny_bert):
@@ -148,26 +185,12 @@ def test_dask_backend_local_cluster(tmp_path, tiny_bert):
     assert [(r["head"], r["n_rows"], r["verified"]) for r in rows] == [(0, 32, True), (3, 32, True)]
 
 
-def test_report_cli(tmp_path, tiny_bert):
-    out = tmp_path / "enc"
-    proc = cli("panel", "--model", tiny_bert, "--heads", "0.0", "--length", "24", "--out", out, "--workers", "1",
-               "--eps", "0.25", "--quiet", "--no-geometry")
-    assert proc.returncode == 0, proc.stderr
-    proc = cli("report", out)
-    assert proc.returncode == 0, proc.stderr
-    text = (out / "report.md").read_text()
-    assert "## Integrity" in text and "re-verified exactly" in text and "| 1 | 1 |" in text
-    for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
-        assert (out / "figures" / png).stat().st_size > 1000
-    one_line_error(cli("report", tmp_path / "nothing"), "not a panel directory")
-
-
-def test_vit_panel(tmp_path):
+def test_vit_panel(tmp_path, capsys):
     path = save_tiny(tmp_path / "vit", "vit")
     out = tmp_path / "run"
-    proc = cli("panel", "--model", path, "--heads", "1.3", "--sources", "2", "--out", out, "--workers", "1",
-               "--eps", "0.25", "--quiet", "--no-geometry", "--json")
-    assert proc.returncode == 0, proc.stderr
+    rc, cap = in_process(capsys, "--model", path, "--heads", "1.3", "--sources", "2", "--out", out,
+                         "--workers", "1", "--eps", "0.25", "--quiet", "--no-geometry", "--json")
+    assert rc == 0, cap.err
     rows = list(csv.DictReader(open(out / "cells.csv")))
     assert [(r["family"], r["source"], r["n_rows"], r["verified"]) for r in rows] == [
         ("vit", "synthetic:0", "17", "True"), ("vit", "synthetic:1", "17", "True")]
