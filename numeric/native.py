@@ -29,7 +29,14 @@ import math
 
 import numpy as np
 
-from numeric.geometry import double_difference, meb_radius, residual_q, tau_of_q, visible_interaction
+from numeric.geometry import (
+    double_difference,
+    meb_radius,
+    one_blas_thread,
+    residual_q,
+    tau_of_q,
+    visible_interaction,
+)
 
 __all__ = ["NATIVE_RESIDUAL_ALLOWANCE", "AUDIT_RATIOS", "native_features", "diagonal_gauge"]
 
@@ -163,6 +170,11 @@ def native_features(Q, K, scale, *, mask=None, ratios=AUDIT_RATIOS, audit: bool 
     recomputed from the gauged logits: zero up to rounding, by F.1).
     """
     Q, K, scale, mask = _check(Q, K, scale, mask)
+    with one_blas_thread():
+        return _native_features(Q, K, scale, mask, ratios, audit)
+
+
+def _native_features(Q, K, scale, mask, ratios, audit) -> dict:
     H = scale * (Q @ K.T)
     if mask is not None:
         H = H + mask
