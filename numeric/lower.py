@@ -9,6 +9,9 @@ Families (MATH.md section 2), each returning ``LowerCandidate`` records:
 - ``reconstruction/decoded``: K.3 decoded inverse, ``X = I[:, T]``,
   ``R = I[:, T] A[S, T]^-1 I[S, :]``; (S, T) grown greedily, each column t
   paired with the unused row of largest weight on it.
+- ``reconstruction/lp-svd``: K.3 with the LP-optimal R on the top-d right
+  singular subspace (``numeric.lp.min_norm_left_inverse``, norm ``1/gamma(W)``),
+  d above the best rank found so far, while HiGHS time lasts.
 - ``row_reconstruction/far-rows``: the row-side lemma with ``Z = I[:, S]``,
   rows S taken greedily in farthest-first l1 order. The map
   ``G = C K^-1 I[S, :]`` aggregates columns into Voronoi cells (column j goes
@@ -34,7 +37,7 @@ __all__ = ["LowerCandidate", "lower_candidates", "far_order"]
 #: defect terms of float witnesses are about 1e-13, so 1e-6 of room is ample.
 SAFETY = 1e-6
 #: Seconds of HiGHS time per tolerance for the LP extension of far rows.
-LP_BUDGET_S = 6.0
+LP_BUDGET_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,30 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int],
     return best
 
 
+def lp_svd(A: np.ndarray, eps: float, Vt: np.ndarray, start: int,
+           budget_s: float = LP_BUDGET_S) -> LowerCandidate | None:
+    """K.3 with the LP-optimal R on ``W = span(V_d)`` (norm ``1/gamma(W)``), d from ``start`` up."""
+    from numeric.lp import min_norm_left_inverse
+
+    t0 = time.perf_counter()
+    best = None
+    for d in range(max(start, 1), Vt.shape[0] + 1):
+        left = budget_s - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        X = Vt[:d].T.copy()
+        try:
+            R, _ = min_norm_left_inverse(A @ X, X, time_limit=max(left, 0.1))
+        except LPFailed:
+            break
+        if _rownorm(R) * eps < 1 - SAFETY and np.abs(R @ A @ X - X).max() < 1e-9:
+            best = LowerCandidate(d, "reconstruction/lp-svd", "reconstruction",
+                                  {"R": R, "X": X, "L": X.T.copy()}, norm=_rownorm(R))
+        else:
+            break
+    return best
+
+
 def decoded(A: np.ndarray, eps: float) -> LowerCandidate | None:
     """K.3 decoded inverse on (S, T) grown greedily: columns by peak weight, rows by argmax."""
     m, n = A.shape
@@ -210,6 +237,11 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
     if out[0].rank == 0:
         return out
     for c in (frobenius(S, m, eps), pinv(U, S, Vt, eps), decoded(A, eps)):
+        if c is not None:
+            out.append(c)
+    if lp:
+        start = max(c.rank for c in out) + 1
+        c = lp_svd(A, eps, Vt, start, budget_s=lp_budget_s / 2)
         if c is not None:
             out.append(c)
     order = far_order(A)

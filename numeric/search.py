@@ -47,6 +47,9 @@ STOCHASTIC_TOL = 1e-6
 #: The upper search aims at ``(eps - slack)(1 - UPPER_SAFETY)`` so that float
 #: rounding of ``A - P Q^T`` (about k n 2^-53) never spoils the exact check.
 UPPER_SAFETY = 1e-6
+#: Seconds of rank bisection per tolerance (a minute per 256 x 256 head for
+#: three tolerances, issue 4 item 6, leaves about 12 s per upper search).
+UPPER_BUDGET_S = 12.0
 #: The lower search works at ``(eps + slack)(1 + LOWER_SAFETY)`` for the same reason.
 LOWER_SAFETY = 1e-9
 
@@ -223,7 +226,8 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
         if up_exact > 0:
             ok = np.nonzero(svd_errs <= eps_up * (1 - UPPER_SAFETY))[0]
             svd_rank = int(ok[0]) if ok.size else None
-            for u in search_upper(A, eps_up * (1 - UPPER_SAFETY), lower=L, svd=(svd, svd_errs), device=dev):
+            for u in search_upper(A, eps_up * (1 - UPPER_SAFETY), lower=L, svd=(svd, svd_errs), device=dev,
+                                  budget_s=UPPER_BUDGET_S):
                 v = check_upper(A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
                                 up_exact, u.rank)
                 if v.verified and u.rank < p:

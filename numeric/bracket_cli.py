@@ -1,0 +1,161 @@
+"""Search, export and verify brackets L <= r_eps(A) <= U for one attention matrix.
+
+The input is a row-stochastic float64 matrix (--matrix) or a float64 logit
+matrix (--logits; the claim is then about its exact row softmax, with a
+proved slack, K.5), read from .npy (never unpickled) or a safetensors file
+(--tensor NAME when it holds several tensors). For each tolerance the float
+tier searches witnesses, the exact tier re-checks them before export, the
+bracket file is written to --out and re-verified with exact.verify.
+
+Exit status: 0 all cells written and verified, 1 a verification or an
+attack failed (a soundness bug), 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+PROG = "python -m numeric bracket"
+
+
+class InputError(ValueError):
+    """Bad command-line input: one line, exit 2."""
+
+
+def _load(path: str, tensor: str | None) -> np.ndarray:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{path}: no such file")
+    if p.suffix == ".npy":
+        try:
+            a = np.load(p, allow_pickle=False)
+        except Exception as exc:   # pickled object arrays, truncated files, not an .npy at all
+            raise InputError(f"{path}: not a readable .npy array ({str(exc).splitlines()[0][:100]})") from None
+        return a
+    if p.suffix == ".safetensors":
+        try:
+            from safetensors.numpy import load_file
+
+            tensors = load_file(str(p))
+        except Exception as exc:
+            raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0][:100]})") from None
+        if tensor is None:
+            if len(tensors) != 1:
+                raise InputError(f"{path}: holds {len(tensors)} tensors ({', '.join(sorted(tensors)[:5])}); "
+                                 "choose one with --tensor")
+            return next(iter(tensors.values()))
+        if tensor not in tensors:
+            raise InputError(f"{path}: no tensor named {tensor!r}")
+        return tensors[tensor]
+    raise InputError(f"{path}: expected a .npy or .safetensors file")
+
+
+def _softmax_rows(h: np.ndarray) -> np.ndarray:
+    z = h - h.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _parse_eps_list(text: str) -> list[str]:
+    from numeric.search import parse_eps
+
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise InputError("--eps is empty")
+    for t in items:
+        try:
+            parse_eps(t)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    if len({str(parse_eps(t)) for t in items}) != len(items):
+        raise InputError(f"--eps has repeated tolerances: {text}")
+    return items
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--matrix", help="row-stochastic float64 matrix (.npy or .safetensors)")
+    src.add_argument("--logits", help="float64 logits whose row softmax is the target (.npy or .safetensors)")
+    ap.add_argument("--tensor", help="tensor name inside a safetensors input")
+    ap.add_argument("--eps", required=True, help="comma-separated tolerances in (0, 1], e.g. 0.1,0.25,0.5 or 1/4")
+    ap.add_argument("--out", required=True, help="bracket file to write (format v1, .safetensors)")
+    ap.add_argument("--id-prefix", default="cell", help="prefix of cell ids and tensor names (default: cell)")
+    ap.add_argument("--device", help="torch device for the descent (default: cuda if available, else cpu)")
+    ap.add_argument("--no-attack", action="store_true", help="skip the rank-(L-1) attacks")
+    ap.add_argument("--json", action="store_true", help="one JSON object per tolerance, one per line")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        eps_items = _parse_eps_list(args.eps)
+        raw = _load(args.logits or args.matrix, args.tensor)
+        from numeric.search import validate_matrix
+
+        if args.logits:
+            H = validate_matrix(raw, "logits", stochastic=False)
+            A, logits = _softmax_rows(H), H
+        else:
+            A, logits = validate_matrix(raw, "matrix"), None
+    except (InputError, ValueError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+
+    from numeric.export import write_bracket_file
+    from numeric.search import search_brackets
+
+    try:
+        out = search_brackets(A, eps_items, logits=logits, id_prefix=args.id_prefix, device=args.device,
+                              attack=not args.no_attack,
+                              provenance={"input": str(args.logits or args.matrix),
+                                          "input_kind": "logits" if args.logits else "matrix"})
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    path = write_bracket_file(args.out, out.cells, out.tensors)
+
+    from exact.verify import verify_file
+
+    reports = {r.id: r for r in verify_file(path)}
+    bad = False
+    rows = []
+    for cell, rec in zip(out.cells, out.results):
+        rep = reports.get(cell["id"])
+        ok = bool(rep and rep.verified)
+        bad |= not ok or bool(rec.attack_success)
+        rows.append({"id": cell["id"], "eps": cell["eps"], "lower": rec.lower, "upper": rec.upper,
+                     "lower_witness": rec.lower_witness, "upper_witness": rec.upper_witness,
+                     "svd_rank": rec.svd_rank, "seconds": round(rec.seconds, 3), "slack": rec.slack,
+                     "attack_success": rec.attack_success, "verified": ok})
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+    else:
+        print(f"{path}: {A.shape[0]} x {A.shape[1]} {'logits' if logits is not None else 'matrix'}"
+              + (f", slack <= {out.results[0].slack:.3g}" if logits is not None else ""))
+        head = f"{'eps':>8} {'L':>4} {'U':>4} {'SVD':>4}  {'lower witness':<32} {'upper witness':<17} {'s':>6}  attack  exact"
+        print(head)
+        for r in rows:
+            att = {None: "-", False: "failed", True: "SUCCESS"}[r["attack_success"]]
+            print(f"{r['eps']:>8} {r['lower']:>4} {r['upper']:>4} {str(r['svd_rank'] or '-'):>4}  "
+                  f"{r['lower_witness']:<32} {r['upper_witness']:<17} {r['seconds']:>6.1f}  {att:<7} "
+                  f"{'verified' if r['verified'] else 'REFUTED'}")
+    for r in rows:
+        if r["attack_success"]:
+            print(f"{PROG}: SOUNDNESS BUG: a rank-{r['lower'] - 1} attack beat the certified lower bound "
+                  f"of {r['id']}", file=sys.stderr)
+        if not r["verified"]:
+            print(f"{PROG}: exact verification refused {r['id']}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
