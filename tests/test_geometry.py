@@ -279,3 +279,94 @@ def test_matrix_only_path_and_mismatch():
     assert abs(a["q_residual"] - b["q_residual"]) < 1e-9
     with pytest.raises(ValueError):
         cell_descriptors(None, np.array([[1.0, 0.0], [0.5, 0.5]]))
+
+
+# ---------------------------------------------------------------------------
+# enclosure properties against independent exact computations (hypothesis)
+
+from dataclasses import replace  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from numeric.geometry import tanh_bounds  # noqa: E402
+from tests.strategies import dyadics, matrices, to_float_rows  # noqa: E402
+
+
+def _exact_q(M):
+    """q by brute force in Fractions: the best mean of a simple cycle of D."""
+    n = len(M[0])
+    D = [[max(row[j] - row[jp] for row in M) for jp in range(n)] for j in range(n)]
+    best = Fraction(0)  # self-loops
+    for k in range(2, n + 1):
+        for cyc in itertools.permutations(range(n), k):
+            if cyc[0] != min(cyc):
+                continue
+            w = sum(D[cyc[s]][cyc[(s + 1) % k]] for s in range(k))
+            best = max(best, w / k)
+    return best
+
+
+def _exact_centre(H):
+    m, n = len(H), len(H[0])
+    rm = [sum(r) / n for r in H]
+    cm = [sum(H[i][j] for i in range(m)) / m for j in range(n)]
+    gm = sum(rm) / m
+    return [[H[i][j] - rm[i] - cm[j] + gm for j in range(n)] for i in range(m)]
+
+
+@st.composite
+def _small_logits(draw):
+    m = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 4))
+    return draw(matrices(m, n, dyadics()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_small_logits())
+def test_exact_q_and_size_bounds_enclose_brute_force(H):
+    C = _exact_centre(H)
+    truth_q = _exact_q(C)
+    m, n = len(H), len(H[0])
+    truth_dd = max(
+        (abs(C[i][j] - C[i][jp] - C[ip][j] + C[ip][jp]) for i in range(m) for ip in range(m) for j in range(n) for jp in range(n)),
+        default=Fraction(0),
+    )
+    d = cell_descriptors(to_float_rows(H), None, ranks=(1, 2))
+    assert d["q_residual_lower_cert"] <= truth_q <= d["q_residual_upper_cert"]
+    assert abs(d["q_residual"] - float(truth_q)) <= 1e-12 * max(1.0, float(truth_q))
+    lo, hi = tanh_bounds(truth_q, truth_q)
+    assert d["tau0_lower_cert"] <= hi and lo <= d["tau0_upper_cert"]
+    # the exact double difference is found, and kappa's rigorous bounds are ordered
+    assert d["kappa_lower_cert"] <= truth_dd / 4
+    assert abs(d["kappa_lower"] - float(truth_dd) / 4) <= 1e-12 * max(1.0, float(truth_dd))
+    assert Fraction(d["kappa_upper_cert"]) >= truth_dd / 4
+    assert d["kappa_upper_cert"] >= d["kappa_dual"] * (1 - 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.fractions(min_value=0, max_value=40, max_denominator=1000))
+def test_tanh_bounds_enclose(q):
+    import mpmath
+
+    lo, hi = tanh_bounds(q, q)
+    with mpmath.workdps(60):
+        t = 2 * mpmath.tanh(mpmath.mpf(q.numerator) / q.denominator / 4)
+        assert mpmath.mpf(lo.numerator) / lo.denominator <= t <= mpmath.mpf(hi.numerator) / hi.denominator
+    assert hi - lo < Fraction(1, 10**30)
+
+
+def test_kappa_certificate_survives_a_wrong_gauge_inverse():
+    """Mutation: the certificate charges the defect D = I - Wh Wih exactly, so a
+    corrupted inverse gauge loosens the bound but never makes it unsound."""
+    from numeric.geometry import _kappa_cert
+
+    rng = np.random.default_rng(9)
+    X0, Y0 = rng.standard_normal((9, 3)), rng.standard_normal((8, 3))
+    kb = kappa_factors(X0, Y0)
+    good = _kappa_cert(X0, Y0, kb, Fraction(0))
+    assert float(good) <= kb.upper * (1 + 1e-9)
+    for scale in (1e-8, 1e-3, 0.5):
+        bad = replace(kb, Wih=kb.Wih + scale * rng.standard_normal(kb.Wih.shape))
+        cert = _kappa_cert(X0, Y0, bad, Fraction(0))
+        assert float(cert) >= kb.dual * (1 - 1e-12) and float(cert) >= kb.dd
