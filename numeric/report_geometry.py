@@ -88,6 +88,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 - formatters below
 
     families = sorted({str(r.get("family", "?")) for r in rows})
     fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 4), squeeze=False)
@@ -111,10 +112,53 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
             ax.scatter(x[okl], L[okl], s=10, marker="_", color=colour)
         if logx:
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(label)
         ax.set_ylabel(f"certified rank bracket [L, U] at eps = {eps:g}")
     if drew:
         axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return drew
+
+
+def _family_curves(path: Path, rows, eps) -> bool:
+    """The J.2 trade-off per cell: (kappa(T_r), tau(T_r)) over retained ranks r."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 - formatters below
+
+    from numeric.geometry import SVD_RANKS
+
+    families = sorted({str(r.get("family", "?")) for r in rows})
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    drew = False
+    for k, fam in enumerate(families):
+        first = True
+        for r in rows:
+            if str(r.get("family", "?")) != fam:
+                continue
+            pts = [(_num(r.get(f"svd_r{q}_kappa")), _num(r.get(f"svd_r{q}_tau"))) for q in SVD_RANKS]
+            pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b) and a > 0]
+            if len(pts) < 2:
+                continue
+            drew = True
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, "-o", color=f"C{k % 10}", alpha=0.4, markersize=3, label=fam if first else None)
+            first = False
+    if drew:
+        if math.isfinite(eps):
+            ax.axhline(eps, color="k", linestyle=":", linewidth=1, label=f"eps = {eps:g}")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("kappa(T_r) (upper), r = " + ", ".join(str(q) for q in SVD_RANKS))
+        ax.set_ylabel("tau(T_r) = 2 tanh(q(C - T_r)/4)")
+        ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -144,6 +188,14 @@ def geometry_section(rows, outdir) -> str:
     ]
     if _scatter(outdir / "geometry_intrinsic.png", sel, _INTRINSIC, eps):
         lines += ["![U and L against intrinsic size and residual](geometry_intrinsic.png)", ""]
+    if _family_curves(outdir / "geometry_family.png", sel, eps):
+        lines += [
+            "Logit-SVD family (J.2): size and residual of the same retained T_r, one curve per "
+            "cell. Theorem 1 needs tau(T_r) < eps; setting C_r = 1 would not be a certificate.",
+            "",
+            "![J.2 family: kappa(T_r) against tau(T_r)](geometry_family.png)",
+            "",
+        ]
     if any(math.isfinite(_num(r.get("gamma_native"))) for r in sel):
         if _scatter(outdir / "geometry_native.png", sel, _NATIVE, eps):
             lines += ["![U and L against native features](geometry_native.png)", ""]

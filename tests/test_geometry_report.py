@@ -30,6 +30,7 @@ def test_section_writes_plots_and_tables(tmp_path):
     assert "eps = 0.25" in md
     assert (tmp_path / "geometry_intrinsic.png").stat().st_size > 1000
     assert (tmp_path / "geometry_native.png").stat().st_size > 1000
+    assert (tmp_path / "geometry_family.png").stat().st_size > 1000
     assert "| bert | 2 |" in md and "| vit | 2 |" in md
     # the gauge audit table: logits and intrinsic descriptors unchanged
     audit = [line for line in md.splitlines() if line.startswith("| 4 |") or line.startswith("| 16 |")]
