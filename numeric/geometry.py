@@ -619,17 +619,33 @@ def shape_score(kappa: float, tau: float, eps: float, r: int) -> float:
 def intrinsic_profile_score(row: dict, eps: float) -> float:
     """Best prefactor-free shape score over the J.2 family in a descriptor row.
 
-    Uses the pairs (svd_r{r}_kappa, svd_r{r}_tau) and (kappa_upper, 0) at
-    r = rank(C); 0.0 when tau0 <= eps (Theorem 1's rank-one branch).
+    Uses the same-T pairs (svd_r{r}_kappa, svd_r{r}_tau) and (kappa_upper, 0)
+    at r = rank(C); 0.0 when tau0 <= eps (Theorem 1's rank-one branch).
+    Values may be strings (a CSV row); missing or unparsable ones are skipped.
+
+    >>> intrinsic_profile_score({"tau0": "0.1"}, 0.25)
+    0.0
     """
-    if row.get("tau0", math.inf) <= eps:
+
+    def num(key):
+        try:
+            v = float(row.get(key))
+        except (TypeError, ValueError):
+            return math.nan
+        return v
+
+    eps = float(eps)
+    tau0 = num("tau0")
+    if math.isfinite(tau0) and tau0 <= eps:
         return 0.0
-    best = shape_score(row.get("kappa_upper", math.inf), 0.0, eps, int(row.get("c_rank", 0)))
+    best = math.inf
+    k, rank = num("kappa_upper"), num("c_rank")
+    if math.isfinite(k) and math.isfinite(rank):
+        best = shape_score(k, 0.0, eps, int(rank))
     for r in SVD_RANKS:
-        k, t = row.get(f"svd_r{r}_kappa"), row.get(f"svd_r{r}_tau")
-        if k is None or t is None or (isinstance(k, float) and math.isnan(k)):
-            continue
-        best = min(best, shape_score(k, t, eps, r))
+        k, t = num(f"svd_r{r}_kappa"), num(f"svd_r{r}_tau")
+        if math.isfinite(k) and math.isfinite(t):
+            best = min(best, shape_score(k, t, eps, r))
     return best
 
 
