@@ -63,6 +63,9 @@ __all__ = [
     "tau_of_q",
     "shape_score",
     "intrinsic_profile_score",
+    "one_blas_thread",
+    "IntRat",
+    "tanh_bounds",
 ]
 
 # Retained ranks of the logit-SVD family (J.2) reported as columns. Powers of
