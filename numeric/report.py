@@ -14,6 +14,7 @@ results.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from collections import defaultdict
@@ -35,6 +36,10 @@ def _fmt(x, digits=2) -> str:
     if isinstance(x, float):
         return f"{x:.{digits}f}"
     return str(x)
+
+
+def _slack(x) -> str:
+    return f"{x:.2g}" if isinstance(x, float) else _fmt(x)
 
 
 def _eps_label(e) -> str:
@@ -191,6 +196,12 @@ def write_report(out) -> Path:
     L.append(f"Models: {', '.join(f'{m} ({f})' for f, m in models)}. "
              f"{len(heads)} heads x {len(sources)} sources; "
              f"{s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass or locality screen.\n")
+    try:
+        run = json.loads((out / "panel.json").read_text())["summary"]
+        L.append(f"Last panel run: {run['run']} cells computed, {run['skipped']} resumed, "
+                 f"{run['seconds']:.0f} s wall.\n")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     L.append("Every rank below comes from a bracket file re-verified by the exact tier "
              "(`exact.verify`, the checker behind `python -m exact verify`). "
              "U is a checked constructive budget, not a minimum; where L < U the eps-rank is only "
@@ -223,7 +234,7 @@ def write_report(out) -> Path:
         for r in ref:
             L.append(f"| {r['family']} | {r['layer']}.{r['head']} | {r['source']} | {r['n_rows']}x{r['n_cols']} | "
                      f"{r['L']} | {r['U']} | {r['lower_witness']} | {r['upper_witness']} | "
-                     f"{_fmt(r.get('slack'), 3) if isinstance(r.get('slack'), float) else _fmt(r.get('slack'))} | "
+                     f"{_slack(r.get('slack'))} | "
                      f"{_fmt(r.get('mass'), 3)} |")
         L.append("")
     if figs:
