@@ -163,6 +163,7 @@ def run_cell(task: CellTask) -> list[dict]:
 
     from numeric.extract import extract_heads, source_for
 
+    _worker_init()  # also on Dask workers: one torch thread per worker
     out = Path(task.out)
     marker = out / "cells" / f"{task.key}.json"
     lm = _model(task.model)
