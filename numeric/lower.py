@@ -38,6 +38,8 @@ __all__ = ["LowerCandidate", "lower_candidates", "far_order"]
 SAFETY = 1e-6
 #: Seconds of HiGHS time per tolerance for the LP extension of far rows.
 LP_BUDGET_S = 5.0
+#: The LP extension of far rows gives up after this many rows in a row failed.
+LP_MISSES = 3
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,8 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int],
     best = None
     base = list(S)
     step = 1
-    while rest and time.perf_counter() - t0 < budget_s:
+    misses = 0
+    while rest and time.perf_counter() - t0 < budget_s and misses < LP_MISSES:
         trial = base + rest[:step]
         left = budget_s - (time.perf_counter() - t0)
         try:
@@ -165,10 +168,12 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int],
             best = _row_witness(A, trial, GS, "row_reconstruction/far-rows-lp")
             base, rest = trial, rest[step:]
             step *= 2
+            misses = 0
         elif step > 1:
             step = 1
         else:
             rest = rest[1:]   # skip this row, try the next
+            misses += 1
     return best
 
 

@@ -33,6 +33,9 @@ DEFAULT_ITERS = 600
 #: gap between its best error and eps (a rank that cannot reach eps stalls early).
 STALL_WINDOW = 100
 STALL_GAIN = 0.1
+#: Torch threads for the CPU descent: these products are small (256 x 256 x k),
+#: and on a shared 2-core machine two threads ran 20 times slower than one.
+CPU_THREADS = 1
 
 
 def pick_device(device=None):
@@ -94,6 +97,16 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     import torch
 
     dev = pick_device(device)
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(CPU_THREADS)
+    try:
+        return _refine(torch, A, P0, Q0, eps, iters, dev)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _refine(torch, A, P0, Q0, eps, iters, dev):
     dtype = torch.float64
     At = torch.as_tensor(A, dtype=dtype, device=dev)
     P = torch.as_tensor(P0, dtype=dtype, device=dev).clone().requires_grad_(True)

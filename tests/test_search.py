@@ -1,0 +1,133 @@
+"""The float tier's bracket search (issue 4): exported brackets verify exactly,
+close where r_eps is known, and the attack machinery is both harmless on
+certified cells and strong enough to reach the upper rank on closed ones."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from exact.verify import verify_file
+from numeric.attack import attack_rank
+from numeric.export import write_bracket_file
+from numeric.search import search_brackets
+from numeric.upper import svd_baseline
+
+
+def _k(t):
+    return t * np.eye(2) + (1 - t) * np.ones((2, 2)) / 2
+
+
+def twobit(t, s):
+    """A(t, s) = K(t) (x) K(s), MATH.md section 4 (exact in float64 for dyadic t, s)."""
+    return np.kron(_k(t), _k(s))
+
+
+def softmax_rows(h):
+    z = np.exp(h - h.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def _search_and_verify(tmp_path, A, eps, name="cell", **kw):
+    out = search_brackets(A, eps, id_prefix=name, **kw)
+    path = write_bracket_file(tmp_path / f"{name}.safetensors", out.cells, out.tensors)
+    reports = verify_file(path)
+    assert len(reports) == len(eps)
+    for rep in reports:
+        assert rep.lower.verified, rep.lower.reason
+        assert rep.upper.verified, rep.upper.reason
+    for rec, cell in zip(out.results, out.cells):
+        assert cell["lower"]["rank"] == rec.lower <= rec.upper == cell["upper"]["rank"]
+        assert rec.attack_success in (None, False)
+    return out
+
+
+def test_twobit_cells_close(tmp_path):
+    """MATH.md section 4: A(3/4, 1/2) closes at 4, 3, 2, 1; A(3/4, 3/4) at eps 5/8 closes at 3."""
+    out = _search_and_verify(tmp_path, twobit(0.75, 0.5), [Fraction(1, 4), Fraction(7, 16), Fraction(5, 8),
+                                                           Fraction(7, 8)], name="t12")
+    assert [(r.lower, r.upper) for r in out.results] == [(4, 4), (3, 3), (2, 2), (1, 1)]
+    out = _search_and_verify(tmp_path, twobit(0.75, 0.75), [Fraction(5, 8)], name="t34")
+    r = out.results[0]
+    assert (r.lower, r.upper) == (3, 3)
+    # the truncated pseudo-inverse fails here (norm 11/6); an LP-optimal map wins
+    assert r.lower_witness != "reconstruction/pinv"
+
+
+def test_finite_grid_gaussian_is_full_rank(tmp_path):
+    """G.1: a 1-D grid with ||A - I|| < (1 - eps)/2 has r_eps = n, from logits with slack (K.5)."""
+    x = np.arange(12.0)
+    H = -3.0 * (x[:, None] - x[None, :]) ** 2
+    A = softmax_rows(H)
+    eps = [0.1, 0.25]
+    assert np.abs(A - np.eye(12)).sum(1).max() < (1 - max(eps)) / 2
+    out = _search_and_verify(tmp_path, A, eps, logits=H, name="grid")
+    assert all((r.lower, r.upper) == (12, 12) for r in out.results)
+    assert all(c["target"]["logits"] == "grid/logits" and "slack" in c["target"] for c in out.cells)
+    assert all(r.slack is not None and r.slack < 1e-12 for r in out.results)
+
+
+def test_rank_one_and_block_diagonal_close(tmp_path):
+    """Equal rows: r_eps = 1 for eps < 1. Uniform blocks on disjoint supports: r_eps = #blocks for eps < 1."""
+    w = np.array([0.5, 0.25, 0.125, 0.0625, 0.0625])
+    out = _search_and_verify(tmp_path, np.tile(w, (6, 1)), [0.1, 0.5], name="r1")
+    assert [(r.lower, r.upper) for r in out.results] == [(1, 1), (1, 1)]
+    B = np.zeros((12, 12))
+    for b in range(4):
+        B[3 * b:3 * b + 3, 3 * b:3 * b + 3] = 1 / 3
+    out = _search_and_verify(tmp_path, B, [0.1, 0.5, 0.9], name="blocks")
+    assert [(r.lower, r.upper) for r in out.results] == [(4, 4)] * 3
+
+
+def test_random_head_refined_beats_svd_and_verifies(tmp_path):
+    """A random 48 x 48 softmax head: every bracket verifies, refinement beats the SVD rank, attacks fail."""
+    rng = np.random.default_rng(7)
+    q, k = rng.normal(size=(48, 8)), rng.normal(size=(48, 8))
+    H = 1.5 * q @ k.T
+    out = _search_and_verify(tmp_path, softmax_rows(H), [0.1, 0.25], logits=H, name="rand")
+    assert any(r.upper < r.svd_rank for r in out.results)
+    assert any(r.upper_witness == "factors/refined" for r in out.results)
+    assert all(r.attack_success is False for r in out.results if r.lower >= 2)
+    assert all(r.lower >= 2 for r in out.results)
+
+
+def test_attack_machinery_reaches_the_upper_rank_on_closed_controls():
+    """Item 3: the attack is not toothless: at rank U on a closed cell it succeeds, at L - 1 it fails."""
+    A = twobit(0.75, 0.5)
+    svd = svd_baseline(A)[0]
+    ok = attack_rank(A, 3, 7 / 16, svd)
+    assert ok.success and ok.error <= 7 / 16
+    no = attack_rank(A, 2, 7 / 16 * (1 - 1e-3), svd)
+    assert not no.success and no.error > 7 / 16
+
+
+def test_several_searches_share_one_file(tmp_path):
+    a = search_brackets(twobit(0.75, 0.5), [0.25], id_prefix="a")
+    b = search_brackets(twobit(0.75, 0.75), [0.625], id_prefix="b")
+    assert not set(a.tensors) & set(b.tensors)
+    path = write_bracket_file(tmp_path / "ab.safetensors", a.cells + b.cells, {**a.tensors, **b.tensors})
+    reps = verify_file(path)
+    assert [r.id for r in reps] == ["a/eps=0.25", "b/eps=0.625"] and all(r.verified for r in reps)
+    assert a.cells[0]["eps"] == "1/4" and b.cells[0]["eps"] == "5/8"
+
+
+def test_provenance_is_merged():
+    out = search_brackets(twobit(0.75, 0.5), [0.25], provenance={"model": "m", "layer": 3}, attack=False)
+    prov = out.cells[0]["provenance"]
+    assert prov["model"] == "m" and prov["layer"] == 3
+    assert prov["search"]["lower_family"] == out.results[0].lower_witness
+
+
+@pytest.mark.parametrize("matrix, eps, message", [
+    (np.ones((3, 3)), [0.1], "row-stochastic"),
+    (np.full((2, 2), np.nan), [0.1], "NaN"),
+    (np.full((2, 2), 0.5, dtype=np.float32), [0.1], "float64"),
+    (np.full((2, 2, 2), 0.5), [0.1], "2-D"),
+    (np.full((2, 2), 0.5), [0.0], "outside"),
+    (np.full((2, 2), 0.5), [1.5], "outside"),
+    (np.full((2, 2), 0.5), ["x"], "not a rational"),
+])
+def test_bad_input_is_a_value_error(matrix, eps, message):
+    with pytest.raises(ValueError, match=message):
+        search_brackets(matrix, eps)
