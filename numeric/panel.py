@@ -98,6 +98,10 @@ def _worker_init(silence_bars: bool = False):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if silence_bars:
         os.environ["TQDM_DISABLE"] = "1"
+        # stdout belongs to the parent (tables, --json): solver banners printed
+        # by C code in a worker go to stderr instead
+        sys.stdout.flush()
+        os.dup2(2, 1)
     try:
         import torch
 
