@@ -1,0 +1,102 @@
+"""``python -m numeric bracket`` through a subprocess: output, files, exit codes (issue 4, item 5)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "numeric", "bracket", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def twobit(t, s):
+    k = lambda u: u * np.eye(2) + (1 - u) * np.ones((2, 2)) / 2   # noqa: E731
+    return np.kron(k(t), k(s))
+
+
+def test_matrix_table_and_exact_verify(tmp_path):
+    np.save(tmp_path / "a.npy", twobit(0.75, 0.5))
+    out = tmp_path / "b.safetensors"
+    r = run("--matrix", tmp_path / "a.npy", "--eps", "1/4,7/16,0.625", "--out", out)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "L" in lines[1] and "U" in lines[1] and "lower witness" in lines[1]
+    assert len(lines) == 5 and all("verified" in ln for ln in lines[2:])
+    v = subprocess.run([sys.executable, "-m", "exact", "verify", str(out), "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
+    doc = json.loads(v.stdout)
+    assert doc["all_verified"]
+    assert [(c["lower"], c["upper"]) for c in doc["cells"]] == [(4, 4), (3, 3), (2, 2)]
+
+
+def test_logits_json_from_safetensors(tmp_path):
+    from safetensors.numpy import save_file
+
+    x = np.arange(10.0)
+    H = -2.0 * (x[:, None] - x[None, :]) ** 2
+    save_file({"logits": H, "other": np.zeros((2, 2))}, str(tmp_path / "h.safetensors"))
+    out = tmp_path / "b.safetensors"
+    r = run("--logits", tmp_path / "h.safetensors", "--tensor", "logits", "--eps", "0.1,0.25", "--out", out,
+            "--json")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert {"eps", "lower", "upper", "lower_witness", "upper_witness"} <= set(row)
+        assert row["lower"] == row["upper"] == 10 and row["verified"] and row["slack"] is not None
+    assert [row["eps"] for row in rows] == ["1/10", "1/4"]
+
+
+def _bad_inputs(tmp_path):
+    from safetensors.numpy import save_file
+
+    good = np.full((3, 3), 1 / 3)
+    cases = {}
+    np.save(tmp_path / "nonstoch.npy", np.ones((3, 3)))
+    cases["nonstoch"] = (["--matrix", tmp_path / "nonstoch.npy", "--eps", "0.1"], "row-stochastic")
+    nan = good.copy()
+    nan[0, 0] = np.nan
+    np.save(tmp_path / "nan.npy", nan)
+    cases["nan"] = (["--matrix", tmp_path / "nan.npy", "--eps", "0.1"], "NaN")
+    np.save(tmp_path / "3d.npy", np.full((2, 2, 2), 0.5))
+    cases["shape"] = (["--matrix", tmp_path / "3d.npy", "--eps", "0.1"], "2-D")
+    np.save(tmp_path / "good.npy", good)
+    cases["eps0"] = (["--matrix", tmp_path / "good.npy", "--eps", "0"], "outside (0, 1]")
+    cases["eps_big"] = (["--matrix", tmp_path / "good.npy", "--eps", "0.1,1.5"], "outside (0, 1]")
+    cases["eps_text"] = (["--matrix", tmp_path / "good.npy", "--eps", "abc"], "not a rational")
+    cases["eps_zero_den"] = (["--matrix", tmp_path / "good.npy", "--eps", "1/0"], "not a rational")
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    cases["pickle"] = (["--matrix", tmp_path / "obj.npy", "--eps", "0.1"], "not a readable .npy")
+    cases["missing"] = (["--matrix", tmp_path / "nope.npy", "--eps", "0.1"], "no such file")
+    (tmp_path / "junk.safetensors").write_bytes(b"\x00garbage")
+    cases["junk"] = (["--matrix", tmp_path / "junk.safetensors", "--eps", "0.1"], "not a readable safetensors")
+    save_file({"a": good, "b": good}, str(tmp_path / "two.safetensors"))
+    cases["two"] = (["--matrix", tmp_path / "two.safetensors", "--eps", "0.1"], "--tensor")
+    np.save(tmp_path / "f32.npy", good.astype(np.float32))
+    cases["dtype"] = (["--matrix", tmp_path / "f32.npy", "--eps", "0.1"], "float64")
+    return cases
+
+
+def test_bad_input_one_line_exit_2(tmp_path):
+    for name, (args, message) in _bad_inputs(tmp_path).items():
+        r = run(*args, "--out", tmp_path / f"out_{name}.safetensors")
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in r.stderr, (name, r.stderr)
+        assert message in lines[0], (name, lines[0])
+        assert not (tmp_path / f"out_{name}.safetensors").exists()
+
+
+@pytest.mark.parametrize("args", [[], ["--eps", "0.1"], ["--matrix", "x.npy", "--logits", "y.npy", "--eps", "0.1",
+                                                          "--out", "o.safetensors"]])
+def test_usage_errors_exit_2(args):
+    assert run(*args).returncode == 2
