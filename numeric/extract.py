@@ -28,8 +28,10 @@ Targets by family:
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -297,7 +299,13 @@ def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, pr
 
     if loaded.family == "vit":
         cfg = loaded.model.config
-        return image_source(index, int(cfg.image_size), int(getattr(cfg, "num_channels", 3)), image_dir=image_dir)
+        norm = {}
+        pre = Path(loaded.path) / "preprocessor_config.json" if loaded.path else None
+        if pre is not None and pre.is_file():  # the checkpoint's own normalisation
+            doc = json.loads(pre.read_text())
+            norm = {k: tuple(doc[f"image_{k}"]) for k in ("mean", "std") if f"image_{k}" in doc}
+        return image_source(index, int(cfg.image_size), int(getattr(cfg, "num_channels", 3)), image_dir=image_dir,
+                            **norm)
     if loaded.processor is None:
         raise ModelInputError(f"model {loaded.name} has no tokenizer")
     cfg = loaded.model.config

@@ -163,15 +163,19 @@ def load_model(spec: str) -> LoadedModel:
         raise ModelInputError(f"cannot read model config in {path}: {str(e).splitlines()[0]}") from None
     family = family_of(config.model_type)
     sha = weights_sha256(path)
+    import torch
+
+    # float32 whatever the checkpoint's storage dtype (Qwen2.5 ships bf16): the
+    # captured logits are then the float32 model's, on every machine
+    common = {"local_files_only": True, "attn_implementation": "eager", "dtype": torch.float32}
     try:
         if family == "vit":
             from transformers import AutoModel
-            model = AutoModel.from_pretrained(path, local_files_only=True, attn_implementation="eager",
-                                              add_pooling_layer=False)
+            model = AutoModel.from_pretrained(path, add_pooling_layer=False, **common)
             processor = None
         else:
             from transformers import AutoModel, AutoTokenizer
-            model = AutoModel.from_pretrained(path, local_files_only=True, attn_implementation="eager")
+            model = AutoModel.from_pretrained(path, **common)
             processor = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except Exception as e:  # noqa: BLE001
         raise ModelInputError(f"cannot load model from {path}: {str(e).splitlines()[0]}") from None
