@@ -176,3 +176,18 @@ def test_load_by_path(tmp_path, kind, tokenizer):
     b = extract_heads(lm, src, [(1, 2)], prefix=16, block=16)[0]
     check_capture(a, lm.family)
     np.testing.assert_array_equal(a.logits, b.logits)
+
+
+def test_image_directory_sources(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for name in ("b.png", "a.png"):
+        Image.fromarray(rng.integers(0, 256, size=(20, 24, 3), dtype=np.uint8)).save(tmp_path / name)
+    src = image_source(0, 16, image_dir=tmp_path, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    assert src.source_id == "image:a.png" and src.pixel_values.shape == (3, 16, 16)
+    assert src.pixel_values.min() >= -2.0 - 1e-6 and src.pixel_values.max() <= 2.0 + 1e-6
+    from numeric.sources import SourceError
+
+    with pytest.raises(SourceError, match="2 images"):
+        image_source(2, 16, image_dir=tmp_path)
