@@ -203,7 +203,11 @@ def run_cell(task: CellTask) -> list[dict]:
                    "logits": np.ascontiguousarray(cap.logits)}, str(heads_path),
                   metadata={"scale": repr(cap.scale), "provenance": json.dumps(cap.provenance)})
         from exact.verify import verify_file
-        reports = {r.id: r for r in verify_file(path)}
+        try:
+            reports = {r.id: r for r in verify_file(path)}
+        except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
+            print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
+            reports = {}
         geo = _geometry_columns(cap) if task.geometry else {}
         by_eps = {_eps_key(c["eps"]): c for c in res.cells}
         for rec in res.results:
