@@ -95,7 +95,14 @@ def _model(spec: str):
 
 def _worker_init(silence_bars: bool = False):
     """One torch thread per worker; pool workers leave the progress bar to the parent."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    try:   # BLAS may already be loaded (numpy imported before the pool started)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:  # pragma: no cover
+        pass
     if silence_bars:
         os.environ["TQDM_DISABLE"] = "1"
         # stdout belongs to the parent (tables, --json): solver banners printed
@@ -110,11 +117,18 @@ def _worker_init(silence_bars: bool = False):
         pass
 
 
-def _optional(module: str, name: str):
+def _optional(module: str, name: str, errors: dict | None = None):
+    """``module.name`` or None; an import failure is recorded in ``errors`` (never silent)."""
     try:
         mod = __import__(module, fromlist=[name])
         return getattr(mod, name)
-    except (ImportError, AttributeError):
+    except ModuleNotFoundError as e:
+        if e.name != module and errors is not None:      # the module exists but is broken
+            errors[module] = f"{type(e).__name__}: {str(e)[:120]}"
+        return None
+    except (ImportError, AttributeError) as e:
+        if errors is not None:
+            errors[module] = f"{type(e).__name__}: {str(e)[:120]}"
         return None
 
 
@@ -125,9 +139,11 @@ def geometry_available() -> bool:
 
 def _geometry_columns(cap) -> dict:
     """Columns from issue 7's modules when they exist; an error is recorded, not raised."""
-    cols = {}
-    cell_descriptors = _optional("numeric.geometry", "cell_descriptors")
-    native_features = _optional("numeric.native", "native_features")
+    cols, errors = {}, {}
+    cell_descriptors = _optional("numeric.geometry", "cell_descriptors", errors)
+    native_features = _optional("numeric.native", "native_features", errors)
+    for module, error in errors.items():
+        cols[f"{module.rsplit('.', 1)[1]}_error"] = error
     for fn, args, tag in ((cell_descriptors, (cap.logits, cap.matrix), "geometry"),
                           (native_features, (cap.Q, cap.K, cap.scale), "native")):
         if fn is None:

@@ -13,6 +13,7 @@ diagnostics only (the cover constants C_r are unknown).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +35,11 @@ _NATIVE = (
 
 
 def _num(x):
+    """A float image of a table value; exact rationals such as "1/4" parse too."""
     try:
-        v = float(x)
-    except (TypeError, ValueError):
+        return float(Fraction(x)) if isinstance(x, str) else float(x)
+    except (TypeError, ValueError, ZeroDivisionError):
         return math.nan
-    return v
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:
