@@ -37,7 +37,7 @@ __all__ = ["LowerCandidate", "lower_candidates", "far_order"]
 #: defect terms of float witnesses are about 1e-13, so 1e-6 of room is ample.
 SAFETY = 1e-6
 #: Seconds of HiGHS time per tolerance for the LP extension of far rows.
-LP_BUDGET_S = 5.0
+LP_BUDGET_S = 4.0
 #: The LP extension of far rows gives up after this many rows in a row failed.
 LP_MISSES = 3
 

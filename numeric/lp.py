@@ -156,8 +156,12 @@ def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, time_limit=None) -> tupl
 
     LP-optimal R on the subspace W = range X (K.3): row i of R minimises
     ``||r||_1`` subject to ``r Y = X[i, :]``; the norm is ``1/gamma(W)``.
-    Rows with ``X[i, :] = 0`` get ``r = 0``. Each nonzero row is one LP.
+    Rows with ``X[i, :] = 0`` get ``r = 0``. Each nonzero row is one LP;
+    ``time_limit`` bounds them all together (``LPFailed`` when it runs out).
     """
+    import time
+
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     m, d = Y.shape
     n = X.shape[0]
     R = np.zeros((n, m))
@@ -166,7 +170,10 @@ def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, time_limit=None) -> tupl
     for i in range(n):
         if not X[i].any():
             continue
-        x, v = solve_lp(np.ones(2 * m), A_eq=A_eq, b_eq=X[i], time_limit=time_limit)
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            raise LPFailed("time limit reached")
+        x, v = solve_lp(np.ones(2 * m), A_eq=A_eq, b_eq=X[i], time_limit=left)
         R[i] = x[:m] - x[m:]
         best = max(best, v)
     return R, best

@@ -48,8 +48,8 @@ STOCHASTIC_TOL = 1e-6
 #: rounding of ``A - P Q^T`` (about k n 2^-53) never spoils the exact check.
 UPPER_SAFETY = 1e-6
 #: Seconds of rank bisection per tolerance (a minute per 256 x 256 head for
-#: three tolerances, issue 4 item 6, leaves about 12 s per upper search).
-UPPER_BUDGET_S = 12.0
+#: three tolerances, issue 4 item 6, leaves about 10 s per upper search).
+UPPER_BUDGET_S = 10.0
 #: The lower search works at ``(eps + slack)(1 + LOWER_SAFETY)`` for the same reason.
 LOWER_SAFETY = 1e-9
 
