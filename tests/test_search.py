@@ -131,3 +131,38 @@ def test_provenance_is_merged():
 def test_bad_input_is_a_value_error(matrix, eps, message):
     with pytest.raises(ValueError, match=message):
         search_brackets(matrix, eps)
+
+
+def test_spurious_float_attack_is_refused_exactly(monkeypatch):
+    """A float 'success' of the attack is re-checked exactly; wrong factors are not a soundness alarm."""
+    import numeric.search as ns
+    from numeric.attack import AttackResult
+
+    def fake(A, rank, eps, svd, **kw):
+        return AttackResult(rank, eps, 0.0, True, np.zeros((A.shape[0], rank)), np.zeros((A.shape[1], rank)))
+
+    monkeypatch.setattr(ns, "attack_rank", fake)
+    out = search_brackets(twobit(0.75, 0.5), [Fraction(7, 16)])
+    assert out.results[0].lower == 3 and out.results[0].attack_success is False
+
+
+def test_an_exactly_verified_attack_fails_loudly(monkeypatch):
+    """If the exact tier ever accepted a rank-(L-1) attack, the result says so and a warning is raised."""
+    import exact.certificates as ec
+    import numeric.search as ns
+    from exact.verdict import verified
+    from numeric.attack import AttackResult
+
+    real = ec.check_upper
+
+    def fake_attack(A, rank, eps, svd, **kw):
+        return AttackResult(rank, eps, 0.0, True, np.zeros((A.shape[0], rank)), np.zeros((A.shape[1], rank)))
+
+    def lenient(A, w, eps, rank):   # a deliberately unsound checker: accepts the attack's rank
+        return verified("factors", rank, None) if rank == 2 else real(A, w, eps, rank)
+
+    monkeypatch.setattr(ns, "attack_rank", fake_attack)
+    monkeypatch.setattr(ec, "check_upper", lenient)
+    with pytest.warns(RuntimeWarning, match="SOUNDNESS BUG"):
+        out = search_brackets(twobit(0.75, 0.5), [Fraction(7, 16)])
+    assert out.results[0].attack_success is True
