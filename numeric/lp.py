@@ -71,7 +71,7 @@ def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, ti
     matrices; returns (x, objective) or raises ``LPFailed``.
 
     >>> x, v = solve_lp(np.array([1.0, 1.0]), A_eq=sp.csr_matrix([[1.0, 2.0]]), b_eq=np.array([2.0]))
-    >>> round(v, 9), [round(t, 9) for t in x]
+    >>> round(v, 9), [round(float(t), 9) for t in x]
     (1.0, [0.0, 1.0])
     """
     import highspy
