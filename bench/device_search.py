@@ -1,0 +1,91 @@
+"""The bracket search on CPU and on CUDA, side by side, on real MiniLM heads.
+
+For each head and device: ``numeric.search.search_brackets`` at the given
+tolerances (softmax targets with their slack), the bracket file it exports,
+and the exact re-verification of that file (``exact.verify``). Prints the
+brackets, the seconds per head on each device and their ratio. Devices that
+torch does not see are skipped with a note.
+
+    python bench/device_search.py [--heads-npz FILE] [--eps 0.1,0.25,0.5] [--devices cpu,cuda]
+
+``--heads-npz`` reads logits saved with ``np.savez`` (read with
+``allow_pickle=False``); without it the heads are extracted from the packaged
+all-MiniLM-L6-v2 (source 0, 256 tokens).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from exact.verify import verify_file  # noqa: E402
+from numeric.export import write_bracket_file  # noqa: E402
+from numeric.extract import softmax_rows  # noqa: E402
+from numeric.search import search_brackets  # noqa: E402
+
+DEFAULT_HEADS = [(0, 0), (1, 3), (2, 0), (3, 7)]
+
+
+def load_heads(path):
+    if path:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: np.asarray(data[k], dtype=np.float64) for k in data.files}
+    from numeric.extract import extract_heads, source_for
+    from numeric.models import load_model
+
+    lm = load_model("minilm")
+    src = source_for(lm, 0, length=256)
+    return {f"l{l}h{h}": cap.logits for cap, (l, h) in zip(extract_heads(lm, src, DEFAULT_HEADS), DEFAULT_HEADS)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python bench/device_search.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--heads-npz")
+    ap.add_argument("--eps", default="0.1,0.25,0.5")
+    ap.add_argument("--devices", default="cpu,cuda")
+    args = ap.parse_args(argv)
+    import torch
+
+    eps = [float(e) for e in args.eps.split(",")]
+    devices = []
+    for d in args.devices.split(","):
+        if d == "cuda" and not torch.cuda.is_available():
+            print("cuda: not available, skipped")
+            continue
+        devices.append(d)
+    if "cuda" in devices:
+        print(f"cuda device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}")
+    heads = load_heads(args.heads_npz)
+    seconds = {d: 0.0 for d in devices}
+    ok = True
+    print(f"{'head':<6} {'device':<6} " + " ".join(f"{'eps=' + str(e):>14}" for e in eps) + "  seconds  verified")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, H in heads.items():
+            A = softmax_rows(H)
+            for d in devices:
+                t0 = time.perf_counter()
+                out = search_brackets(A, eps, logits=H, id_prefix=f"{name}-{d}", device=d)
+                dt = time.perf_counter() - t0
+                seconds[d] += dt
+                path = write_bracket_file(os.path.join(tmp, f"{name}-{d}.safetensors"), out.cells, out.tensors)
+                reports = verify_file(path)
+                verified = all(r.verified for r in reports)
+                ok &= verified
+                cols = " ".join(f"{f'[{r.lower}, {r.upper}]':>14}" for r in out.results)
+                print(f"{name:<6} {d:<6} {cols}  {dt:7.1f}  {sum(r.verified for r in reports)}/{len(reports)}",
+                      flush=True)
+    if len(devices) == 2:
+        a, b = devices
+        print(f"total seconds: {a} {seconds[a]:.1f}, {b} {seconds[b]:.1f}, ratio {a}/{b} {seconds[a] / seconds[b]:.2f}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
