@@ -116,17 +116,8 @@ def _simplex(tab, cost, basis, allowed: int) -> None:
         _pivot(tab, cost, basis, best[1], entering)
 
 
-def solve(c, A_ub=(), b_ub=(), A_eq=(), b_eq=(), free=()) -> LPSolution:
-    """Solve the LP of the module docstring exactly and prove the optimum.
-
-    Raises :class:`Infeasible` or :class:`Unbounded`; the returned solution
-    has passed :func:`check_certificate`.
-
-    >>> solve([1], A_eq=[[1]], b_eq=[-1])
-    Traceback (most recent call last):
-    ...
-    oracles._exactlp.Infeasible: the LP constraints are infeasible
-    """
+def _normalise(c, A_ub, b_ub, A_eq, b_eq, free):
+    """The LP data as exact rationals, shapes and free indices checked."""
     c = [_q(v) for v in c]
     n = len(c)
     A_ub = _matrix(A_ub, n, "A_ub")
@@ -138,6 +129,22 @@ def solve(c, A_ub=(), b_ub=(), A_eq=(), b_eq=(), free=()) -> LPSolution:
     free = frozenset(free)
     if any(not 0 <= j < n for j in free):
         raise ValueError("free variable index out of range")
+    return c, A_ub, b_ub, A_eq, b_eq, free
+
+
+def solve(c, A_ub=(), b_ub=(), A_eq=(), b_eq=(), free=()) -> LPSolution:
+    """Solve the LP of the module docstring exactly and prove the optimum.
+
+    Raises :class:`Infeasible` or :class:`Unbounded`; the returned solution
+    has passed :func:`check_certificate`.
+
+    >>> solve([1], A_eq=[[1]], b_eq=[-1])
+    Traceback (most recent call last):
+    ...
+    oracles._exactlp.Infeasible: the LP constraints are infeasible
+    """
+    c, A_ub, b_ub, A_eq, b_eq, free = _normalise(c, A_ub, b_ub, A_eq, b_eq, free)
+    n = len(c)
 
     # Standard form: column map (original var -> list of (column, sign)).
     cols: list[tuple[int, int]] = []            # (original var or -1 for slack, sign)
@@ -221,13 +228,8 @@ def check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, sol: LPSolution) -> None:
     ...
     oracles._exactlp.CertificateFailure: duality gap: primal 1, dual 0
     """
-    c = [_q(v) for v in c]
+    c, A_ub, b_ub, A_eq, b_eq, free = _normalise(c, A_ub, b_ub, A_eq, b_eq, free)
     n = len(c)
-    A_ub = _matrix(A_ub, n, "A_ub")
-    A_eq = _matrix(A_eq, n, "A_eq")
-    b_ub = [_q(v) for v in b_ub]
-    b_eq = [_q(v) for v in b_eq]
-    free = frozenset(free)
     x, y_ub, y_eq = sol.x, sol.y_ub, sol.y_eq
     if len(x) != n or len(y_ub) != len(A_ub) or len(y_eq) != len(A_eq):
         raise CertificateFailure("certificate has the wrong dimensions")
