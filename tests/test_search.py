@@ -166,3 +166,43 @@ def test_an_exactly_verified_attack_fails_loudly(monkeypatch):
     with pytest.warns(RuntimeWarning, match="SOUNDNESS BUG"):
         out = search_brackets(twobit(0.75, 0.5), [Fraction(7, 16)])
     assert out.results[0].attack_success is True
+
+
+def test_descent_row_map_extends_far_rows_and_verifies_exactly():
+    """Row-side K.3: the descent-found map G certifies more far rows than the Voronoi map,
+    satisfies A[S, :] G = I to rounding, and the exact tier accepts the exported witness."""
+    from exact.certificates import RowReconstructionWitness, check_lower
+    from exact.matrix import ExactMatrix
+    from numeric.lower import _voronoi, far_order, far_rows, far_rows_descent
+
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(64, 8)), rng.normal(size=(64, 8))
+    A = softmax_rows(3.0 * q @ k.T / np.sqrt(8))
+    eps = 0.1
+    order = far_order(A)
+    _, S = far_rows(A, eps, order)
+    c = far_rows_descent(A, eps, S, order, _voronoi(A, S)[0], budget_s=5.0)
+    assert c is not None and c.rank > len(S)
+    assert c.family == "row_reconstruction/far-rows-descent"
+    rows = [int(i) for i in np.argmax(c.tensors["Z"], axis=0)]
+    assert np.abs(A[rows] @ c.tensors["G"][:, rows] - np.eye(c.rank)).max() < 1e-9
+    assert c.norm * eps < 1
+    w = RowReconstructionWitness(*(ExactMatrix.from_float64(c.tensors[t]) for t in ("G", "Z", "M")))
+    from flint import fmpq
+
+    v = check_lower(ExactMatrix.from_float64(A), w, fmpq(1, 10), c.rank)
+    assert v.verified, v.reason
+
+
+def test_lp_svd_skips_subspaces_a_basis_vector_refutes():
+    """K.3: gamma(W) <= ||A x|| / ||x|| for x in W, so a near-uniform matrix gets no LP-SVD witness, fast."""
+    import time
+
+    from numeric.lower import lp_svd
+
+    A = np.full((32, 32), 1 / 32) + 1e-3 * np.eye(32)
+    A /= A.sum(axis=1, keepdims=True)
+    _, _, Vt = np.linalg.svd(A)
+    t0 = time.perf_counter()
+    assert lp_svd(A, 0.25, Vt, 2, budget_s=5.0) is None
+    assert time.perf_counter() - t0 < 1.0
