@@ -40,6 +40,12 @@ objective. Weak duality gives a lower bound for *any* weights:
 (nuclear norm of a product <= product of Frobenius norms, and the weighted
 variance is at most the squared radius); the double-difference bound is the
 case of two-point weights. The gap between the two is reported.
+
+Reproducibility (issue 7 item 4): the optimiser stops inside its gap at a
+point that depends on discrete decisions, so the size problems run on C
+rounded to a fixed dyadic grid (``canonical_interaction``): logits that differ
+by rounding, as under a dense Q/K gauge, give bit-identical size descriptors,
+and the exactly computed ones (q, tau, double difference) are continuous in C.
 """
 from __future__ import annotations
 
@@ -54,6 +60,7 @@ __all__ = [
     "SVD_RANKS",
     "cell_descriptors",
     "visible_interaction",
+    "canonical_interaction",
     "residual_q",
     "QResidual",
     "double_difference",
@@ -104,6 +111,29 @@ GAUGE_GAP_RTOL = 1e-3
 # golden-section steps of the dual line search (0.618^14 ~ 1e-3 in t)
 GAUGE_LINE_STEPS = 14
 
+# Canonical input of the size optimisation (issue 7 item 4). The gauge and MEB
+# solvers take discrete decisions (argmax picks, active sets, early stops), so
+# inputs that differ by float rounding -- the same cell read through a dense
+# Q/K gauge -- can end at different points inside the ~1% duality gap. They
+# therefore run on C rounded to the dyadic grid g = 2^(e + b - CANON_BITS),
+# 2^(e-1) <= max|C| < 2^e, b = ceil(log2(m n)): two copies of C that differ by
+# delta round to the same bits unless an entry lies within delta of a grid
+# boundary, expected count sum_ij |delta_ij| / g, about 2^(CANON_BITS - e)
+# times the mean |delta_ij|: measured 1.3e-4 per 256 x 256 cell under dense
+# gauges of condition 4 and 16 (mean |delta| 1.7e-16, max 2e-15 relative to
+# max|C|; no cell of 300 rounded differently). The rounding (at most g/2 per
+# entry, ~1e-6 of max|C| at 256 x 256) is charged to the rigorous bound
+# through the exact tail C - X0 Y0^T (see _kappa_cert): +2e-7 relative there.
+CANON_BITS = 40
+
+# A size problem whose gap on the canonical input closes below this relative
+# amount is solved, so its value is a property of C rather than of the solver
+# path: it is re-solved on C itself (no rounding) to GAUGE_EXACT_RTOL. The
+# threshold sits far above the rounding-induced change (~1e-7 relative) and far
+# below the gaps of unconverged learned heads (1e-3 to 2e-2).
+GAUGE_CONVERGED_RTOL = 1e-6
+GAUGE_EXACT_RTOL = 1e-13
+
 # Relative Tikhonov term for the weighted covariances before the geometric
 # mean: they are singular when few points are on the ball.
 GAUGE_REG = 1e-6
@@ -142,6 +172,33 @@ def visible_interaction(logits: np.ndarray) -> np.ndarray:
     h = np.asarray(logits, dtype=np.float64)
     c = h - h.mean(axis=1, keepdims=True)
     return c - c.mean(axis=0, keepdims=True)
+
+
+def canonical_interaction(C: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """C rounded to the dyadic grid of ``CANON_BITS`` (issue 7 item 4).
+
+    Returns ``(C_round, g, margin)``: ``g`` the grid (a power of two,
+    ``2^(e + ceil(log2(m n)) - CANON_BITS)`` with ``2^(e-1) <= max|C| < 2^e``),
+    ``margin`` the largest max-norm perturbation of C, relative to max|C|, that
+    provably leaves ``C_round`` bit-identical (distance of the nearest entry to
+    a rounding boundary). Scaling by a power of two and ``np.round`` are exact,
+    so ``C_round`` is exactly ``g * round(C / g)``.
+
+    >>> Cr, g, _ = canonical_interaction(np.array([[1.0 + 2.0**-45, -1.0]]))
+    >>> Cr.tolist(), g == 2.0**-38
+    ([[1.0, -1.0]], True)
+    """
+    C = np.asarray(C, dtype=np.float64)
+    amax = float(np.abs(C).max()) if C.size else 0.0
+    if amax == 0.0:
+        return C.copy(), 0.0, math.inf
+    e = math.frexp(amax)[1]  # amax = f 2^e with 1/2 <= f < 1
+    b = (C.size - 1).bit_length()  # ceil(log2(m n))
+    g = math.ldexp(1.0, e + b - CANON_BITS)
+    t = C / g
+    k = np.round(t)
+    margin = float((0.5 - np.abs(t - k)).min()) * g / amax
+    return k * g, g, margin
 
 
 # ---------------------------------------------------------------------------
@@ -503,11 +560,16 @@ class KappaBracket:
         return max(self.dual, self.dd)
 
 
-def kappa_factors(X0: np.ndarray, Y0: np.ndarray, *, dd: float | None = None) -> KappaBracket:
+def kappa_factors(
+    X0: np.ndarray, Y0: np.ndarray, *, dd: float | None = None, gap_rtol: float = GAUGE_GAP_RTOL
+) -> KappaBracket:
     """Gauge-optimised MEB radius product for ``T = X0 Y0^T`` (J.1, D.1, F.1).
 
     Any gauge gives a valid upper bound ``R(X0 G) R(Y0 G^-T)``; the returned
-    one is the best met. ``dd``: a precomputed double-difference value of T.
+    one is the best met. ``dd``: a precomputed double-difference value of T;
+    ``gap_rtol``: stop once primal and dual agree to this relative gap (or
+    after ``GAUGE_MAX_OUTER`` steps). Deterministic: bit-identical inputs give
+    bit-identical outputs (BLAS limited to one thread by the callers).
     """
     X0 = np.asarray(X0, dtype=np.float64)
     Y0 = np.asarray(Y0, dtype=np.float64)
@@ -560,7 +622,7 @@ def kappa_factors(X0: np.ndarray, Y0: np.ndarray, *, dd: float | None = None) ->
     dual = dual_value(la, mu)
     steps = 0
     for steps in range(1, GAUGE_MAX_OUTER + 1):
-        if best[0] - dual <= GAUGE_GAP_RTOL * best[0]:
+        if best[0] - dual <= gap_rtol * best[0]:
             break
         W = argmin_w(la, mu)
         if W is None:
@@ -569,7 +631,7 @@ def kappa_factors(X0: np.ndarray, Y0: np.ndarray, *, dd: float | None = None) ->
         _, _, lx, ly = cand
         if cand[0] < best[0]:
             best = cand
-        if best[0] - dual <= GAUGE_GAP_RTOL * best[0]:
+        if best[0] - dual <= gap_rtol * best[0]:
             break
         # golden-section line search for max_t g((1-t) la + t lx, (1-t) mu + t ly)
         a, b = 0.0, 1.0
@@ -757,7 +819,13 @@ def cell_descriptors(logits, matrix=None, *, ranks=SVD_RANKS, certify: bool = Tr
       ``svd_r{r}_kappa_cert``): floats rounded outward from exact rationals;
     - with ``eps``: ``profile_score``, the best prefactor-free shape score.
 
-    Gauge invariant: depends on the logits only through C.
+    - ``canon_grid``, ``canon_margin``, ``kappa_resolved``, ``kappa_steps``:
+      diagnostics of the computation (see :func:`canonical_interaction`).
+
+    Gauge invariant: depends on the logits only through C. The size problems
+    run on the canonical (rounded) C, so logits that differ by rounding (a
+    dense gauge) give bit-identical size descriptors whenever C moves by less
+    than ``canon_margin * max|C|``; problems solved on it are re-solved on C.
     """
     with one_blas_thread():
         return _cell_descriptors(logits, matrix, ranks=ranks, certify=certify, eps=eps)
@@ -782,10 +850,26 @@ def _cell_descriptors(logits, matrix, *, ranks, certify, eps) -> dict:
 
     U, s, Vt = np.linalg.svd(C, full_matrices=False)
     rank = int((s > s[0] * RANK_RTOL).sum()) if s.size and s[0] > 0 else 0
-    root = np.sqrt(s[:rank])
-    X0 = U[:, :rank] * root
-    Y0 = Vt[:rank].T * root
+    # The size problems run on the canonical (rounded) C, truncated at the rank
+    # of C itself, so that inputs differing by rounding give bit-identical
+    # factors and optimiser paths (CANON_BITS); the exact tail C - X0 Y0^T in
+    # the certificate pays for the rounding.
+    Cr, grid, margin = canonical_interaction(C)
+    out["canon_grid"] = grid
+    out["canon_margin"] = margin
+    Ur, sr, Vtr = np.linalg.svd(Cr, full_matrices=False)
+    root = np.sqrt(sr[:rank])
+    X0 = Ur[:, :rank] * root
+    Y0 = Vtr[:rank].T * root
     kb = kappa_factors(X0, Y0, dd=dd)
+    out["kappa_resolved"] = 0
+    if rank and kb.upper - kb.dual <= GAUGE_CONVERGED_RTOL * kb.upper:
+        # solved on the canonical input: the optimum is a property of C, so
+        # re-solve on C's own factors to full accuracy (GAUGE_CONVERGED_RTOL).
+        root = np.sqrt(s[:rank])
+        X0, Y0 = U[:, :rank] * root, Vt[:rank].T * root
+        kb = kappa_factors(X0, Y0, dd=dd, gap_rtol=GAUGE_EXACT_RTOL)
+        out["kappa_resolved"] = 1
     out["kappa_upper"] = kb.upper
     out["kappa_dual"] = kb.dual
     out["kappa_balanced"] = kb.balanced
@@ -816,7 +900,10 @@ def _cell_descriptors(logits, matrix, *, ranks, certify, eps) -> dict:
                 out[f"{key}_tau_cert"] = 0.0
                 out[f"{key}_kappa_cert"] = out["kappa_upper_cert"]
             continue
-        Xr, Yr = X0[:, :r], Y0[:, :r]
+        # T_r: the rank-r truncated SVD of the canonical C (J.2); the same T
+        # for size and residual (H.2), bit-identical for inputs that round alike.
+        root_r = np.sqrt(sr[:r])
+        Xr, Yr = Ur[:, :r] * root_r, Vtr[:r].T * root_r
         Tr = Xr @ Yr.T
         Rx = None
         if certify:
