@@ -1,0 +1,67 @@
+"""Upper witnesses (K.1): refinement, rank search, dyadic snapping, attacks share the machinery."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from numeric import upper as up
+from numeric.attack import attack_rank
+
+
+def _softmax(h):
+    z = np.exp(h - h.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def head():
+    rng = np.random.default_rng(7)
+    q, k = rng.normal(size=(48, 8)), rng.normal(size=(48, 8))
+    return _softmax(q @ k.T / 2.0)
+
+
+def test_refine_beats_svd_at_fixed_rank(head):
+    (U, S, Vt), errs = up.svd_baseline(head)
+    k = 6
+    P, Q, err = up.refine(head, *up.svd_factors(U, S, Vt, k), 1e-3, iters=300)
+    assert err == pytest.approx(up.row_l1_error(head, P, Q))
+    assert err < 0.9 * errs[k]          # the smooth max lowers the max row-l1 error well below the SVD's
+
+
+def test_search_upper_is_float_feasible_and_ordered(head):
+    svd, errs = up.svd_baseline(head)
+    eps = 0.25
+    found = up.search_upper(head, eps, svd=(svd, errs), budget_s=20)
+    ranks = [u.rank for u in found]
+    assert ranks == sorted(ranks) and found[-1].family == "svd"
+    assert found[-1].rank == int(np.nonzero(errs <= eps)[0][0])
+    assert found[0].rank < found[-1].rank      # refinement goes below the SVD baseline here
+    for u in found:
+        assert u.P.shape == (48, u.rank) and u.Q.shape == (48, u.rank)
+        assert up.row_l1_error(head, u.P, u.Q) <= eps
+
+
+def test_search_upper_respects_lower(head):
+    svd = up.svd_baseline(head)
+    found = up.search_upper(head, 0.25, lower=10, svd=svd)
+    assert all(u.rank >= 10 for u in found)
+
+
+def test_snap_dyadic_represents_a_dyadic_product_exactly():
+    P = np.array([[0.3], [0.6]])
+    Q = np.array([[0.25 / 0.3], [0.5 / 0.3]])
+    A = P @ Q.T
+    Ps, Qs = up.snap_dyadic(np.array([[0.25, 0.5], [0.5, 1.0]]), P, Q)
+    prod = [[sum(Fraction(Ps[i, c]) * Fraction(Qs[j, c]) for c in range(1)) for j in range(2)] for i in range(2)]
+    assert prod == [[Fraction(1, 4), Fraction(1, 2)], [Fraction(1, 2), Fraction(1)]]
+    assert np.allclose(A, Ps @ Qs.T)
+
+
+def test_attack_reaches_a_feasible_rank_and_not_below_frobenius_bound(head):
+    svd, errs = up.svd_baseline(head)
+    eps = 0.25
+    u = up.search_upper(head, eps, svd=(svd, errs))[0]
+    hit = attack_rank(head, u.rank, eps, svd)          # the same machinery reaches U (teeth)
+    assert hit.success and hit.error <= eps
+    miss = attack_rank(head, 0, eps, svd)              # rank 0: error is the max row sum, 1
+    assert not miss.success and miss.error == pytest.approx(1.0)
