@@ -75,18 +75,20 @@ class _Exact:
         return self.cache[name]
 
 
-def _witness(claim: Claim, exact: _Exact):
-    f = claim.fields
-    return {
-        ("upper", "trivial"): lambda: TrivialUpper(),
-        ("upper", "factors"): lambda: UpperFactors(exact(f.get("P", "")), exact(f.get("Q", ""))),
-        ("lower", "trivial"): lambda: TrivialLower(),
-        ("lower", "reconstruction"): lambda: ReconstructionWitness(exact(f.get("R", "")), exact(f.get("X", "")),
-                                                                   exact(f.get("L", ""))),
-        ("lower", "row_reconstruction"): lambda: RowReconstructionWitness(
-            exact(f.get("G", "")), exact(f.get("Z", "")), exact(f.get("M", ""))),
-        ("lower", "frobenius"): lambda: FrobeniusTail(f.get("k", 0)),
-    }
+def _witness(side: str, claim: Claim, exact: _Exact):
+    """The in-memory witness of one side, its tensors converted exactly."""
+    f, kind = claim.fields, claim.kind
+    if kind == "trivial":
+        return TrivialUpper() if side == "upper" else TrivialLower()
+    if kind == "factors":
+        return UpperFactors(exact(f["P"]), exact(f["Q"]))
+    if kind == "reconstruction":
+        return ReconstructionWitness(exact(f["R"]), exact(f["X"]), exact(f["L"]))
+    if kind == "row_reconstruction":
+        return RowReconstructionWitness(exact(f["G"]), exact(f["Z"]), exact(f["M"]))
+    if kind == "frobenius":
+        return FrobeniusTail(f["k"])
+    raise ValueError(f"unknown {side} witness kind {kind!r}")
 
 
 def _sha(array) -> str:
@@ -117,7 +119,7 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
             return refuted(claim.kind, claim.rank, "eps - slack < 0", claimed=f"eps = {cell.eps}",
                            derived=f"slack = {slack}")
         try:
-            witness = _witness(claim, exact)[(side, claim.kind)]()
+            witness = _witness(side, claim, exact)
         except Exception as exc:   # fail closed
             return refuted(claim.kind, claim.rank, f"witness unreadable: {str(exc)[:120]}")
         return check(A, witness, max(eps, fmpq(0)), claim.rank)
