@@ -117,7 +117,7 @@ class ExactMatrix:
         den = fmpz(1)
         entries = m.entries()
         for q in entries:
-            den = den.lcm(q.q) if hasattr(den, "lcm") else den * q.q // den.gcd(q.q)
+            den = den.lcm(q.q)
         ints = [int(q.p * (den // q.q)) for q in entries]
         return cls(fmpz_mat(m.nrows(), m.ncols(), ints), den)
 
@@ -190,8 +190,7 @@ class ExactMatrix:
     def _common(self, other: "ExactMatrix"):
         if self.shape != other.shape:
             raise ValueError(f"shapes {self.shape} and {other.shape} differ")
-        g = self.den.gcd(other.den)
-        den = self.den // g * other.den
+        den = self.den.lcm(other.den)
         return self.num * (den // self.den), other.num * (den // other.den), den
 
     def __sub__(self, other: "ExactMatrix") -> "ExactMatrix":
