@@ -37,17 +37,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from exact.verify import verify_file  # noqa: E402
 from numeric.attack import attack_rank  # noqa: E402
 from numeric.export import write_bracket_file  # noqa: E402
+from numeric.extract import softmax_rows  # noqa: E402
 from numeric.search import search_brackets  # noqa: E402
 from numeric.upper import svd_baseline  # noqa: E402
 
 EPS = (0.1, 0.25, 0.5)
 #: Heads of all-MiniLM-L6-v2 (6 layers x 12 heads), spread over layers; --heads takes a prefix.
 MINILM_HEADS = [(0, 0), (1, 3), (2, 5), (3, 7), (4, 2), (5, 9), (2, 0), (4, 11), (1, 8), (3, 1), (5, 4), (0, 6)]
-
-
-def softmax_rows(h):
-    z = np.exp(h - h.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
 
 
 def grid_cases():

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from numeric.extract import softmax_rows
+
 PROG = "python -m numeric bracket"
 
 
@@ -52,12 +54,6 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
             raise InputError(f"{path}: no tensor named {tensor!r}")
         return tensors[tensor]
     raise InputError(f"{path}: expected a .npy or .safetensors file")
-
-
-def _softmax_rows(h: np.ndarray) -> np.ndarray:
-    z = h - h.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def _parse_eps_list(text: str) -> list[str]:
@@ -102,7 +98,7 @@ def main(argv=None) -> int:
 
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)
-            A, logits = _softmax_rows(H), H
+            A, logits = softmax_rows(H), H
         else:
             A, logits = validate_matrix(raw, "matrix"), None
     except (InputError, ValueError) as exc:

@@ -56,6 +56,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from numeric.extract import softmax_rows
+
 __all__ = [
     "SVD_RANKS",
     "cell_descriptors",
@@ -793,11 +795,6 @@ def _check_inputs(logits, matrix) -> np.ndarray:
     return H
 
 
-def _softmax_rows(H: np.ndarray) -> np.ndarray:
-    Z = np.exp(H - H.max(axis=1, keepdims=True))
-    return Z / Z.sum(axis=1, keepdims=True)
-
-
 def cell_descriptors(logits, matrix=None, *, ranks=SVD_RANKS, certify: bool = True, eps=None) -> dict:
     """The intrinsic profile of one cell as a flat dict of floats and ints.
 
@@ -838,7 +835,7 @@ def _cell_descriptors(logits, matrix, *, ranks, certify, eps) -> dict:
     out: dict = {"geom_m": m, "geom_n": n}
     if logits is not None and matrix is not None:
         A = np.asarray(matrix, dtype=np.float64)
-        out["softmax_mismatch"] = float(np.abs(_softmax_rows(H) - A).sum(axis=1).max())
+        out["softmax_mismatch"] = float(np.abs(softmax_rows(H) - A).sum(axis=1).max())
     C = visible_interaction(H)
     Cx = IntRat.from_float(H).double_centre() if certify else None
 

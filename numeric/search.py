@@ -126,16 +126,6 @@ def validate_matrix(matrix, what: str = "matrix", stochastic: bool = True) -> np
     return np.ascontiguousarray(a)
 
 
-def _fmpq(q: Fraction):
-    from flint import fmpq
-
-    return fmpq(q.numerator, q.denominator)
-
-
-def _frac(q) -> Fraction:
-    return Fraction(int(q.p), int(q.q))
-
-
 def _exact_lower_witness(c: LowerCandidate):
     from exact.certificates import FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower
     from exact.matrix import ExactMatrix
@@ -169,7 +159,7 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     """
     from exact.certificates import TrivialLower, TrivialUpper, UpperFactors, check_lower, check_upper
     from exact.matrix import ExactMatrix
-    from exact.rational import format_rational
+    from exact.rational import format_rational, to_fmpq, to_fraction
 
     A = validate_matrix(matrix)
     eps_items = list(eps_list)
@@ -200,7 +190,7 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     for item, eq in zip(eps_items, eps_q):
         t0 = time.perf_counter()
         cid = f"{id_prefix}/eps={item}"
-        e_exact = _fmpq(eq)
+        e_exact = to_fmpq(eq)
         lo_exact = e_exact + slack_q if slack_q is not None else e_exact
         up_exact = e_exact - slack_q if slack_q is not None else e_exact
         eps_lo = float(eq) + slack_f
@@ -283,7 +273,7 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
                       "upper": {"rank": int(U_rank), "witness": U_json},
                       "provenance": prov})
         results.append(BracketResult(item, int(L), int(U_rank), lower_c.family, U_fam, seconds,
-                                     float(_frac(slack_q)) if slack_q is not None else None, attack_success,
+                                     float(to_fraction(slack_q)) if slack_q is not None else None, attack_success,
                                      svd_rank, attack_error,
                                      prov["search"]["lower_margin"], prov["search"]["upper_margin"]))
     return SearchOutput(cells, tensors, results)

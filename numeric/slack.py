@@ -11,14 +11,7 @@ import math
 
 import numpy as np
 
-__all__ = ["target_slack", "float_softmax_distance"]
-
-
-def float_softmax_distance(logits: np.ndarray, matrix: np.ndarray) -> float:
-    """A float64 estimate of ``||softmax_row(logits) - matrix||_row1`` (not rigorous)."""
-    H = logits - logits.max(axis=1, keepdims=True)
-    E = np.exp(H)
-    return float(np.abs(E / E.sum(axis=1, keepdims=True) - matrix).sum(axis=1).max())
+__all__ = ["target_slack"]
 
 
 def target_slack(logits: np.ndarray, matrix: np.ndarray):
