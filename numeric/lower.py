@@ -56,6 +56,19 @@ DESCENT_BUDGET_S = 3.0
 DESCENT_ITERS = 1500
 DESCENT_PATIENCE = 150
 DESCENT_GAIN = 3e-3
+#: Seconds per tolerance for the screened greedy growth of a certified row set
+#: (``rows_greedy``), and candidates tried per step before it stops.
+GREEDY_BUDGET_S = 2.0
+GREEDY_TRIES = 3
+#: The LP swap search (``rows_swap``) on small row sets: seconds per tolerance,
+#: the largest set it tries, members and far candidates per exchange round,
+#: random exchanges at a local optimum, and the pool they are drawn from.
+SWAP_BUDGET_S = 3.0
+SWAP_MAX_ROWS = 16
+SWAP_MEMBERS = 2
+SWAP_CANDIDATES = 6
+SWAP_KICKS = 20
+SWAP_POOL = 40
 
 
 @dataclass(frozen=True)
@@ -308,6 +321,168 @@ def far_rows_descent(A: np.ndarray, eps: float, S: list[int], order: list[int], 
     return best
 
 
+def _rows_of(c: LowerCandidate) -> list[int]:
+    """The row set S of a selection witness ``Z = I[:, S]`` (column order kept)."""
+    return [int(i) for i in np.argmax(c.tensors["Z"], axis=0)]
+
+
+def append_bounds(A: np.ndarray, S: list[int], GS: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every row i, a map for ``S + [i]`` built from ``GS`` and its row-l1 norm (row-side K.3).
+
+    If ``A[S] GS = I`` and g satisfies ``A[S] g = 0``, ``A[i] g = 1``, then
+    ``G' = [GS - g c, g]`` with ``c = A[i] GS`` satisfies ``A[S + [i]] G' = I``
+    and ``||G'|| <= max_j (||GS_j||_1 + |g_j| (1 + ||c||_1))``. g is the
+    least-squares choice (the part of ``A[i]`` orthogonal to the rows of
+    ``A[S]``, scaled). Returns (bound per row, g per row, c per row), rows of
+    S with bound inf. One vectorised pass: the greedy's screening step.
+    """
+    m, n = A.shape
+    if S:
+        Qb, _ = np.linalg.qr(A[S].T)
+        H = A - (A @ Qb) @ Qb.T
+    else:
+        H = A.copy()
+    hs = (H * H).sum(axis=1)
+    hs[S] = np.inf
+    g = H / np.maximum(hs, 1e-300)[:, None]
+    C = A @ GS if GS.shape[1] else np.zeros((m, 0))
+    r = np.abs(GS).sum(axis=1) if GS.shape[1] else np.zeros(n)
+    bound = (r[None, :] + np.abs(g) * (1.0 + np.abs(C).sum(axis=1))[:, None]).max(axis=1)
+    bound[S] = np.inf
+    bound[~np.isfinite(bound)] = np.inf
+    return bound, g, C
+
+
+def rows_greedy(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, budget_s: float = GREEDY_BUDGET_S,
+                tries: int = GREEDY_TRIES) -> LowerCandidate | None:
+    """Grow a certified row set one row at a time, the row of least ``append_bounds`` first.
+
+    Each step appends the screened map; when its bound misses ``1/eps``, the
+    descent (``_descend_row_map``) re-optimises the whole map for the enlarged
+    set before the next candidate is tried. Starts from a certified (S, GS),
+    possibly empty; returns a witness only if it certified more rows than S.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + budget_s
+    target = (1 - SAFETY) / eps
+    m, n = A.shape
+    S = list(S)
+    G = np.asarray(GS, dtype=np.float64).reshape(n, len(S))
+    d0 = len(S)
+    while time.perf_counter() < deadline and len(S) < min(m, n):
+        bound, g, C = append_bounds(A, S, G)
+        grown = False
+        for i in np.argsort(bound, kind="stable")[:tries]:
+            if not np.isfinite(bound[i]):
+                break
+            i = int(i)
+            Gn = np.hstack([G - np.outer(g[i], C[i]), g[i][:, None]])
+            v = _rownorm(Gn)
+            if v >= target:
+                Gn, v = _descend_row_map(A[S + [i]], Gn, target, deadline=deadline)
+            if v < target and np.abs(A[S + [i]] @ Gn - np.eye(len(S) + 1)).max() < 1e-9:
+                S, G, grown = S + [i], Gn, True
+                break
+            if time.perf_counter() > deadline:
+                break
+        if not grown:
+            break
+    if len(S) <= d0:
+        return None
+    return _row_witness(A, S, G, "row_reconstruction/greedy")
+
+
+def rows_swap(A: np.ndarray, eps: float, S: list[int], budget_s: float = SWAP_BUDGET_S,
+              max_rows: int = SWAP_MAX_ROWS, seed: int = 0) -> LowerCandidate | None:
+    """Certify ``len(S) + 1`` rows, then more, by a swap search on the LP-optimal norm.
+
+    The set starts as S plus the row farthest (l1) from it; while its
+    LP-optimal norm ``1/gamma_row`` (``min_norm_row_decoder``) is at least
+    ``1/eps``, one row is exchanged: the rows of the set with the largest LP
+    duals (the rows in the near-dependency that limits ``gamma_row``) are
+    swapped for the rows farthest from the rest, the first exchange that
+    lowers the norm is kept; at a local optimum a random exchange from the
+    far rows is tried instead (iterated local search). Only small sets: the
+    LP grows as ``n d^2``.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + budget_s
+    target = (1 - SAFETY) / eps
+    m, n = A.shape
+    rng = np.random.default_rng(seed)
+    best = None
+
+    def dist_to(rows):
+        d = np.full(m, np.inf)
+        for k in rows:
+            d = np.minimum(d, np.abs(A - A[k]).sum(axis=1))
+        return d
+
+    def solve(rows):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        try:
+            return min_norm_row_decoder(A[rows], time_limit=left, duals=True)
+        except LPFailed:
+            return None
+
+    cur = list(S)
+    while len(cur) < min(max_rows, m, n) and time.perf_counter() < deadline:
+        dist = dist_to(cur)
+        dist[cur] = -1.0
+        cur = cur + [int(np.argmax(dist))]
+        sol = solve(cur)
+        if sol is None:
+            break
+        G, v, lam = sol
+        tabu: set[int] = set()
+        while v >= target and time.perf_counter() < deadline:
+            blame = np.abs(lam).sum(axis=1)
+            moved = False
+            for pos in np.argsort(-blame, kind="stable")[:SWAP_MEMBERS]:
+                rest = cur[:pos] + cur[pos + 1:]
+                dist = dist_to(rest)
+                dist[cur] = -1.0
+                dist[list(tabu)] = -1.0
+                for c in np.argsort(-dist, kind="stable")[:SWAP_CANDIDATES]:
+                    trial = list(cur)
+                    trial[pos] = int(c)
+                    sol = solve(trial)
+                    if sol is None:
+                        break
+                    if sol[1] < v:
+                        tabu.add(cur[pos])
+                        cur, (G, v, lam), moved = trial, sol, True
+                        break
+                if moved or time.perf_counter() > deadline:
+                    break
+            if moved:
+                continue
+            # local optimum: random exchanges among the far rows until one lowers the norm
+            for _ in range(SWAP_KICKS):
+                pos = int(rng.integers(len(cur)))
+                rest = cur[:pos] + cur[pos + 1:]
+                dist = dist_to(rest)
+                dist[cur] = -1.0
+                pool = np.argsort(-dist, kind="stable")[:SWAP_POOL]
+                trial = list(cur)
+                trial[pos] = int(rng.choice(pool))
+                sol = solve(trial)
+                if sol is None:
+                    break
+                if sol[1] < v:
+                    cur, (G, v, lam), moved = trial, sol, True
+                    break
+            if not moved:
+                break
+        if v < target and _rownorm(G) * eps < 1 - SAFETY and np.abs(A[cur] @ G - np.eye(len(cur))).max() < 1e-9:
+            best = _row_witness(A, cur, G, "row_reconstruction/swap")
+        else:
+            break
+    return best
+
+
 def lp_svd(A: np.ndarray, eps: float, Vt: np.ndarray, start: int,
            budget_s: float = LP_BUDGET_S) -> LowerCandidate | None:
     """K.3 with the LP-optimal R on ``W = span(V_d)`` (norm ``1/gamma(W)``), d from ``start`` up."""
@@ -371,8 +546,17 @@ def decoded(A: np.ndarray, eps: float) -> LowerCandidate | None:
 
 def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
                      lp_budget_s: float = LP_BUDGET_S,
-                     descent_budget_s: float = DESCENT_BUDGET_S) -> list[LowerCandidate]:
-    """Every family's best float witness at ``eps``, strongest first (ties: cheaper kind first)."""
+                     descent_budget_s: float = DESCENT_BUDGET_S,
+                     greedy_budget_s: float = GREEDY_BUDGET_S,
+                     swap_budget_s: float = SWAP_BUDGET_S,
+                     start: LowerCandidate | None = None) -> list[LowerCandidate]:
+    """Every family's best float witness at ``eps``, strongest first (ties: cheaper kind first).
+
+    ``start``: a row-side selection witness found at a larger tolerance. It
+    stays valid at ``eps`` (``||G|| eps' < 1 - eta`` for ``eps' > eps``
+    implies the same at eps), so it is offered as it is and the row-set
+    searches grow it instead of starting over.
+    """
     U, S, Vt = svd
     m = A.shape[0]
     out = [trivial(A, eps)]
@@ -382,10 +566,13 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
         if c is not None:
             out.append(c)
     if lp:
-        start = max(c.rank for c in out) + 1
-        c = lp_svd(A, eps, Vt, start, budget_s=lp_budget_s / 2)
+        start_d = max(c.rank for c in out) + 1
+        c = lp_svd(A, eps, Vt, start_d, budget_s=lp_budget_s / 2)
         if c is not None:
             out.append(c)
+    if start is not None and start.kind == "row_reconstruction" and start.norm is not None \
+            and start.norm * eps < 1 - SAFETY:
+        out.append(start)
     order = far_order(A)
     fr, Srows = far_rows(A, eps, order)
     if fr is not None:
@@ -394,12 +581,27 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
         c = far_rows_lp(A, eps, Srows, order, budget_s=lp_budget_s)
         if c is not None:
             out.append(c)
-    if descent_budget_s > 0 and Srows:
+
+    def top_rows():
         rows = [c for c in out if c.kind == "row_reconstruction"]
-        top = max(rows, key=lambda c: c.rank)
-        Z = top.tensors["Z"]
-        S0 = [int(i) for i in np.argmax(Z, axis=0)]
+        return max(rows, key=lambda c: (c.rank, -c.norm)) if rows else None
+
+    top = top_rows()
+    if descent_budget_s > 0 and top is not None:
+        S0 = _rows_of(top)
         c = far_rows_descent(A, eps, S0, order, top.tensors["G"][:, S0], budget_s=descent_budget_s)
+        if c is not None:
+            out.append(c)
+    top = top_rows()
+    if greedy_budget_s > 0:
+        S0 = _rows_of(top) if top is not None else []
+        G0 = top.tensors["G"][:, S0] if top is not None else np.zeros((A.shape[1], 0))
+        c = rows_greedy(A, eps, S0, G0, budget_s=greedy_budget_s)
+        if c is not None:
+            out.append(c)
+    top = top_rows()
+    if lp and swap_budget_s > 0 and top is not None and top.rank < SWAP_MAX_ROWS:
+        c = rows_swap(A, eps, _rows_of(top), budget_s=swap_budget_s)
         if c is not None:
             out.append(c)
     kind_cost = {"trivial": 0, "frobenius": 1, "reconstruction": 2, "row_reconstruction": 3}

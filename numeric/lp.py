@@ -64,11 +64,12 @@ def _quiet_highs():
 
 
 def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, time_limit=None,
-             solver: str = "choose"):
+             solver: str = "choose", row_duals: bool = False):
     """Minimise ``c x`` subject to ``A_ub x <= b_ub``, ``A_eq x = b_eq``, ``lb <= x <= ub``.
 
     A thin wrapper on ``highspy.Highs.passModel`` with sparse CSC constraint
-    matrices; returns (x, objective) or raises ``LPFailed``.
+    matrices; returns (x, objective) or raises ``LPFailed``. With ``row_duals``
+    it returns (x, objective, y), y the duals of the rows (inequalities first).
 
     >>> x, v = solve_lp(np.array([1.0, 1.0]), A_eq=sp.csr_matrix([[1.0, 2.0]]), b_eq=np.array([2.0]))
     >>> round(v, 9), [round(float(t), 9) for t in x]
@@ -112,16 +113,23 @@ def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, ti
         raise LPFailed(f"HiGHS status {h.modelStatusToString(status)}")
     sol = h.getSolution()
     x = np.asarray(sol.col_value, dtype=np.float64)
-    return x, float(h.getInfo().objective_function_value)
+    v = float(h.getInfo().objective_function_value)
+    if row_duals:
+        return x, v, np.asarray(sol.row_dual, dtype=np.float64)
+    return x, v
 
 
-def min_norm_row_decoder(AS: np.ndarray, time_limit=None) -> tuple[np.ndarray, float]:
+def min_norm_row_decoder(AS: np.ndarray, time_limit=None, duals: bool = False):
     """G (n x d) of least row-l1 norm with ``AS @ G = I_d`` (AS = A[S, :], d x n).
 
     Row-side reconstruction (MATH.md, transpose of K.3): with Z = I[:, S] the
     certificate needs ``Z^T A G' = Z^T``; G' = G I[S, :] and ``||G'|| = ||G||``.
     The optimum equals ``1 / gamma_row(Z)`` by LP duality. Variables
     G = G+ - G-, t; minimise t with ``sum_l |G_jl| <= t`` for every row j.
+    Returns (G, norm), and with ``duals`` also the d x d duals ``Lam`` of the
+    equalities ``(AS G)_sl = delta_sl``: row s of ``Lam`` is large when row s of
+    AS takes part in the near-dependency that limits ``gamma_row`` (the rows to
+    swap out first in a row-set search).
     """
     d, n = AS.shape
     nv = 2 * n * d + 1
@@ -145,9 +153,11 @@ def min_norm_row_decoder(AS: np.ndarray, time_limit=None) -> tuple[np.ndarray, f
     uc = np.concatenate([jj * d + ll, n * d + jj * d + ll, np.full(n, nv - 1)])
     uv = np.concatenate([np.ones(2 * n * d), -np.ones(n)])
     A_ub = sp.csr_matrix((uv, (ur, uc)), shape=(n, nv))
-    x, v = solve_lp(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=b_eq, time_limit=time_limit,
-                    solver=DECODER_SOLVER)
+    x, v, y = solve_lp(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=b_eq, time_limit=time_limit,
+                       solver=DECODER_SOLVER, row_duals=True)
     G = (x[: n * d] - x[n * d : 2 * n * d]).reshape(n, d)
+    if duals:
+        return G, v, y[n:].reshape(d, d)
     return G, v
 
 

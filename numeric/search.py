@@ -187,7 +187,13 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     t_svd = time.perf_counter() - t_svd
 
     cells, results = [], []
-    for item, eq in zip(eps_items, eps_q):
+    # largest tolerance first: a row-side lower witness found there stays valid at every
+    # smaller tolerance, and the row-set searches grow it (``lower_candidates(start=...)``)
+    row_start = None
+    done = []
+    for idx in sorted(range(len(eps_q)), key=lambda i: -eps_q[i]):
+        item, eq = eps_items[idx], eps_q[idx]
+        done.append(idx)
         t0 = time.perf_counter()
         cid = f"{id_prefix}/eps={item}"
         e_exact = to_fmpq(eq)
@@ -198,7 +204,11 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
 
         # lower side ------------------------------------------------------------
         lower_c, lower_v = None, None
-        for c in lower_candidates(A, eps_lo * (1 + LOWER_SAFETY), svd):
+        candidates = lower_candidates(A, eps_lo * (1 + LOWER_SAFETY), svd, start=row_start)
+        rows = [c for c in candidates if c.kind == "row_reconstruction"]
+        if rows:
+            row_start = max(rows, key=lambda c: (c.rank, -c.norm))
+        for c in candidates:
             if c.rank == 0:
                 continue
             v = check_lower(A_exact, _exact_lower_witness(c), lo_exact, c.rank)
@@ -276,4 +286,6 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
                                      float(to_fraction(slack_q)) if slack_q is not None else None, attack_success,
                                      svd_rank, attack_error,
                                      prov["search"]["lower_margin"], prov["search"]["upper_margin"]))
-    return SearchOutput(cells, tensors, results)
+    # cells and results in the caller's order of tolerances
+    perm = sorted(range(len(done)), key=lambda k: done[k])
+    return SearchOutput([cells[i] for i in perm], tensors, [results[i] for i in perm])
