@@ -46,6 +46,10 @@ SAFETY = 1e-6
 #: Seconds of HiGHS time per tolerance for the LP extension of far rows (3 s of LP
 #: plus 3 s of descent certified more rows on MiniLM heads than 4 s of LP alone).
 LP_BUDGET_S = 3.0
+#: The LP extension of far rows stops at this many rows: the decoder LP has
+#: ``2 n d`` variables, and at d ~ 30 one solve takes several seconds (HiGHS IPM,
+#: n = 256), beyond the budget; larger sets are left to the descent and the greedy.
+LP_MAX_ROWS = 32
 #: The LP extension of far rows gives up after this many rows in a row failed.
 LP_MISSES = 3
 #: Seconds of first-order descent per tolerance for the far-rows extension.
@@ -186,7 +190,9 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int],
     step = 1
     misses = 0
     while rest and time.perf_counter() - t0 < budget_s and misses < LP_MISSES:
-        trial = base + rest[:step]
+        trial = base + rest[:min(step, LP_MAX_ROWS - len(base))]
+        if len(trial) == len(base):
+            break
         left = budget_s - (time.perf_counter() - t0)
         try:
             GS, v = min_norm_row_decoder(A[trial], time_limit=max(left, 0.1))
@@ -195,7 +201,7 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int],
         # the LP norm is a float; re-measure the row-l1 norm of the map we export
         if _rownorm(GS) * eps < 1 - SAFETY and np.abs(A[trial] @ GS - np.eye(len(trial))).max() < 1e-9:
             best = _row_witness(A, trial, GS, "row_reconstruction/far-rows-lp")
-            base, rest = trial, rest[step:]
+            base, rest = trial, rest[len(trial) - len(base):]
             step *= 2
             misses = 0
         elif step > 1:
@@ -565,11 +571,6 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
     for c in (frobenius(S, m, eps), pinv(U, S, Vt, eps), decoded(A, eps)):
         if c is not None:
             out.append(c)
-    if lp:
-        start_d = max(c.rank for c in out) + 1
-        c = lp_svd(A, eps, Vt, start_d, budget_s=lp_budget_s / 2)
-        if c is not None:
-            out.append(c)
     if start is not None and start.kind == "row_reconstruction" and start.norm is not None \
             and start.norm * eps < 1 - SAFETY:
         out.append(start)
@@ -577,7 +578,7 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
     fr, Srows = far_rows(A, eps, order)
     if fr is not None:
         out.append(fr)
-    if lp and Srows:
+    if lp and Srows and len(Srows) < LP_MAX_ROWS:
         c = far_rows_lp(A, eps, Srows, order, budget_s=lp_budget_s)
         if c is not None:
             out.append(c)
@@ -602,6 +603,12 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
     top = top_rows()
     if lp and swap_budget_s > 0 and top is not None and top.rank < SWAP_MAX_ROWS:
         c = rows_swap(A, eps, _rows_of(top), budget_s=swap_budget_s)
+        if c is not None:
+            out.append(c)
+    if lp:
+        # column side last: it has to beat every row-side witness, so its LPs start above them
+        # (and its cheap test ``||A x|| / ||x|| <= eps`` on a basis vector usually stops it at once)
+        c = lp_svd(A, eps, Vt, max(c.rank for c in out) + 1, budget_s=lp_budget_s / 2)
         if c is not None:
             out.append(c)
     kind_cost = {"trivial": 0, "frobenius": 1, "reconstruction": 2, "row_reconstruction": 3}

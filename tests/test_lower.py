@@ -1,0 +1,111 @@
+"""Row-set searches of the float tier's lower side (issue 4, item 2): the screened
+greedy growth and the LP swap search. Every witness they return must satisfy
+``A[S, :] G = I`` to rounding and be accepted by the exact tier; the searches
+must find row sets the farthest-first order misses; and the bracket search
+must carry row sets from large to small tolerances without changing the order
+of its output."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from flint import fmpq
+
+from exact.certificates import RowReconstructionWitness, check_lower
+from exact.matrix import ExactMatrix
+from numeric.lower import (_rows_of, _voronoi, append_bounds, far_order, far_rows, lower_candidates, rows_greedy,
+                           rows_swap)
+from numeric.lp import min_norm_row_decoder
+from numeric.search import search_brackets
+
+
+def softmax_rows(h):
+    z = np.exp(h - h.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def sink_head(seed: int, n: int = 48):
+    """Random logits of rank 8 with an attention sink on column 0 (as in 6 of 8 MiniLM heads)."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(n, 8)), rng.normal(size=(n, 8))
+    H = 2.0 * q @ k.T / np.sqrt(8)
+    H[:, 0] += 2.0
+    return softmax_rows(H)
+
+
+def _exactly_verified(A, c, eps: Fraction):
+    w = RowReconstructionWitness(*(ExactMatrix.from_float64(c.tensors[t]) for t in ("G", "Z", "M")))
+    return check_lower(ExactMatrix.from_float64(A), w, fmpq(eps.numerator, eps.denominator), c.rank)
+
+
+def test_append_bounds_give_exact_right_inverses_within_the_bound():
+    """The appended map [G - g c, g] inverts A[S + [i], :] and its norm is within the screened bound."""
+    A = sink_head(0)
+    _, S = far_rows(A, 0.5, far_order(A))
+    GS, _ = _voronoi(A, S)
+    bound, g, C = append_bounds(A, S, GS)
+    assert np.isinf(bound[S]).all()
+    for i in [i for i in range(A.shape[0]) if i not in S][:12]:
+        Gn = np.hstack([GS - np.outer(g[i], C[i]), g[i][:, None]])
+        assert np.abs(A[S + [i]] @ Gn - np.eye(len(S) + 1)).max() < 1e-9
+        assert np.abs(Gn).sum(axis=1).max() <= bound[i] * (1 + 1e-12)
+
+
+def test_rows_greedy_grows_a_certified_set_and_the_exact_tier_accepts_it():
+    A = sink_head(1)
+    eps = Fraction(1, 4)
+    _, S = far_rows(A, float(eps), far_order(A))
+    c = rows_greedy(A, float(eps), S, _voronoi(A, S)[0], budget_s=20.0)
+    assert c is not None and c.rank > len(S)
+    assert c.family == "row_reconstruction/greedy"
+    rows = _rows_of(c)
+    assert rows[:len(S)] == S                   # the start set is kept, rows are only added
+    assert np.abs(A[rows] @ c.tensors["G"][:, rows] - np.eye(c.rank)).max() < 1e-9
+    v = _exactly_verified(A, c, eps)
+    assert v.verified, v.reason
+
+
+def test_rows_swap_certifies_a_set_the_far_order_misses():
+    """At eps = 1/2 the 9 farthest-first rows have LP norm 2.2 > 2, so no witness on them exists;
+    the swap search exchanges rows until 9 (or more) rows certify, and the exact tier agrees."""
+    A = sink_head(0)
+    eps = Fraction(1, 2)
+    order = far_order(A)
+    _, S = far_rows(A, float(eps), order)
+    _, nu = min_norm_row_decoder(A[order[:len(S) + 1]])
+    assert nu * float(eps) >= 1                 # the far prefix of size |S| + 1 cannot certify
+    c = rows_swap(A, float(eps), S, budget_s=30.0)
+    assert c is not None and c.rank >= len(S) + 1
+    assert c.family == "row_reconstruction/swap"
+    assert c.norm * float(eps) < 1
+    v = _exactly_verified(A, c, eps)
+    assert v.verified, v.reason
+    # the same witness at a tolerance just above 1/||G|| (where ||G|| eps >= 1) is refused
+    w = RowReconstructionWitness(*(ExactMatrix.from_float64(c.tensors[t]) for t in ("G", "Z", "M")))
+    q = Fraction(c.norm).limit_denominator(10 ** 6)
+    loose = fmpq(q.denominator, q.numerator) * fmpq(1001, 1000)
+    assert not check_lower(ExactMatrix.from_float64(A), w, loose, c.rank).verified
+
+
+def test_start_witness_is_reused_at_a_smaller_tolerance():
+    """A row witness found at eps' stays valid at eps < eps' and is offered as it is."""
+    A = sink_head(2)
+    svd = np.linalg.svd(A)
+    big = lower_candidates(A, 0.5, svd, lp=False, descent_budget_s=0, greedy_budget_s=1.0, swap_budget_s=0)
+    start = max((c for c in big if c.kind == "row_reconstruction"), key=lambda c: c.rank)
+    small = lower_candidates(A, 0.25, svd, lp=False, descent_budget_s=0, greedy_budget_s=0, swap_budget_s=0,
+                             start=start)
+    assert any(c is start for c in small)
+    assert small[0].rank >= start.rank
+
+
+@pytest.mark.parametrize("eps", [[0.1, 0.25, 0.5], [0.5, 0.1, 0.25]])
+def test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps(eps):
+    A = sink_head(3, n=32)
+    out = search_brackets(A, eps, attack=False)
+    assert [r.eps for r in out.results] == eps
+    assert [c["id"] for c in out.cells] == [f"cell/eps={e}" for e in eps]
+    by_eps = sorted(out.results, key=lambda r: r.eps)
+    assert all(a.lower >= b.lower for a, b in zip(by_eps, by_eps[1:]))
+    assert all(r.lower <= r.upper for r in out.results)
