@@ -26,6 +26,19 @@ Families (MATH.md section 2), each returning ``LowerCandidate`` records:
   optimum, only a proposal: the row-side lemma needs ``||G|| eps < 1 - eta``
   for whatever G is exported, and the exact tier judges it. It scales to the
   large row sets (d ~ 100) where the LP is too slow.
+- ``row_reconstruction/greedy``: the best row set so far grown one row at a
+  time; every row is screened at once by the norm of the map obtained by
+  appending it (``append_bounds``), and when the screened map misses, the
+  descent re-optimises the map of the enlarged set.
+- ``row_reconstruction/swap``: small row sets (fewer than 16 rows) enlarged
+  by one by a swap search on the LP-optimal norm: the rows with the largest
+  LP duals leave for rows far from the rest, random exchanges at local optima.
+
+The farthest-first order suits large tolerances (the rows must be nearly
+disjoint) and the span-aware greedy small ones (the rows must only be
+independent in l1); ``search_brackets`` runs the tolerances largest first and
+hands each row set on (``start``), so every tolerance begins where the larger
+one ended.
 
 All margins are float estimates; the exact tier decides.
 """

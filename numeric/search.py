@@ -4,13 +4,16 @@
 tightest bracket ``L <= r_eps(A) <= U`` whose witnesses the exact tier
 accepts, and returns bracket-file cells (format v1) with their tensors.
 
-Pipeline per tolerance (MATH.md section 2):
+Pipeline per tolerance (MATH.md section 2), tolerances largest first (the
+row set certified at one tolerance is valid at every smaller one and seeds
+its search; output keeps the caller's order):
 
 1. slack (K.5): for logit targets, ``alpha`` proved by ``exact.slack``; the
    lower side is searched at ``eps + alpha``, the upper side at ``eps - alpha``;
 2. lower: every family of ``numeric.lower`` (trivial, Frobenius K.2,
    truncated pseudo-inverse and decoded inverse K.3, row-side reconstruction
-   on far rows with a Voronoi map or an LP-optimal map), strongest first,
+   on far rows with a Voronoi, LP-optimal or descent map, grown by the
+   screened greedy and the LP swap search), strongest first,
    each re-checked with ``exact.certificates.check_lower``; the first one the
    exact tier verifies wins, so a witness that float rounding spoiled is
    replaced by the next-best;
