@@ -16,13 +16,9 @@ from exact.certificates import RowReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
 from numeric.lower import (_rows_of, _voronoi, append_bounds, far_order, far_rows, lower_candidates, rows_greedy,
                            rows_swap)
+from numeric.extract import softmax_rows
 from numeric.lp import min_norm_row_decoder
 from numeric.search import search_brackets
-
-
-def softmax_rows(h):
-    z = np.exp(h - h.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
 
 
 def sink_head(seed: int, n: int = 48):
