@@ -30,6 +30,8 @@ Families (MATH.md section 2), each returning ``LowerCandidate`` records:
   time; every row is screened at once by the norm of the map obtained by
   appending it (``append_bounds``), and when the screened map misses, the
   descent re-optimises the map of the enlarged set.
+- ``row_reconstruction/greedy-lp``: mid-sized row sets (16 to 22 rows) grown
+  with LP-optimal maps on the best screened rows.
 - ``row_reconstruction/swap``: small row sets (fewer than 16 rows) enlarged
   by one by a swap search on the LP-optimal norm: the rows with the largest
   LP duals leave for rows far from the rest, random exchanges at local optima.
@@ -81,6 +83,11 @@ GREEDY_TRIES = 3
 #: the largest set it tries, members and far candidates per exchange round,
 #: random exchanges at a local optimum, and the pool they are drawn from.
 SWAP_BUDGET_S = 3.0
+#: LP-optimal growth of mid-sized row sets (``rows_lp_append``): seconds per
+#: tolerance, and the set size below which it runs (one LP at 24 rows takes
+#: about 2 s at n = 256; the swap search covers sets under ``SWAP_MAX_ROWS``).
+LP_APPEND_BUDGET_S = 2.0
+LP_APPEND_MAX_ROWS = 24
 SWAP_MAX_ROWS = 16
 SWAP_MEMBERS = 2
 SWAP_CANDIDATES = 6
@@ -411,6 +418,42 @@ def rows_greedy(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, budget_
     return _row_witness(A, S, G, "row_reconstruction/greedy")
 
 
+def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray,
+                   budget_s: float = LP_APPEND_BUDGET_S, tries: int = GREEDY_TRIES) -> LowerCandidate | None:
+    """Grow a mid-sized certified row set with LP-optimal maps (``min_norm_row_decoder``).
+
+    The rows screened best by ``append_bounds`` are tried in turn; the LP
+    gives the least norm ``1/gamma_row`` of the enlarged set, so it certifies
+    rows that the descent (within a few per cent of the optimum) just misses.
+    Only while the set has fewer than ``LP_APPEND_MAX_ROWS`` rows (the LP
+    grows as ``n d^2``); returns a witness only if a row was added.
+    """
+    t0 = time.perf_counter()
+    S = list(S)
+    G = np.asarray(GS, dtype=np.float64).reshape(A.shape[1], len(S))
+    d0 = len(S)
+    while len(S) + 1 < LP_APPEND_MAX_ROWS and time.perf_counter() - t0 < budget_s:
+        bound, _, _ = append_bounds(A, S, G)
+        grown = False
+        for i in np.argsort(bound, kind="stable")[:tries]:
+            left = budget_s - (time.perf_counter() - t0)
+            if left <= 0 or not np.isfinite(bound[i]):
+                break
+            trial = S + [int(i)]
+            try:
+                Gt, _ = min_norm_row_decoder(A[trial], time_limit=left)
+            except LPFailed:
+                break
+            if _rownorm(Gt) * eps < 1 - SAFETY and np.abs(A[trial] @ Gt - np.eye(len(trial))).max() < 1e-9:
+                S, G, grown = trial, Gt, True
+                break
+        if not grown:
+            break
+    if len(S) <= d0:
+        return None
+    return _row_witness(A, S, G, "row_reconstruction/greedy-lp")
+
+
 def rows_swap(A: np.ndarray, eps: float, S: list[int], budget_s: float = SWAP_BUDGET_S,
               max_rows: int = SWAP_MAX_ROWS, seed: int = 0) -> LowerCandidate | None:
     """Certify ``len(S) + 1`` rows, then more, by a swap search on the LP-optimal norm.
@@ -568,6 +611,7 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
                      descent_budget_s: float = DESCENT_BUDGET_S,
                      greedy_budget_s: float = GREEDY_BUDGET_S,
                      swap_budget_s: float = SWAP_BUDGET_S,
+                     lp_append_budget_s: float = LP_APPEND_BUDGET_S,
                      start: LowerCandidate | None = None) -> list[LowerCandidate]:
     """Every family's best float witness at ``eps``, strongest first (ties: cheaper kind first).
 
@@ -616,6 +660,12 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
     top = top_rows()
     if lp and swap_budget_s > 0 and top is not None and top.rank < SWAP_MAX_ROWS:
         c = rows_swap(A, eps, _rows_of(top), budget_s=swap_budget_s)
+        if c is not None:
+            out.append(c)
+    top = top_rows()
+    if lp and lp_append_budget_s > 0 and top is not None and SWAP_MAX_ROWS <= top.rank < LP_APPEND_MAX_ROWS - 1:
+        S0 = _rows_of(top)
+        c = rows_lp_append(A, eps, S0, top.tensors["G"][:, S0], budget_s=lp_append_budget_s)
         if c is not None:
             out.append(c)
     if lp:

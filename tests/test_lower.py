@@ -15,7 +15,7 @@ from flint import fmpq
 from exact.certificates import RowReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
 from numeric.lower import (_rows_of, _voronoi, append_bounds, far_order, far_rows, lower_candidates, rows_greedy,
-                           rows_swap)
+                           rows_lp_append, rows_swap)
 from numeric.extract import softmax_rows
 from numeric.lp import min_norm_row_decoder
 from numeric.search import search_brackets
@@ -58,6 +58,21 @@ def test_rows_greedy_grows_a_certified_set_and_the_exact_tier_accepts_it():
     rows = _rows_of(c)
     assert rows[:len(S)] == S                   # the start set is kept, rows are only added
     assert np.abs(A[rows] @ c.tensors["G"][:, rows] - np.eye(c.rank)).max() < 1e-9
+    v = _exactly_verified(A, c, eps)
+    assert v.verified, v.reason
+
+
+def test_lp_growth_certifies_rows_the_descent_misses():
+    """The greedy's descent maps stop at 13 rows here; LP-optimal maps (norm 1/gamma_row) certify more."""
+    A = sink_head(1)
+    eps = Fraction(1, 4)
+    _, S = far_rows(A, float(eps), far_order(A))
+    g = rows_greedy(A, float(eps), S, _voronoi(A, S)[0], budget_s=20.0)
+    S2 = _rows_of(g)
+    c = rows_lp_append(A, float(eps), S2, g.tensors["G"][:, S2], budget_s=30.0)
+    assert c is not None and c.rank > g.rank
+    assert c.family == "row_reconstruction/greedy-lp"
+    assert _rows_of(c)[:g.rank] == S2
     v = _exactly_verified(A, c, eps)
     assert v.verified, v.reason
 
