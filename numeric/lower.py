@@ -187,6 +187,11 @@ def _row_witness(A: np.ndarray, S: list[int], GS: np.ndarray, family: str) -> Lo
     return LowerCandidate(d, family, "row_reconstruction", {"G": G, "Z": Z, "M": Z.T.copy()}, norm=_rownorm(GS))
 
 
+def _certifies(A: np.ndarray, rows: list[int], G: np.ndarray, eps: float) -> bool:
+    """Float check of a row-side selection witness: ``A[rows] G = I`` to rounding, ``||G|| eps < 1``."""
+    return bool(_rownorm(G) * eps < 1 - SAFETY and np.abs(A[rows] @ G - np.eye(len(rows))).max() < 1e-9)
+
+
 def far_rows(A: np.ndarray, eps: float, order: list[int]) -> tuple[LowerCandidate | None, list[int]]:
     """Row-side witness on far-apart rows with the Voronoi map (greedy over ``order``)."""
     S: list[int] = []
@@ -219,7 +224,7 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int],
         except LPFailed:
             break
         # the LP norm is a float; re-measure the row-l1 norm of the map we export
-        if _rownorm(GS) * eps < 1 - SAFETY and np.abs(A[trial] @ GS - np.eye(len(trial))).max() < 1e-9:
+        if _certifies(A, trial, GS, eps):
             best = _row_witness(A, trial, GS, "row_reconstruction/far-rows-lp")
             base, rest = trial, rest[len(trial) - len(base):]
             step *= 2
@@ -333,7 +338,7 @@ def far_rows_descent(A: np.ndarray, eps: float, S: list[int], order: list[int], 
             misses += 1
             continue
         G, v = _descend_row_map(A[trial], G0, target, deadline=deadline)
-        if v < target and np.abs(A[trial] @ G - np.eye(len(trial))).max() < 1e-9:
+        if _certifies(A, trial, G, eps):
             best = _row_witness(A, trial, G, "row_reconstruction/far-rows-descent")
             base, rest = trial, rest[step:]
             prev = (base, G)
@@ -379,6 +384,37 @@ def append_bounds(A: np.ndarray, S: list[int], GS: np.ndarray) -> tuple[np.ndarr
     return bound, g, C
 
 
+def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, budget_s: float, tries: int,
+               max_rows: int, improve, family: str) -> LowerCandidate | None:
+    """Grow a certified row set one row at a time, the rows of least ``append_bounds`` first.
+
+    Each candidate first gets the appended map; if that misses,
+    ``improve(rows, G, deadline)`` proposes a better map for the enlarged set
+    (or None). Stops when none of the ``tries`` best candidates certifies, at
+    ``max_rows`` rows, or at the deadline; returns a witness only if a row was added.
+    """
+    deadline = time.perf_counter() + budget_s
+    S = list(S)
+    G = np.asarray(GS, dtype=np.float64).reshape(A.shape[1], len(S))
+    d0 = len(S)
+    while len(S) < min(max_rows, *A.shape) and time.perf_counter() < deadline:
+        bound, g, C = append_bounds(A, S, G)
+        grown = False
+        for i in np.argsort(bound, kind="stable")[:tries]:
+            if not np.isfinite(bound[i]) or time.perf_counter() > deadline:
+                break
+            trial = S + [int(i)]
+            Gn = np.hstack([G - np.outer(g[i], C[i]), g[i][:, None]])
+            if not _certifies(A, trial, Gn, eps):
+                Gn = improve(trial, Gn, deadline)
+            if Gn is not None and _certifies(A, trial, Gn, eps):
+                S, G, grown = trial, Gn, True
+                break
+        if not grown:
+            break
+    return _row_witness(A, S, G, family) if len(S) > d0 else None
+
+
 def rows_greedy(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, budget_s: float = GREEDY_BUDGET_S,
                 tries: int = GREEDY_TRIES) -> LowerCandidate | None:
     """Grow a certified row set one row at a time, the row of least ``append_bounds`` first.
@@ -388,34 +424,12 @@ def rows_greedy(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, budget_
     set before the next candidate is tried. Starts from a certified (S, GS),
     possibly empty; returns a witness only if it certified more rows than S.
     """
-    t0 = time.perf_counter()
-    deadline = t0 + budget_s
     target = (1 - SAFETY) / eps
-    m, n = A.shape
-    S = list(S)
-    G = np.asarray(GS, dtype=np.float64).reshape(n, len(S))
-    d0 = len(S)
-    while time.perf_counter() < deadline and len(S) < min(m, n):
-        bound, g, C = append_bounds(A, S, G)
-        grown = False
-        for i in np.argsort(bound, kind="stable")[:tries]:
-            if not np.isfinite(bound[i]):
-                break
-            i = int(i)
-            Gn = np.hstack([G - np.outer(g[i], C[i]), g[i][:, None]])
-            v = _rownorm(Gn)
-            if v >= target:
-                Gn, v = _descend_row_map(A[S + [i]], Gn, target, deadline=deadline)
-            if v < target and np.abs(A[S + [i]] @ Gn - np.eye(len(S) + 1)).max() < 1e-9:
-                S, G, grown = S + [i], Gn, True
-                break
-            if time.perf_counter() > deadline:
-                break
-        if not grown:
-            break
-    if len(S) <= d0:
-        return None
-    return _row_witness(A, S, G, "row_reconstruction/greedy")
+
+    def descend(rows, G, deadline):
+        return _descend_row_map(A[rows], G, target, deadline=deadline)[0]
+
+    return _grow_rows(A, eps, S, GS, budget_s, tries, min(A.shape), descend, "row_reconstruction/greedy")
 
 
 def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray,
@@ -425,33 +439,16 @@ def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray,
     The rows screened best by ``append_bounds`` are tried in turn; the LP
     gives the least norm ``1/gamma_row`` of the enlarged set, so it certifies
     rows that the descent (within a few per cent of the optimum) just misses.
-    Only while the set has fewer than ``LP_APPEND_MAX_ROWS`` rows (the LP
-    grows as ``n d^2``); returns a witness only if a row was added.
+    Only up to ``LP_APPEND_MAX_ROWS - 1`` rows (the LP grows as ``n d^2``);
+    returns a witness only if a row was added.
     """
-    t0 = time.perf_counter()
-    S = list(S)
-    G = np.asarray(GS, dtype=np.float64).reshape(A.shape[1], len(S))
-    d0 = len(S)
-    while len(S) + 1 < LP_APPEND_MAX_ROWS and time.perf_counter() - t0 < budget_s:
-        bound, _, _ = append_bounds(A, S, G)
-        grown = False
-        for i in np.argsort(bound, kind="stable")[:tries]:
-            left = budget_s - (time.perf_counter() - t0)
-            if left <= 0 or not np.isfinite(bound[i]):
-                break
-            trial = S + [int(i)]
-            try:
-                Gt, _ = min_norm_row_decoder(A[trial], time_limit=left)
-            except LPFailed:
-                break
-            if _rownorm(Gt) * eps < 1 - SAFETY and np.abs(A[trial] @ Gt - np.eye(len(trial))).max() < 1e-9:
-                S, G, grown = trial, Gt, True
-                break
-        if not grown:
-            break
-    if len(S) <= d0:
-        return None
-    return _row_witness(A, S, G, "row_reconstruction/greedy-lp")
+    def lp(rows, G, deadline):
+        try:
+            return min_norm_row_decoder(A[rows], time_limit=max(deadline - time.perf_counter(), 0.01))[0]
+        except LPFailed:
+            return None
+
+    return _grow_rows(A, eps, S, GS, budget_s, tries, LP_APPEND_MAX_ROWS - 1, lp, "row_reconstruction/greedy-lp")
 
 
 def rows_swap(A: np.ndarray, eps: float, S: list[int], budget_s: float = SWAP_BUDGET_S,
@@ -538,7 +535,7 @@ def rows_swap(A: np.ndarray, eps: float, S: list[int], budget_s: float = SWAP_BU
                     break
             if not moved:
                 break
-        if v < target and _rownorm(G) * eps < 1 - SAFETY and np.abs(A[cur] @ G - np.eye(len(cur))).max() < 1e-9:
+        if v < target and _certifies(A, cur, G, eps):
             best = _row_witness(A, cur, G, "row_reconstruction/swap")
         else:
             break
