@@ -47,6 +47,10 @@ LSE_T1 = 0.003
 CPU_THREADS = 1
 #: Retry a failed rank trial from the truncated SVD of A (besides the compressed best factors).
 SECOND_START = True
+#: A polish trial that misses eps by at most this relative amount is repeated from the
+#: truncated SVD of A (the two-bit cell A(3/4, 3/4) at eps = 3/4: the warm start stalls
+#: at 0.7508 at rank 1, the SVD start reaches 0.75000002 and snaps to 7/64 J, error 3/4).
+RESTART_WINDOW = 1e-2
 #: After the bisection, ranks below the best are tried with this many times the steps.
 POLISH_FACTOR = 3
 #: A polish trial that misses eps by at most this relative amount is rounded to dyadic
@@ -241,6 +245,11 @@ def search_upper(A: np.ndarray, eps: float, *, lower: int = 0, svd=None, device=
     while k - 1 >= max(int(lower), 1) and (budget_s is None or time.perf_counter() - t0 < budget_s):
         start = missed.get(k - 1) or compress(*cur, k - 1)
         P1, Q1, err = refine(A, *start, eps, iters=POLISH_FACTOR * iters, device=device)
+        if eps < err <= eps * (1 + RESTART_WINDOW) and SECOND_START:
+            # a close miss from the warm start: the truncated SVD of A may lead to another basin
+            P2, Q2, err2 = refine(A, *svd_factors(U, S, Vt, k - 1), eps, iters=POLISH_FACTOR * iters, device=device)
+            if err2 < err:
+                P1, Q1, err = P2, Q2, err2
         k, cur = k - 1, (P1, Q1)
         if err <= eps:
             found.insert(0, UpperResult(k, P1, Q1, err, "factors/refined"))

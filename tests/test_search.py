@@ -55,6 +55,17 @@ def test_twobit_cells_close(tmp_path):
     assert r.lower_witness != "reconstruction/pinv"
 
 
+def test_twobit_boundary_cell_closes_with_error_exactly_eps(tmp_path):
+    """MATH.md section 4: r_{3/4}(A(3/4, 3/4)) = 1, attained only at the boundary (B = 7/64 J has
+    error exactly 3/4). The polish restarts a close miss from the SVD, snaps it to dyadic
+    factors, and the exact tier accepts the rank-1 witness with margin exactly 0."""
+    out = _search_and_verify(tmp_path, twobit(0.75, 0.75), [Fraction(3, 4)], name="t34b")
+    r = out.results[0]
+    assert (r.lower, r.upper) == (1, 1)
+    assert r.upper_witness == "factors/snapped"
+    assert r.upper_margin == "0"
+
+
 def test_finite_grid_gaussian_is_full_rank(tmp_path):
     """G.1: a 1-D grid with ||A - I|| < (1 - eps)/2 has r_eps = n, from logits with slack (K.5)."""
     x = np.arange(12.0)
