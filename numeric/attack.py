@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numeric.upper import DEFAULT_ITERS, compress, refine, row_l1_error, svd_factors
+from numeric.upper import DEFAULT_ITERS, compress, refine, row_l1_error, row_l1_norm, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 
@@ -24,7 +24,7 @@ ATTACK_FRACTION = 1 - 1e-3
 
 
 class SoundnessError(RuntimeError):
-    """An attack beat a certified lower bound: the certificate machinery is unsound."""
+    """An attack beat a certified lower bound: the certificate machinery is unsound (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def attack_rank(A: np.ndarray, rank: int, eps: float, svd, *, device=None, warm=
     """
     U, S, Vt = svd
     if rank == 0:
-        err = float(np.abs(A).sum(1).max())
+        err = row_l1_norm(A)
         return AttackResult(0, eps, err, err <= eps)
     starts = [svd_factors(U, S, Vt, rank)]
     if warm is not None and warm[0] is not None and warm[0].shape[1] > rank:
@@ -62,6 +62,6 @@ def attack_rank(A: np.ndarray, rank: int, eps: float, svd, *, device=None, warm=
             break
     assert best is not None
     if best.success:   # re-measure in float64 on the CPU before anyone calls it a success
-        best = AttackResult(rank, eps, row_l1_error(A, best.P, best.Q),
-                            row_l1_error(A, best.P, best.Q) <= eps, best.P, best.Q)
+        err = row_l1_error(A, best.P, best.Q)
+        best = AttackResult(rank, eps, err, err <= eps, best.P, best.Q)
     return best

@@ -57,6 +57,7 @@ from fractions import Fraction
 import numpy as np
 
 from numeric.extract import softmax_rows
+from numeric.upper import row_l1_norm
 
 __all__ = [
     "SVD_RANKS",
@@ -636,20 +637,22 @@ def kappa_factors(
         if best[0] - dual <= gap_rtol * best[0]:
             break
         # golden-section line search for max_t g((1-t) la + t lx, (1-t) mu + t ly)
+        def g_at(t, la=la, mu=mu, lx=lx, ly=ly):
+            return dual_value((1 - t) * la + t * lx, (1 - t) * mu + t * ly)
+
         a, b = 0.0, 1.0
         gr = (math.sqrt(5.0) - 1.0) / 2.0
         c1, c2 = b - gr * (b - a), a + gr * (b - a)
-        g1 = dual_value((1 - c1) * la + c1 * lx, (1 - c1) * mu + c1 * ly)
-        g2 = dual_value((1 - c2) * la + c2 * lx, (1 - c2) * mu + c2 * ly)
+        g1, g2 = g_at(c1), g_at(c2)
         for _ in range(GAUGE_LINE_STEPS):
             if g1 >= g2:
                 b, c2, g2 = c2, c1, g1
                 c1 = b - gr * (b - a)
-                g1 = dual_value((1 - c1) * la + c1 * lx, (1 - c1) * mu + c1 * ly)
+                g1 = g_at(c1)
             else:
                 a, c1, g1 = c1, c2, g2
                 c2 = a + gr * (b - a)
-                g2 = dual_value((1 - c2) * la + c2 * lx, (1 - c2) * mu + c2 * ly)
+                g2 = g_at(c2)
         t = c1 if g1 >= g2 else c2
         gt = max(g1, g2)
         if gt <= dual:
@@ -756,12 +759,12 @@ def _kappa_cert(X0: np.ndarray, Y0: np.ndarray, kb: KappaBracket, tail: Fraction
     if r == 0:
         return tail
     X0x, Y0x = IntRat.from_float(X0), IntRat.from_float(Y0)
-    Whx, Wihx = IntRat.from_float(kb.Wh), IntRat.from_float(kb.Wih)
+    Whx, WihTx = IntRat.from_float(kb.Wh), IntRat.from_float(kb.Wih.T)
     Xx = X0x.matmul_t(IntRat.from_float(kb.Wh.T))
-    Yx = Y0x.matmul_t(IntRat.from_float(kb.Wih.T))
+    Yx = Y0x.matmul_t(WihTx)
     rx2 = _rowsq_max(Xx - IntRat.from_float(kb.cx[None, :]))
     ry2 = _rowsq_max(Yx - IntRat.from_float(kb.cy[None, :]))
-    D = IntRat.from_float(np.eye(r)) - Whx.matmul_t(IntRat.from_float(kb.Wih.T))
+    D = IntRat.from_float(np.eye(r)) - Whx.matmul_t(WihTx)
     X0D = X0x.matmul_t(IntRat(D.num.T.copy(), D.den))
     defect = sqrt_up(_rowsq_max(X0D) * _rowsq_max(Y0x))
     return sqrt_up(rx2 * ry2) + defect + tail
@@ -835,7 +838,7 @@ def _cell_descriptors(logits, matrix, *, ranks, certify, eps) -> dict:
     out: dict = {"geom_m": m, "geom_n": n}
     if logits is not None and matrix is not None:
         A = np.asarray(matrix, dtype=np.float64)
-        out["softmax_mismatch"] = float(np.abs(softmax_rows(H) - A).sum(axis=1).max())
+        out["softmax_mismatch"] = row_l1_norm(softmax_rows(H) - A)
     C = visible_interaction(H)
     Cx = IntRat.from_float(H).double_centre() if certify else None
 

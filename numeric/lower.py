@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numeric.lp import LPFailed, min_norm_row_decoder
+from numeric.upper import row_l1_norm
 
 __all__ = ["LowerCandidate", "lower_candidates", "far_order"]
 
@@ -107,13 +108,9 @@ class LowerCandidate:
     norm: float | None = None      # ||R|| or ||G|| (float)
 
 
-def _rownorm(M: np.ndarray) -> float:
-    return float(np.abs(M).sum(axis=1).max()) if M.size else 0.0
-
-
 def trivial(A: np.ndarray, eps: float) -> LowerCandidate:
     """Rank 1 when ``eps < ||A||_row1`` (trivial lower), else rank 0."""
-    return LowerCandidate(1 if eps < _rownorm(A) * (1 - SAFETY) else 0, "trivial", "trivial")
+    return LowerCandidate(1 if eps < row_l1_norm(A) * (1 - SAFETY) else 0, "trivial", "trivial")
 
 
 def frobenius(S: np.ndarray, m: int, eps: float) -> LowerCandidate | None:
@@ -135,7 +132,7 @@ def pinv(U, S, Vt, eps: float) -> LowerCandidate | None:
         if S[d - 1] <= 0:
             break
         R += np.outer(Vt[d - 1], U[:, d - 1]) / S[d - 1]
-        if _rownorm(R) * eps < 1 - SAFETY:
+        if row_l1_norm(R) * eps < 1 - SAFETY:
             best = d
         elif best is not None and d > 2 * best + 8:
             break
@@ -144,7 +141,7 @@ def pinv(U, S, Vt, eps: float) -> LowerCandidate | None:
     X = Vt[:best].T.copy()
     R = (Vt[:best].T / S[:best]) @ U[:, :best].T
     return LowerCandidate(best, "reconstruction/pinv", "reconstruction",
-                          {"R": R, "X": X, "L": X.T.copy()}, norm=_rownorm(R))
+                          {"R": R, "X": X, "L": X.T.copy()}, norm=row_l1_norm(R))
 
 
 def far_order(M: np.ndarray) -> list[int]:
@@ -174,7 +171,7 @@ def _voronoi(A: np.ndarray, S: list[int]):
         return None, np.inf
     if not np.isfinite(Ki).all():
         return None, np.inf
-    return C @ Ki, _rownorm(Ki)
+    return C @ Ki, row_l1_norm(Ki)
 
 
 def _row_witness(A: np.ndarray, S: list[int], GS: np.ndarray, family: str) -> LowerCandidate:
@@ -184,12 +181,12 @@ def _row_witness(A: np.ndarray, S: list[int], GS: np.ndarray, family: str) -> Lo
     Z[S, np.arange(d)] = 1.0
     G = np.zeros((n, m))
     G[:, S] = GS
-    return LowerCandidate(d, family, "row_reconstruction", {"G": G, "Z": Z, "M": Z.T.copy()}, norm=_rownorm(GS))
+    return LowerCandidate(d, family, "row_reconstruction", {"G": G, "Z": Z, "M": Z.T.copy()}, norm=row_l1_norm(GS))
 
 
 def _certifies(A: np.ndarray, rows: list[int], G: np.ndarray, eps: float) -> bool:
     """Float check of a row-side selection witness: ``A[rows] G = I`` to rounding, ``||G|| eps < 1``."""
-    return bool(_rownorm(G) * eps < 1 - SAFETY and np.abs(A[rows] @ G - np.eye(len(rows))).max() < 1e-9)
+    return bool(row_l1_norm(G) * eps < 1 - SAFETY and np.abs(A[rows] @ G - np.eye(len(rows))).max() < 1e-9)
 
 
 def far_rows(A: np.ndarray, eps: float, order: list[int]) -> tuple[LowerCandidate | None, list[int]]:
@@ -254,7 +251,7 @@ def _descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, iters: int =
     N = torch.tensor(vt[d:].T.copy())
     Gp = torch.tensor(G0)
     Y = torch.zeros(N.shape[1], d, dtype=torch.float64, requires_grad=True)
-    best_v, best_G = _rownorm(G0), G0
+    best_v, best_G = row_l1_norm(G0), G0
     if best_v < target:
         return best_G, best_v
     opt = torch.optim.Adam([Y], lr=0.01 * float(np.abs(G0).max()))
@@ -287,7 +284,7 @@ def _descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, iters: int =
         G = best_G @ np.linalg.inv(AS @ best_G)
     except np.linalg.LinAlgError:
         return best_G, np.inf
-    return G, _rownorm(G)
+    return G, row_l1_norm(G)
 
 
 def _initial_row_map(A: np.ndarray, trial: list[int], prev: tuple[list[int], np.ndarray] | None):
@@ -301,7 +298,7 @@ def _initial_row_map(A: np.ndarray, trial: list[int], prev: tuple[list[int], np.
             return None
         if not np.isfinite(Gv).all():
             return None
-        nv = _rownorm(Gv)
+        nv = row_l1_norm(Gv)
     if prev is None:
         return Gv
     S, G = prev
@@ -312,7 +309,7 @@ def _initial_row_map(A: np.ndarray, trial: list[int], prev: tuple[list[int], np.
         G1 = G0 @ np.linalg.inv(A[trial] @ G0)
     except np.linalg.LinAlgError:
         return Gv
-    if not np.isfinite(G1).all() or _rownorm(G1) > nv:
+    if not np.isfinite(G1).all() or row_l1_norm(G1) > nv:
         return Gv
     return G1
 
@@ -563,9 +560,9 @@ def lp_svd(A: np.ndarray, eps: float, Vt: np.ndarray, start: int,
             R, _ = min_norm_left_inverse(A @ X, X, time_limit=max(left, 0.1))
         except LPFailed:
             break
-        if _rownorm(R) * eps < 1 - SAFETY and np.abs(R @ A @ X - X).max() < 1e-9:
+        if row_l1_norm(R) * eps < 1 - SAFETY and np.abs(R @ A @ X - X).max() < 1e-9:
             best = LowerCandidate(d, "reconstruction/lp-svd", "reconstruction",
-                                  {"R": R, "X": X, "L": X.T.copy()}, norm=_rownorm(R))
+                                  {"R": R, "X": X, "L": X.T.copy()}, norm=row_l1_norm(R))
         else:
             break
     return best
@@ -588,7 +585,7 @@ def decoded(A: np.ndarray, eps: float) -> LowerCandidate | None:
             inv = np.linalg.inv(A[np.ix_(Ss, Ts)])
         except np.linalg.LinAlgError:
             continue
-        if np.isfinite(inv).all() and _rownorm(inv) * eps < 1 - SAFETY:
+        if np.isfinite(inv).all() and row_l1_norm(inv) * eps < 1 - SAFETY:
             S, T = Ss, Ts
             used[s] = True
     if not S:
@@ -600,7 +597,7 @@ def decoded(A: np.ndarray, eps: float) -> LowerCandidate | None:
     R = np.zeros((n, m))
     R[np.ix_(T, S)] = inv
     return LowerCandidate(d, "reconstruction/decoded", "reconstruction",
-                          {"R": R, "X": X, "L": X.T.copy()}, norm=_rownorm(inv))
+                          {"R": R, "X": X, "L": X.T.copy()}, norm=row_l1_norm(inv))
 
 
 def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,

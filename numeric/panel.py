@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from numeric.attack import SoundnessError
+
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "PanelError", "CellTask", "run_cell", "run_panel",
            "read_rows", "BASE_COLUMNS", "main"]
 
@@ -49,10 +51,6 @@ BASE_COLUMNS = [
 
 class PanelError(ValueError):
     """Bad panel input (exit 2)."""
-
-
-class SoundnessError(RuntimeError):
-    """A rank-(L-1) attack met the tolerance where rank L was certified: a bug (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +239,7 @@ def run_cell(task: CellTask) -> list[dict]:
                        attack_success=bool(rec.attack_success),
                        direct_checked=direct is not None, direct_passed=bool(direct),
                        cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)),
-                       svd_rank=getattr(rec, "svd_rank", None))
+                       svd_rank=rec.svd_rank)
             row.update(geo)
             rows.append(row)
             if rec.attack_success:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["UpperResult", "svd_baseline", "svd_factors", "refine", "search_upper", "row_l1_error",
-           "pick_device"]
+           "row_l1_norm", "pick_device"]
 
 #: Hinge target as a fraction of the tolerance: pushing every row to 98% of
 #: eps leaves room for the float64 re-check and the exact check.
@@ -70,9 +70,18 @@ def pick_device(device=None):
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def row_l1_norm(M: np.ndarray) -> float:
+    """Float64 ``||M||_row1 = max_i sum_j |M_ij|`` (0 for an empty matrix); an estimate, the exact tier decides.
+
+    >>> row_l1_norm(np.array([[0.5, -0.25], [0.125, 0.0]]))
+    0.75
+    """
+    return float(np.abs(M).sum(axis=1).max()) if M.size else 0.0
+
+
 def row_l1_error(A: np.ndarray, P: np.ndarray, Q: np.ndarray) -> float:
     """Float64 ``||A - P Q^T||_row1`` (an estimate; the exact tier decides)."""
-    return float(np.abs(A - P @ Q.T).sum(axis=1).max()) if P.shape[1] else float(np.abs(A).sum(axis=1).max())
+    return row_l1_norm(A - P @ Q.T) if P.shape[1] else row_l1_norm(A)
 
 
 @dataclass(frozen=True)
@@ -90,10 +99,10 @@ def svd_baseline(A: np.ndarray):
     """The SVD of A and the max row-l1 error of every truncation (index k = rank k)."""
     U, S, Vt = np.linalg.svd(A, full_matrices=False)
     R = A.copy()
-    errs = [float(np.abs(R).sum(1).max())]
+    errs = [row_l1_norm(R)]
     for k in range(S.size):
         R -= S[k] * np.outer(U[:, k], Vt[k])
-        errs.append(float(np.abs(R).sum(1).max()))
+        errs.append(row_l1_norm(R))
     return (U, S, Vt), np.array(errs)
 
 
