@@ -47,6 +47,36 @@ def test_search_upper_respects_lower(head):
     assert all(u.rank >= 10 for u in found)
 
 
+def test_polish_restarts_a_missed_rank_from_the_svd_with_the_long_schedule(head, monkeypatch):
+    """A rank the bisection missed is retried from the truncated SVD (not its converged iterate),
+    with POLISH_FACTOR times the steps and the looser stall rule; the real descent runs throughout."""
+    svd, errs = up.svd_baseline(head)
+    U, S, Vt = svd
+    eps = 0.25
+    calls = []
+    real = up.refine
+
+    def recording(A, P0, Q0, e, *, iters=up.DEFAULT_ITERS, device=None, stall_gain=None):
+        k = P0.shape[1]
+        svd_start = np.allclose(P0 @ Q0.T, (U[:, :k] * S[:k]) @ Vt[:k])
+        calls.append((k, iters, stall_gain, svd_start))
+        P, Q, err = real(A, P0, Q0, e, iters=iters, device=device, stall_gain=stall_gain)
+        if iters == up.DEFAULT_ITERS and k <= target:     # the bisection's short trials miss here
+            err = max(err, 2 * e)
+        return P, Q, err
+
+    # the lowest rank the real descent reaches: the polish must get there on its own
+    target = up.search_upper(head, eps, svd=(svd, errs), budget_s=60)[0].rank
+    monkeypatch.setattr(up, "refine", recording)
+    found = up.search_upper(head, eps, svd=(svd, errs), budget_s=60)
+    assert found[0].rank <= target
+    missed = {k for k, iters, _, _ in calls if iters == up.DEFAULT_ITERS and k <= target}
+    polish = [(k, g, fresh) for k, iters, g, fresh in calls if iters == up.POLISH_FACTOR * up.DEFAULT_ITERS]
+    assert polish and all(g == up.POLISH_STALL_GAIN for _, g, _ in polish)
+    assert any(k in missed for k, _, _ in polish)       # the branch under test ran
+    assert all(fresh for k, _, fresh in polish if k in missed)
+
+
 def test_snap_dyadic_represents_a_dyadic_product_exactly():
     P = np.array([[0.3], [0.6]])
     Q = np.array([[0.25 / 0.3], [0.5 / 0.3]])
