@@ -37,7 +37,6 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numeric.upper as upper  # noqa: E402
 from exact.bracketfile import read_bracket_file  # noqa: E402
 from exact.errors import CertificateError  # noqa: E402
 from numeric.lower import SAFETY, decoded, lp_svd  # noqa: E402
@@ -63,15 +62,8 @@ def residual_row_basis(A: np.ndarray, k: int):
 def descent_floor(A: np.ndarray, rank: int, eps: float, steps: int) -> dict:
     """Least max row-l1 error at ``rank`` from the SVD and the row-basis starts, no stall exit."""
     U, S, Vt = np.linalg.svd(A, full_matrices=False)
-    saved = upper.STALL_GAIN
-    upper.STALL_GAIN = 0.0
-    try:
-        out = {}
-        for name, start in (("svd", svd_factors(U, S, Vt, rank)), ("rows", residual_row_basis(A, rank))):
-            out[name] = refine(A, *start, eps, iters=steps)[2]
-        return out
-    finally:
-        upper.STALL_GAIN = saved
+    return {name: refine(A, *start, eps, iters=steps, stall_gain=0.0)[2]
+            for name, start in (("svd", svd_factors(U, S, Vt, rank)), ("rows", residual_row_basis(A, rank)))}
 
 
 def lp_certifies(A: np.ndarray, X: np.ndarray, eps: float, seconds: float) -> bool:
