@@ -39,9 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.bracketfile import read_bracket_file  # noqa: E402
 from exact.errors import CertificateError  # noqa: E402
-from numeric.lower import SAFETY, decoded, lp_svd  # noqa: E402
+from numeric.lower import certifies_subspace, decoded, frobenius, lp_svd  # noqa: E402
 from numeric.lp import LPFailed, min_norm_left_inverse  # noqa: E402
-from numeric.upper import refine, row_l1_norm, svd_factors  # noqa: E402
+from numeric.upper import refine, svd_factors  # noqa: E402
 
 #: LP seconds per cell for the column-side families.
 LP_SECONDS = 20.0
@@ -67,12 +67,12 @@ def descent_floor(A: np.ndarray, rank: int, eps: float, steps: int) -> dict:
 
 
 def lp_certifies(A: np.ndarray, X: np.ndarray, eps: float, seconds: float) -> bool:
-    """K.3: the LP-optimal R on range X passes ``||R|| eps < 1`` (float, with the search's margin)."""
+    """K.3: the LP-optimal R on range X passes the search's float check (``certifies_subspace``)."""
     try:
         R, _ = min_norm_left_inverse(A @ X, X, time_limit=seconds)
     except LPFailed:
         return False
-    return row_l1_norm(R) * eps < 1 - SAFETY
+    return certifies_subspace(A, X, R, eps)
 
 
 def mixed_rank(A: np.ndarray, Vt: np.ndarray, k: int, eps: float, deadline: float) -> int:
@@ -94,11 +94,9 @@ def frobenius_rows(A: np.ndarray, eps: float) -> int:
     order = np.argsort(-np.linalg.norm(A, axis=1))
     best = 0
     for s in range(1, A.shape[0] + 1):
-        sv = np.linalg.svd(A[order[:s]], compute_uv=False)
-        tail = np.sqrt(np.cumsum((sv ** 2)[::-1])[::-1])
-        ok = np.nonzero(tail > np.sqrt(s) * eps)[0]
-        if ok.size:
-            best = max(best, int(ok[-1]) + 1)
+        c = frobenius(np.linalg.svd(A[order[:s]], compute_uv=False), s, eps)
+        if c is not None:
+            best = max(best, c.rank)
     return best
 
 

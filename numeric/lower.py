@@ -189,6 +189,11 @@ def _certifies(A: np.ndarray, rows: list[int], G: np.ndarray, eps: float) -> boo
     return bool(row_l1_norm(G) * eps < 1 - SAFETY and np.abs(A[rows] @ G - np.eye(len(rows))).max() < 1e-9)
 
 
+def certifies_subspace(A: np.ndarray, X: np.ndarray, R: np.ndarray, eps: float) -> bool:
+    """Float check of a column-side witness on ``W = range X``: ``R A X = X`` to rounding, ``||R|| eps < 1``."""
+    return bool(row_l1_norm(R) * eps < 1 - SAFETY and np.abs(R @ A @ X - X).max() < 1e-9)
+
+
 def far_rows(A: np.ndarray, eps: float, order: list[int]) -> tuple[LowerCandidate | None, list[int]]:
     """Row-side witness on far-apart rows with the Voronoi map (greedy over ``order``)."""
     S: list[int] = []
@@ -352,6 +357,20 @@ def far_rows_descent(A: np.ndarray, eps: float, S: list[int], order: list[int], 
 def _rows_of(c: LowerCandidate) -> list[int]:
     """The row set S of a selection witness ``Z = I[:, S]`` (column order kept)."""
     return [int(i) for i in np.argmax(c.tensors["Z"], axis=0)]
+
+
+def _rows_and_map(c: LowerCandidate | None, n: int) -> tuple[list[int], np.ndarray]:
+    """(S, G[:, S]) of a selection witness, the n x d map that inverts ``A[S, :]``; ([], n x 0) for None."""
+    if c is None:
+        return [], np.zeros((n, 0))
+    S = _rows_of(c)
+    return S, c.tensors["G"][:, S]
+
+
+def strongest_rows(candidates: list[LowerCandidate]) -> LowerCandidate | None:
+    """The row-side witness with the most rows (ties: least norm), or None."""
+    rows = [c for c in candidates if c.kind == "row_reconstruction"]
+    return max(rows, key=lambda c: (c.rank, -c.norm)) if rows else None
 
 
 def append_bounds(A: np.ndarray, S: list[int], GS: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -560,7 +579,7 @@ def lp_svd(A: np.ndarray, eps: float, Vt: np.ndarray, start: int,
             R, _ = min_norm_left_inverse(A @ X, X, time_limit=max(left, 0.1))
         except LPFailed:
             break
-        if row_l1_norm(R) * eps < 1 - SAFETY and np.abs(R @ A @ X - X).max() < 1e-9:
+        if certifies_subspace(A, X, R, eps):
             best = LowerCandidate(d, "reconstruction/lp-svd", "reconstruction",
                                   {"R": R, "X": X, "L": X.T.copy()}, norm=row_l1_norm(R))
         else:
@@ -633,33 +652,26 @@ def lower_candidates(A: np.ndarray, eps: float, svd, *, lp: bool = True,
         c = far_rows_lp(A, eps, Srows, order, budget_s=lp_budget_s)
         if c is not None:
             out.append(c)
-
-    def top_rows():
-        rows = [c for c in out if c.kind == "row_reconstruction"]
-        return max(rows, key=lambda c: (c.rank, -c.norm)) if rows else None
-
-    top = top_rows()
+    n = A.shape[1]
+    top = strongest_rows(out)
     if descent_budget_s > 0 and top is not None:
-        S0 = _rows_of(top)
-        c = far_rows_descent(A, eps, S0, order, top.tensors["G"][:, S0], budget_s=descent_budget_s)
+        S0, G0 = _rows_and_map(top, n)
+        c = far_rows_descent(A, eps, S0, order, G0, budget_s=descent_budget_s)
         if c is not None:
             out.append(c)
-    top = top_rows()
+    top = strongest_rows(out)
     if greedy_budget_s > 0:
-        S0 = _rows_of(top) if top is not None else []
-        G0 = top.tensors["G"][:, S0] if top is not None else np.zeros((A.shape[1], 0))
-        c = rows_greedy(A, eps, S0, G0, budget_s=greedy_budget_s)
+        c = rows_greedy(A, eps, *_rows_and_map(top, n), budget_s=greedy_budget_s)
         if c is not None:
             out.append(c)
-    top = top_rows()
+    top = strongest_rows(out)
     if lp and swap_budget_s > 0 and top is not None and top.rank < SWAP_MAX_ROWS:
         c = rows_swap(A, eps, _rows_of(top), budget_s=swap_budget_s)
         if c is not None:
             out.append(c)
-    top = top_rows()
+    top = strongest_rows(out)
     if lp and lp_append_budget_s > 0 and top is not None and SWAP_MAX_ROWS <= top.rank < LP_APPEND_MAX_ROWS - 1:
-        S0 = _rows_of(top)
-        c = rows_lp_append(A, eps, S0, top.tensors["G"][:, S0], budget_s=lp_append_budget_s)
+        c = rows_lp_append(A, eps, *_rows_and_map(top, n), budget_s=lp_append_budget_s)
         if c is not None:
             out.append(c)
     if lp:

@@ -38,7 +38,7 @@ import numpy as np
 
 from numeric.attack import ATTACK_FRACTION, attack_rank
 from numeric.export import rational_string
-from numeric.lower import LowerCandidate, lower_candidates
+from numeric.lower import LowerCandidate, lower_candidates, strongest_rows
 from numeric.upper import pick_device, search_upper, svd_baseline
 
 __all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
@@ -193,10 +193,9 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     # largest tolerance first: a row-side lower witness found there stays valid at every
     # smaller tolerance, and the row-set searches grow it (``lower_candidates(start=...)``)
     row_start = None
-    done = []
-    for idx in sorted(range(len(eps_q)), key=lambda i: -eps_q[i]):
+    order = sorted(range(len(eps_q)), key=lambda i: -eps_q[i])
+    for idx in order:
         item, eq = eps_items[idx], eps_q[idx]
-        done.append(idx)
         t0 = time.perf_counter()
         cid = f"{id_prefix}/eps={item}"
         e_exact = to_fmpq(eq)
@@ -208,9 +207,9 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
         # lower side ------------------------------------------------------------
         lower_c, lower_v = None, None
         candidates = lower_candidates(A, eps_lo * (1 + LOWER_SAFETY), svd, start=row_start)
-        rows = [c for c in candidates if c.kind == "row_reconstruction"]
-        if rows:
-            row_start = max(rows, key=lambda c: (c.rank, -c.norm))
+        top_rows = strongest_rows(candidates)
+        if top_rows is not None:
+            row_start = top_rows
         for c in candidates:
             if c.rank == 0:
                 continue
@@ -290,5 +289,5 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
                                      svd_rank, attack_error,
                                      prov["search"]["lower_margin"], prov["search"]["upper_margin"]))
     # cells and results in the caller's order of tolerances
-    perm = sorted(range(len(done)), key=lambda k: done[k])
+    perm = sorted(range(len(order)), key=lambda k: order[k])
     return SearchOutput([cells[i] for i in perm], tensors, [results[i] for i in perm])
