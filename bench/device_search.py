@@ -25,8 +25,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.verify import verify_file  # noqa: E402
-from numeric.export import write_bracket_file  # noqa: E402
-from numeric.extract import softmax_rows  # noqa: E402
+from numeric.search.export import write_bracket_file  # noqa: E402
+from numeric.heads.extract import softmax_rows  # noqa: E402
 from numeric.search import search_brackets  # noqa: E402
 
 DEFAULT_HEADS = [(0, 0), (1, 3), (2, 0), (3, 7)]
@@ -36,8 +36,8 @@ def load_heads(path):
     if path:
         with np.load(path, allow_pickle=False) as data:
             return {k: np.asarray(data[k], dtype=np.float64) for k in data.files}
-    from numeric.extract import extract_heads, source_for
-    from numeric.models import load_model
+    from numeric.heads.extract import extract_heads, source_for
+    from numeric.heads.models import load_model
 
     lm = load_model("minilm")
     src = source_for(lm, 0, length=256)

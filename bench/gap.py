@@ -39,9 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.bracketfile import read_bracket_file  # noqa: E402
 from exact.errors import CertificateError  # noqa: E402
-from numeric.lower import certifies_subspace, decoded, frobenius, lp_svd  # noqa: E402
-from numeric.lp import LPFailed, min_norm_left_inverse  # noqa: E402
-from numeric.upper import refine, svd_factors  # noqa: E402
+from numeric.search.lower import certifies_subspace, decoded, frobenius, lp_svd  # noqa: E402
+from numeric.search.lp import LPFailed, min_norm_left_inverse  # noqa: E402
+from numeric.search.upper import refine, svd_factors  # noqa: E402
 
 #: LP seconds per cell for the column-side families.
 LP_SECONDS = 20.0

@@ -12,7 +12,7 @@ Groups:
   grid      G.1 finite-grid Gaussians (1-D, n = 32 and 64, beta = 2): r_eps = n.
   twobit    the six two-bit oracle cells of MATH.md section 4 (known ranks).
   random    random softmax heads 128 x 128, logits beta q k^T / sqrt(16) at beta 0.5, 1, 2.
-  minilm    real all-MiniLM-L6-v2 heads, 256 x 256 (numeric.extract, source 0, offline).
+  minilm    real all-MiniLM-L6-v2 heads, 256 x 256 (numeric.heads.extract, source 0, offline).
 
     python bench/quality.py [--groups grid,twobit,random,minilm] [--heads 8] [--out DIR] [--json]
 """
@@ -35,11 +35,11 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.verify import verify_file  # noqa: E402
-from numeric.attack import attack_rank  # noqa: E402
-from numeric.export import write_bracket_file  # noqa: E402
-from numeric.extract import softmax_rows  # noqa: E402
+from numeric.search.attack import attack_rank  # noqa: E402
+from numeric.search.export import write_bracket_file  # noqa: E402
+from numeric.heads.extract import softmax_rows  # noqa: E402
 from numeric.search import search_brackets  # noqa: E402
-from numeric.upper import svd_baseline  # noqa: E402
+from numeric.search.upper import svd_baseline  # noqa: E402
 
 EPS = (0.1, 0.25, 0.5)
 #: Heads of all-MiniLM-L6-v2 (6 layers x 12 heads), spread over layers; --heads takes a prefix.
@@ -69,8 +69,8 @@ def random_cases():
 
 
 def minilm_cases(heads):
-    from numeric.extract import extract_heads, source_for
-    from numeric.models import load_model
+    from numeric.heads.extract import extract_heads, source_for
+    from numeric.heads.models import load_model
 
     lm = load_model("minilm")
     src = source_for(lm, 0, length=256)

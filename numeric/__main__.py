@@ -11,9 +11,9 @@ import importlib
 import sys
 
 COMMANDS = {
-    "bracket": "numeric.bracket_cli",
-    "panel": "numeric.panel",
-    "report": "numeric.report",
+    "bracket": "numeric.search.cli",
+    "panel": "numeric.panel.runner",
+    "report": "numeric.panel.report",
 }
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from flint import arb, fmpq
 
-from numeric.export import rational_string, write_bracket_file
+from numeric.search.export import rational_string, write_bracket_file
 
 from ._core import arb_upper_fmpq, workprec
 

@@ -21,7 +21,7 @@ from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconst
 from exact.matrix import ExactMatrix
 from exact.slack import softmax_slack_bound
 from exact.verify import verify_file
-from numeric.export import rational_string, write_bracket_file
+from numeric.search.export import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
 

@@ -1,4 +1,4 @@
-"""Extraction of attention heads (numeric.extract) on tiny random models and MiniLM.
+"""Extraction of attention heads (numeric.heads.extract) on tiny random models and MiniLM.
 
 Every path is checked against the model's own ``output_attentions=True``
 probabilities: the recorded max absolute difference must stay below
@@ -12,10 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from numeric.extract import (BLOCK, HF_TOLERANCE, PREFIX, ExtractionError, extract_heads,  # noqa: E402
+from numeric.heads.extract import (BLOCK, HF_TOLERANCE, PREFIX, ExtractionError, extract_heads,  # noqa: E402
                              parse_heads, softmax_rows, source_for)
-from numeric.models import ModelInputError, family_of, load_model, minilm_path, wrap_model  # noqa: E402
-from numeric.sources import MAX_SOURCES, image_source, text_source  # noqa: E402
+from numeric.heads.models import ModelInputError, family_of, load_model, minilm_path, wrap_model  # noqa: E402
+from numeric.heads.sources import MAX_SOURCES, image_source, text_source  # noqa: E402
 
 VOCAB = 30522  # the MiniLM tokenizer's vocabulary, reused by the tiny text models
 
@@ -187,7 +187,7 @@ def test_image_directory_sources(tmp_path):
     src = image_source(0, 16, image_dir=tmp_path, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
     assert src.source_id == "image:a.png" and src.pixel_values.shape == (3, 16, 16)
     assert src.pixel_values.min() >= -2.0 - 1e-6 and src.pixel_values.max() <= 2.0 + 1e-6
-    from numeric.sources import SourceError
+    from numeric.heads.sources import SourceError
 
     with pytest.raises(SourceError, match="2 images"):
         image_source(2, 16, image_dir=tmp_path)

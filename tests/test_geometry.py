@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from numeric.geometry import (
+from numeric.geometry.core import (
     CANON_BITS,
     IntRat,
     canonical_interaction,
@@ -261,7 +261,7 @@ def test_coarse_canonical_grid_keeps_certificates_sound(monkeypatch, bits):
     rigorous upper bound pays for the rounding through the exact tail and
     still encloses the known kappa of a G.1 grid (and the size stays bracketed
     by the exact double difference)."""
-    import numeric.geometry as geo
+    import numeric.geometry.core as geo
 
     monkeypatch.setattr(geo, "CANON_BITS", bits)
     N, r, beta = 4, 2, 0.7
@@ -355,7 +355,7 @@ from dataclasses import replace  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from numeric.geometry import tanh_bounds  # noqa: E402
+from numeric.geometry.core import tanh_bounds  # noqa: E402
 from tests.strategies import dyadics, matrices, to_float_rows  # noqa: E402
 
 
@@ -425,7 +425,7 @@ def test_tanh_bounds_enclose(q):
 def test_kappa_certificate_survives_a_wrong_gauge_inverse():
     """Mutation: the certificate charges the defect D = I - Wh Wih exactly, so a
     corrupted inverse gauge loosens the bound but never makes it unsound."""
-    from numeric.geometry import _kappa_cert
+    from numeric.geometry.core import _kappa_cert
 
     rng = np.random.default_rng(9)
     X0, Y0 = rng.standard_normal((9, 3)), rng.standard_normal((8, 3))

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numeric.geometry import cell_descriptors
-from numeric.native import native_features
-from numeric.report_geometry import geometry_section, spearman
+from numeric.geometry.core import cell_descriptors
+from numeric.geometry.native import native_features
+from numeric.panel.report_geometry import geometry_section, spearman
 
 
 def _rows():

@@ -14,10 +14,10 @@ from flint import fmpq
 
 from exact.certificates import RowReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
-from numeric.lower import (_rows_of, _voronoi, append_bounds, far_order, far_rows, lower_candidates, rows_greedy,
+from numeric.search.lower import (_rows_of, _voronoi, append_bounds, far_order, far_rows, lower_candidates, rows_greedy,
                            rows_lp_append, rows_swap)
-from numeric.extract import softmax_rows
-from numeric.lp import min_norm_row_decoder
+from numeric.heads.extract import softmax_rows
+from numeric.search.lp import min_norm_row_decoder
 from numeric.search import search_brackets
 
 

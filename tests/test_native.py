@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from numeric.geometry import cell_descriptors
-from numeric.native import AUDIT_RATIOS, diagonal_gauge, native_features
+from numeric.geometry.core import cell_descriptors
+from numeric.geometry.native import AUDIT_RATIOS, diagonal_gauge, native_features
 
 
 def _head(seed, m=20, n=18, d=6, spread=(0.2, 3.0)):

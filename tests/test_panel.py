@@ -1,4 +1,4 @@
-"""The panel runner (numeric.panel): bad input, end to end on tiny saved models,
+"""The panel runner (numeric.panel.runner): bad input, end to end on tiny saved models,
 resumability, the Dask backend against a LocalCluster, and the report."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from numeric.models import minilm_path  # noqa: E402
+from numeric.heads.models import minilm_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = 30522
@@ -85,7 +85,7 @@ def test_bad_inputs(tmp_path, tiny_gpt2):
 
 def in_process(capsys, *args):
     """``python -m numeric panel ARGS`` in this process (the model stays cached)."""
-    from numeric.panel import main
+    from numeric.panel.runner import main
 
     capsys.readouterr()  # drop what the fixtures printed (saving bars)
     rc = main([str(a) for a in args])
@@ -139,7 +139,7 @@ def test_resume_skips_finished_cells(decoder_run):
     again = json.loads(proc.stdout.strip().splitlines()[-1])
     assert again["run"] == 0 and again["skipped"] == 4 and again["brackets"] == 8
     # a changed tolerance list, or a missing bracket file, makes a cell unfinished
-    from numeric.panel import CellTask, _done
+    from numeric.panel.runner import CellTask, _done
 
     task = CellTask(model=str(args[2]), layer=0, head=1, source=0, eps=("1/4", "1/2"), out=str(out), prefix=16,
                     block=16, length=256, min_mass=0.0, screen=False, attack=True, geometry=False, device=None,
@@ -172,7 +172,7 @@ def test_mass_and_locality_screens(tmp_path, tiny_gpt2, capsys):
 
 def test_dask_backend_local_cluster(tmp_path, tiny_bert):
     distributed = pytest.importorskip("distributed")
-    from numeric.panel import CellTask, read_rows, run_panel
+    from numeric.panel.runner import CellTask, read_rows, run_panel
 
     tasks = [CellTask(model=str(tiny_bert), layer=1, head=h, source=0, eps=("1/4",), out=str(tmp_path),
                       prefix=16, block=16, length=32, min_mass=0.0, screen=False, attack=True, geometry=False,

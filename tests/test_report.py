@@ -1,4 +1,4 @@
-"""The panel report (numeric.report) on hand-made cell records.
+"""The panel report (numeric.panel.report) on hand-made cell records.
 
 The records stand in for a panel directory; what is tested is the
 aggregation (integrity counts, medians, exclusion of unverified brackets) and
@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from numeric.report import summarise, write_report  # noqa: E402
+from numeric.panel.report import summarise, write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

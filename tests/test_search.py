@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from exact.verify import verify_file
-from numeric.attack import attack_rank
-from numeric.export import write_bracket_file
+from numeric.search.attack import attack_rank
+from numeric.search.export import write_bracket_file
 from numeric.search import search_brackets
-from numeric.upper import svd_baseline
+from numeric.search.upper import svd_baseline
 
 
 def _k(t):
@@ -146,8 +146,8 @@ def test_bad_input_is_a_value_error(matrix, eps, message):
 
 def test_spurious_float_attack_is_refused_exactly(monkeypatch):
     """A float 'success' of the attack is re-checked exactly; wrong factors are not a soundness alarm."""
-    import numeric.search as ns
-    from numeric.attack import AttackResult
+    import numeric.search.driver as ns
+    from numeric.search.attack import AttackResult
 
     def fake(A, rank, eps, svd, **kw):
         return AttackResult(rank, eps, 0.0, True, np.zeros((A.shape[0], rank)), np.zeros((A.shape[1], rank)))
@@ -160,9 +160,9 @@ def test_spurious_float_attack_is_refused_exactly(monkeypatch):
 def test_an_exactly_verified_attack_fails_loudly(monkeypatch):
     """If the exact tier ever accepted a rank-(L-1) attack, the result says so and a warning is raised."""
     import exact.certificates as ec
-    import numeric.search as ns
+    import numeric.search.driver as ns
     from exact.verdict import verified
-    from numeric.attack import AttackResult
+    from numeric.search.attack import AttackResult
 
     real = ec.check_upper
 
@@ -184,7 +184,7 @@ def test_descent_row_map_extends_far_rows_and_verifies_exactly():
     satisfies A[S, :] G = I to rounding, and the exact tier accepts the exported witness."""
     from exact.certificates import RowReconstructionWitness, check_lower
     from exact.matrix import ExactMatrix
-    from numeric.lower import _voronoi, far_order, far_rows, far_rows_descent
+    from numeric.search.lower import _voronoi, far_order, far_rows, far_rows_descent
 
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(64, 8)), rng.normal(size=(64, 8))
@@ -209,7 +209,7 @@ def test_lp_svd_skips_subspaces_a_basis_vector_refutes():
     """K.3: gamma(W) <= ||A x|| / ||x|| for x in W, so a near-uniform matrix gets no LP-SVD witness, fast."""
     import time
 
-    from numeric.lower import lp_svd
+    from numeric.search.lower import lp_svd
 
     A = np.full((32, 32), 1 / 32) + 1e-3 * np.eye(32)
     A /= A.sum(axis=1, keepdims=True)

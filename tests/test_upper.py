@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from numeric import upper as up
-from numeric.attack import attack_rank
+from numeric.search.attack import attack_rank
 
 
 def _softmax(h):

@@ -8,7 +8,7 @@ generated once with CPython 3.11 and is shipped so that the token windows
 user runs. The docstrings are part of CPython, distributed under the PSF
 License Agreement, which permits redistribution with this notice.
 
-    python -m numeric.corpus.build_corpus > numeric/corpus/stdlib_docstrings.txt
+    python -m numeric.heads.corpus.build_corpus > numeric/heads/corpus/stdlib_docstrings.txt
 """
 from __future__ import annotations
 

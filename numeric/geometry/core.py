@@ -56,8 +56,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from numeric.extract import softmax_rows
-from numeric.upper import row_l1_norm
+from numeric.heads.extract import softmax_rows
+from numeric.search.norms import row_l1_norm
 
 __all__ = [
     "SVD_RANKS",

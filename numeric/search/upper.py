@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["UpperResult", "svd_baseline", "svd_factors", "refine", "search_upper", "row_l1_error",
-           "row_l1_norm", "pick_device"]
+from numeric.search.norms import row_l1_error, row_l1_norm
+
+__all__ = ["UpperResult", "svd_baseline", "svd_factors", "refine", "search_upper", "pick_device"]
 
 #: Hinge target as a fraction of the tolerance: pushing every row to 98% of
 #: eps leaves room for the float64 re-check and the exact check.
@@ -74,20 +75,6 @@ def pick_device(device=None):
     if device is not None:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def row_l1_norm(M: np.ndarray) -> float:
-    """Float64 ``||M||_row1 = max_i sum_j |M_ij|`` (0 for an empty matrix); an estimate, the exact tier decides.
-
-    >>> row_l1_norm(np.array([[0.5, -0.25], [0.125, 0.0]]))
-    0.75
-    """
-    return float(np.abs(M).sum(axis=1).max()) if M.size else 0.0
-
-
-def row_l1_error(A: np.ndarray, P: np.ndarray, Q: np.ndarray) -> float:
-    """Float64 ``||A - P Q^T||_row1`` (an estimate; the exact tier decides)."""
-    return row_l1_norm(A - P @ Q.T) if P.shape[1] else row_l1_norm(A)
 
 
 @dataclass(frozen=True)

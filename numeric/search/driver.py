@@ -10,7 +10,7 @@ its search; output keeps the caller's order):
 
 1. slack (K.5): for logit targets, ``alpha`` proved by ``exact.slack``; the
    lower side is searched at ``eps + alpha``, the upper side at ``eps - alpha``;
-2. lower: every family of ``numeric.lower`` (trivial, Frobenius K.2,
+2. lower: every family of ``numeric.search.lower`` (trivial, Frobenius K.2,
    truncated pseudo-inverse and decoded inverse K.3, row-side reconstruction
    on far rows with a Voronoi, LP-optimal or descent map, grown by the
    screened greedy and the LP swap search), strongest first,
@@ -36,10 +36,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from numeric.attack import ATTACK_FRACTION, attack_rank
-from numeric.export import rational_string
-from numeric.lower import LowerCandidate, lower_candidates, strongest_rows
-from numeric.upper import pick_device, search_upper, svd_baseline
+from numeric.search.attack import ATTACK_FRACTION, attack_rank
+from numeric.search.export import rational_string
+from numeric.search.lower import LowerCandidate, lower_candidates, strongest_rows
+from numeric.search.upper import pick_device, search_upper, svd_baseline
 
 __all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
            "STOCHASTIC_TOL", "UPPER_SAFETY"]
@@ -179,7 +179,7 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
         H = validate_matrix(logits, "logits", stochastic=False)
         if H.shape != A.shape:
             raise ValueError(f"logits {H.shape} and matrix {A.shape} differ in shape")
-        from numeric.slack import target_slack
+        from numeric.search.slack import target_slack
 
         slack_q, slack_f = target_slack(H, A)
         tensors[f"{id_prefix}/logits"] = H

@@ -1,8 +1,8 @@
 """Deterministic inputs ("sources") for the learned-head panel (paper section 6).
 
 Text sources are token windows of the shipped corpus
-``numeric/corpus/stdlib_docstrings.txt`` (CPython standard-library
-docstrings, see ``numeric/corpus/build_corpus.py``). Source ``k`` starts at
+``numeric/heads/corpus/stdlib_docstrings.txt`` (CPython standard-library
+docstrings, see ``numeric/heads/corpus/build_corpus.py``). Source ``k`` starts at
 token ``k * stride`` of the tokenised corpus, where the stride spreads
 ``MAX_SOURCES`` windows evenly over it; so source ``k`` is the same window
 whatever ``--sources N`` is, and a 2-source demo is a prefix of the 64-source

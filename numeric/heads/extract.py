@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.models import LoadedModel, ModelInputError
+from numeric.heads.models import LoadedModel, ModelInputError
 
 __all__ = [
     "PREFIX", "BLOCK", "ENCODER_LENGTH", "LOCAL_WINDOW", "LOCAL_MASS_MAX",
@@ -294,8 +294,8 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
 
 def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, prefix: int = PREFIX,
                block: int = BLOCK, image_dir=None):
-    """The panel's source ``index`` for this model's family (see numeric.sources)."""
-    from numeric.sources import image_source, text_source
+    """The panel's source ``index`` for this model's family (see numeric.heads.sources)."""
+    from numeric.heads.sources import image_source, text_source
 
     if loaded.family == "vit":
         cfg = loaded.model.config

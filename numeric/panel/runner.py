@@ -1,7 +1,7 @@
 """Run the learned-head panel: extract, search, export, verify exactly (paper section 6).
 
-For every (head, source) cell: extract the head (numeric.extract), search
-brackets at each tolerance with the float tier (numeric.search), write one
+For every (head, source) cell: extract the head (numeric.heads.extract), search
+brackets at each tolerance with the float tier (numeric.search.driver), write one
 bracket file, re-verify it with the exact tier (exact.verify, the checker of
 ``python -m exact verify``), check every upper factorisation directly
 (||A - P Q^T||_row1 <= eps - slack, in exact arithmetic) and append a row per
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from numeric.attack import SoundnessError
+from numeric.search.attack import SoundnessError
 
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "PanelError", "CellTask", "run_cell", "run_panel",
            "read_rows", "BASE_COLUMNS", "main"]
@@ -84,7 +84,7 @@ _MODELS: dict = {}
 
 
 def _model(spec: str):
-    from numeric.models import load_model
+    from numeric.heads.models import load_model
 
     if spec not in _MODELS:
         _MODELS[spec] = load_model(spec)
@@ -131,15 +131,15 @@ def _optional(module: str, name: str, errors: dict | None = None):
 
 
 def geometry_available() -> bool:
-    return (_optional("numeric.geometry", "cell_descriptors") is not None
-            or _optional("numeric.native", "native_features") is not None)
+    return (_optional("numeric.geometry.core", "cell_descriptors") is not None
+            or _optional("numeric.geometry.native", "native_features") is not None)
 
 
 def _geometry_columns(cap) -> dict:
     """Columns from issue 7's modules when they exist; an error is recorded, not raised."""
     cols, errors = {}, {}
-    cell_descriptors = _optional("numeric.geometry", "cell_descriptors", errors)
-    native_features = _optional("numeric.native", "native_features", errors)
+    cell_descriptors = _optional("numeric.geometry.core", "cell_descriptors", errors)
+    native_features = _optional("numeric.geometry.native", "native_features", errors)
     for module, error in errors.items():
         cols[f"{module.rsplit('.', 1)[1]}_error"] = error
     for fn, args, tag in ((cell_descriptors, (cap.logits, cap.matrix), "geometry"),
@@ -179,7 +179,7 @@ def run_cell(task: CellTask) -> list[dict]:
     """Extract, search, export, verify one (head, source) cell; rows per eps."""
     import numpy as np
 
-    from numeric.extract import extract_heads, source_for
+    from numeric.heads.extract import extract_heads, source_for
 
     _worker_init()  # also on Dask workers: one torch thread per worker
     out = Path(task.out)
@@ -202,8 +202,8 @@ def run_cell(task: CellTask) -> list[dict]:
     if status != "ok":
         rows = [dict(base, eps=e, status=status) for e in task.eps]
     else:
-        from numeric.export import write_bracket_file
-        from numeric.search import search_brackets
+        from numeric.search.export import write_bracket_file
+        from numeric.search.driver import search_brackets
 
         eps_values = [Fraction(e) for e in task.eps]
         res = search_brackets(cap.matrix, eps_values, logits=cap.logits, id_prefix=task.key,
@@ -300,9 +300,9 @@ def write_table(out, rows) -> Path:
 
 
 def _user_errors():
-    from numeric.extract import ExtractionError
-    from numeric.models import ModelInputError
-    from numeric.sources import SourceError
+    from numeric.heads.extract import ExtractionError
+    from numeric.heads.models import ModelInputError
+    from numeric.heads.sources import SourceError
 
     return (ExtractionError, ModelInputError, SourceError, PanelError)
 
@@ -358,7 +358,7 @@ def run_panel(tasks: list[CellTask], *, workers: int = 1, scheduler: str | None 
 
 def _preflight(model: str, heads, *, prefix: int, block: int, length: int):
     """Check the model spec, its config and the head roster before any work (exit 2 on error)."""
-    from numeric.models import PRESETS, family_of, minilm_path
+    from numeric.heads.models import PRESETS, family_of, minilm_path
 
     if model in PRESETS:
         path = minilm_path()
@@ -390,7 +390,7 @@ def _preflight(model: str, heads, *, prefix: int, block: int, length: int):
 
 
 def _parse_eps(text: str) -> tuple:
-    from numeric.export import rational_string
+    from numeric.search.export import rational_string
 
     out = []
     for item in text.split(","):
@@ -408,7 +408,7 @@ def _parse_eps(text: str) -> tuple:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from numeric.extract import BLOCK, ENCODER_LENGTH, PREFIX
+    from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX
 
     p = argparse.ArgumentParser(prog="python -m numeric panel", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -428,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-screen", dest="screen", action="store_false", help="decoders: keep local heads")
     p.add_argument("--no-attack", dest="attack", action="store_false", help="skip rank-(L-1) attacks")
     p.add_argument("--geometry", dest="geometry", action="store_true", default=None,
-                   help="add issue-7 descriptor columns (default: on when numeric.geometry imports)")
+                   help="add issue-7 descriptor columns (default: on when numeric.geometry.core imports)")
     p.add_argument("--no-geometry", dest="geometry", action="store_false")
     p.add_argument("--device", help="torch device for the search (default: the float tier's choice)")
     p.add_argument("--images", help="ViT: directory of images (default: synthetic images)")
@@ -443,8 +443,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from numeric.extract import parse_heads
-        from numeric.sources import MAX_SOURCES
+        from numeric.heads.extract import parse_heads
+        from numeric.heads.sources import MAX_SOURCES
 
         if args.heads:
             try:
@@ -496,7 +496,7 @@ def main(argv=None) -> int:
     (out / "panel.json").write_text(json.dumps({"summary": summary, "argv": sys.argv if argv is None else argv},
                                                indent=1))
     if args.report if args.report is not None else args.demo:
-        from numeric.report import write_report
+        from numeric.panel.report import write_report
         summary["report"] = str(write_report(out))
     if args.json:
         print(json.dumps(summary))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.geometry import intrinsic_profile_score
+from numeric.geometry.core import intrinsic_profile_score
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -135,7 +135,7 @@ def _family_curves(path: Path, rows, eps) -> bool:
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - formatters below
 
-    from numeric.geometry import SVD_RANKS
+    from numeric.geometry.core import SVD_RANKS
 
     families = sorted({str(r.get("family", "?")) for r in rows})
     fig, ax = plt.subplots(figsize=(6, 4.5))

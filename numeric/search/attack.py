@@ -2,7 +2,7 @@
 
 A lower certificate ``r_eps(A) >= L`` says no rank-(L-1) matrix is within
 eps of A. The attack runs the strongest upper machinery of
-``numeric.upper`` (truncated SVD, then refinement from two starts with twice
+``numeric.search.upper`` (truncated SVD, then refinement from two starts with twice
 the usual steps) at rank ``L - 1`` and tolerance ``eps (1 - 1e-3)``; a float
 success is re-checked exactly, and an exactly verified success is a
 soundness bug: ``search_brackets`` records it and warns, and every caller
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numeric.upper import DEFAULT_ITERS, compress, refine, row_l1_error, row_l1_norm, svd_factors
+from numeric.search.norms import row_l1_error, row_l1_norm
+from numeric.search.upper import DEFAULT_ITERS, compress, refine, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 

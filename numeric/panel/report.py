@@ -177,7 +177,7 @@ def _save(fig, path: Path) -> Path:
 
 def write_report(out) -> Path:
     """Write ``out/report.md`` and its figures; returns the report path."""
-    from numeric.panel import read_rows
+    from numeric.panel.runner import read_rows
 
     out = Path(out)
     if not (out / "cells").is_dir():
@@ -262,7 +262,7 @@ def write_report(out) -> Path:
 
 def _geometry_section(rows, figdir) -> str:
     try:
-        from numeric.report_geometry import geometry_section
+        from numeric.panel.report_geometry import geometry_section
     except ImportError:
         return ""
     try:

@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from numeric.lp import LPFailed, min_norm_row_decoder
-from numeric.upper import row_l1_norm
+from numeric.search.lp import LPFailed, min_norm_row_decoder
+from numeric.search.norms import row_l1_norm
 
 __all__ = ["LowerCandidate", "lower_candidates", "far_order"]
 
@@ -561,7 +561,7 @@ def rows_swap(A: np.ndarray, eps: float, S: list[int], budget_s: float = SWAP_BU
 def lp_svd(A: np.ndarray, eps: float, Vt: np.ndarray, start: int,
            budget_s: float = LP_BUDGET_S) -> LowerCandidate | None:
     """K.3 with the LP-optimal R on ``W = span(V_d)`` (norm ``1/gamma(W)``), d from ``start`` up."""
-    from numeric.lp import min_norm_left_inverse
+    from numeric.search.lp import min_norm_left_inverse
 
     t0 = time.perf_counter()
     best = None

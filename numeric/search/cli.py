@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.extract import softmax_rows
+from numeric.heads.extract import softmax_rows
 
 PROG = "python -m numeric bracket"
 
@@ -57,7 +57,7 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
 
 
 def _parse_eps_list(text: str) -> list[str]:
-    from numeric.search import parse_eps
+    from numeric.search.driver import parse_eps
 
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     try:
         eps_items = _parse_eps_list(args.eps)
         raw = _load(args.logits or args.matrix, args.tensor)
-        from numeric.search import validate_matrix
+        from numeric.search.driver import validate_matrix
 
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)
@@ -105,8 +105,8 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 
-    from numeric.export import write_bracket_file
-    from numeric.search import search_brackets
+    from numeric.search.export import write_bracket_file
+    from numeric.search.driver import search_brackets
 
     try:
         out = search_brackets(A, eps_items, logits=logits, id_prefix=args.id_prefix, device=args.device,
