@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
+from numeric.search.effort import DEFAULT_EFFORT, code_version, package_versions, parse_effort
 from numeric.search.export import rational_string
 from numeric.search.lower import LowerCandidate, lower_candidates, strongest_rows
 from numeric.search.upper import pick_device, search_upper, svd_baseline
@@ -82,6 +83,8 @@ class SearchOutput:
     cells: list
     tensors: dict
     results: list
+    #: run-level provenance: effort preset, seed, package versions, code version
+    provenance: dict = field(default_factory=dict)
 
 
 def parse_eps(e) -> Fraction:
@@ -152,18 +155,25 @@ def _lower_json(c: LowerCandidate, names: dict) -> dict:
 
 
 def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", device=None,
-                    attack: bool = True, provenance: dict | None = None) -> SearchOutput:
+                    attack: bool = True, provenance: dict | None = None, effort: str = DEFAULT_EFFORT,
+                    seed: int = 0) -> SearchOutput:
     """Search, exactly re-check and package brackets for ``matrix`` at each tolerance.
 
     ``matrix``: m x n row-stochastic float64; ``logits``: optional float64 with
     ``matrix`` its float64 row softmax (the claim is then about the exact
     softmax, with slack, K.5). ``eps_list``: tolerances in (0, 1] (float,
-    Fraction, str). Raises ValueError on bad input.
+    Fraction, str). ``effort``: a preset of ``numeric.search.effort``;
+    ``seed``: the cell's seed (``effort.cell_seed`` of its identity). Raises
+    ValueError on bad input.
     """
     from exact.certificates import TrivialLower, TrivialUpper, UpperFactors, check_lower, check_upper
     from exact.matrix import ExactMatrix
     from exact.rational import format_rational, to_fmpq, to_fraction
 
+    effort = parse_effort(effort)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    run_prov = {"effort": effort, "seed": seed, "versions": package_versions(), "code": code_version()}
     A = validate_matrix(matrix)
     eps_items = list(eps_list)
     eps_q = [parse_eps(e) for e in eps_items]
@@ -278,7 +288,8 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
                            "upper_margin": format_rational(U_margin) if U_margin is not None else None,
                            "attack_rank": L - 1 if attack_success is not None else None,
                            "attack_eps": repr(eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
-                           "attack_error": attack_error, "attack_success": attack_success}}
+                           "attack_error": attack_error, "attack_success": attack_success,
+                           "effort": effort, "seed": seed}}
         prov.update(provenance or {})
         cells.append({"id": cid, "eps": rational_string(eq), "target": dict(target),
                       "lower": {"rank": int(L), "witness": _lower_json(lower_c, names)},
@@ -290,4 +301,4 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
                                      prov["search"]["lower_margin"], prov["search"]["upper_margin"]))
     # cells and results in the caller's order of tolerances
     perm = sorted(range(len(order)), key=lambda k: order[k])
-    return SearchOutput([cells[i] for i in perm], tensors, [results[i] for i in perm])
+    return SearchOutput([cells[i] for i in perm], tensors, [results[i] for i in perm], run_prov)
