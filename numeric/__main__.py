@@ -3,7 +3,7 @@
 Commands:
   bracket   search and export brackets for one matrix or logit file
   panel     run the learned-head panel (extract, search, export, verify)
-  report    write the Markdown report of a panel directory
+  report    re-verify a panel directory and write its Markdown report
 """
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ import sys
 
 COMMANDS = {
     "bracket": "numeric.search.cli",
-    "panel": "numeric.panel.runner",
+    "panel": "numeric.panel.cli",
     "report": "numeric.panel.report",
 }
 
 
 def main(argv=None) -> int:
+    """Dispatch to a command; its process state (threads) is set here, once,
+    and restored when it returns (``numeric.panel.process.pinned_threads``)."""
+    from numeric.panel.process import pinned_threads
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(__doc__.strip(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
@@ -26,7 +30,8 @@ def main(argv=None) -> int:
             return 2
         return 0 if argv else 2
     module = importlib.import_module(COMMANDS[argv[0]])
-    return module.main(argv[1:])
+    with pinned_threads():
+        return module.main(argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The panel runner (numeric.panel.runner): bad input, end to end on tiny saved models,
-resumability, the Dask backend against a LocalCluster, and the report."""
+"""The panel (numeric.panel): bad input, end to end on tiny saved models,
+resumability and its refusal of another run identity, the Dask backend against
+a LocalCluster, and the report."""
 from __future__ import annotations
 
 import csv
@@ -85,7 +86,7 @@ def test_bad_inputs(tmp_path, tiny_gpt2):
 
 def in_process(capsys, *args):
     """``python -m numeric panel ARGS`` in this process (the model stays cached)."""
-    from numeric.panel.runner import main
+    from numeric.panel.cli import main
 
     capsys.readouterr()  # drop what the fixtures printed (saving bars)
     rc = main([str(a) for a in args])

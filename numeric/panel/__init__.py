@@ -1,8 +1,18 @@
-"""Running and reporting a panel: runner, table, report and figures.
+"""Running and reporting a panel: cells, runner, table, audit, report and figures.
 
-Owns: the panel runner (``runner``: extraction, search, export, exact
-verification, resumable), the report (``report``) and its geometry section.
+Owns, one concept per module, in the order a cell flows:
+
+- ``cli``: ``python -m numeric panel`` (arguments, run identity, summary);
+- ``provenance``: the run identity and ``panel.json`` (effort, tolerances,
+  versions, code); a resume with another identity is refused;
+- ``runner``: serial, local worker processes, or Dask (``cluster``);
+- ``cell``: one (head, source) cell: extract, search, export, verify, record;
+- ``table``: cell records and ``cells.csv``, written atomically;
+- ``process``: threads and descriptors, set only at the entry points;
+- ``audit``: every bracket file re-verified by the exact tier, records checked;
+- ``report``, ``figures``, ``report_geometry``: ``python -m numeric report``.
 
 May import: every other ``numeric`` subpackage and ``exact``. Nothing imports
-``numeric.panel``.
+``numeric.panel`` (but ``numeric.__main__``, for ``process``). Imports
+inside go one way: cli -> runner -> cell -> table; report -> audit -> table.
 """

@@ -1,0 +1,235 @@
+"""One panel cell: a (head, source) pair, extracted, searched, exported, verified.
+
+``run_cell(task)`` extracts the head (``numeric.heads``), searches brackets at
+each tolerance (``numeric.search.search_brackets`` with the task's effort and
+the cell's seed), writes one bracket file, re-verifies it with the exact tier
+(``exact.verify``), checks every upper factorisation directly (K.1 with the
+slack of K.5) and writes the cell record (``numeric.panel.table``). Every
+file is written atomically, the record last: a cell whose record exists is
+complete.
+
+``run_cell`` touches no process state (threads, environment, descriptors):
+the entry points set that (``numeric.panel.process``). Several cells may run
+at once in threads of one process (a Dask worker): the model cache is locked
+and every file name belongs to one cell.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from numeric.search.attack import SoundnessError
+from numeric.search.effort import DEFAULT_EFFORT, cell_seed
+from numeric.panel.table import atomic_write, read_record, record_path, write_record
+
+__all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check"]
+
+#: Characters kept of an exception message in a table column.
+ERROR_CHARS = 120
+#: Digits of the per-tolerance seconds in the table (milliseconds).
+SECONDS_DIGITS = 3
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """What one cell needs; ``identity`` is the run identity (JSON text, ``numeric.panel.provenance``)."""
+
+    model: str
+    layer: int
+    head: int
+    source: int
+    eps: tuple          # exact rational strings
+    out: str
+    prefix: int
+    block: int
+    length: int
+    min_mass: float
+    screen: bool
+    attack: bool
+    geometry: bool
+    device: str | None
+    image_dir: str | None
+    effort: str = DEFAULT_EFFORT
+    identity: str = "{}"
+
+    @property
+    def key(self) -> str:
+        return f"L{self.layer}H{self.head}_s{self.source:02d}"
+
+    def signature(self) -> dict:
+        """What a finished record must match to be reused (JSON-normalised)."""
+        return json.loads(json.dumps({
+            "model": self.model, "eps": list(self.eps), "prefix": self.prefix, "block": self.block,
+            "length": self.length, "min_mass": self.min_mass, "screen": self.screen, "attack": self.attack,
+            "geometry": self.geometry, "effort": self.effort, "identity": json.loads(self.identity)}))
+
+
+_MODELS: dict = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _model(spec: str):
+    from numeric.heads.models import load_model
+
+    with _MODELS_LOCK:
+        if spec not in _MODELS:
+            _MODELS[spec] = load_model(spec)
+        return _MODELS[spec]
+
+
+def _geometry_columns(cap) -> dict:
+    """The descriptor columns of ``numeric.geometry``; a failure is recorded in the row, not raised."""
+    from numeric.geometry.core import cell_descriptors
+    from numeric.geometry.native import native_features
+
+    cols = {}
+    for fn, args, tag in ((cell_descriptors, (cap.logits, cap.matrix), "geometry"),
+                          (native_features, (cap.Q, cap.K, cap.scale), "native")):
+        try:
+            cols.update({str(k): v for k, v in dict(fn(*args)).items()})
+        except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
+            cols[f"{tag}_error"] = f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"
+    return cols
+
+
+def direct_upper_check(cell: dict, tensors: dict) -> bool | None:
+    """||A - P Q^T||_row1 <= eps - slack, recomputed exactly from the file's tensors
+    (K.1 with the slack of K.5), outside the certificate code. None when the
+    upper witness is not a factorisation."""
+    up = cell.get("upper", {}).get("witness", {})
+    if up.get("kind") != "factors":
+        return None
+    from exact.matrix import ExactMatrix
+    from exact.norms import row_l1_norm
+    from exact.rational import parse_rational
+
+    A = ExactMatrix.from_float64(tensors[cell["target"]["matrix"]])
+    P = ExactMatrix.from_float64(tensors[up["P"]])
+    Q = ExactMatrix.from_float64(tensors[up["Q"]])
+    bound = parse_rational(cell["eps"]) - parse_rational(cell["target"].get("slack", "0"))
+    return bool(row_l1_norm(A - P @ Q.T) <= bound)
+
+
+def _eps_key(s) -> str:
+    return str(Fraction(s))
+
+
+def _status(task: CellTask, lm, cap) -> str:
+    if lm.family == "decoder" and cap.mass < task.min_mass:
+        return "dropped_mass"
+    if lm.family == "decoder" and task.screen and not cap.nonlocal_head:
+        return "dropped_local"
+    return "ok"
+
+
+def _save_head(path: Path, cap) -> None:
+    """The head's Q, K and logits, for later study (atomic)."""
+    import numpy as np
+    from safetensors.numpy import save
+
+    data = save({"Q": np.ascontiguousarray(cap.Q), "K": np.ascontiguousarray(cap.K),
+                 "logits": np.ascontiguousarray(cap.logits)},
+                metadata={"scale": repr(cap.scale), "provenance": json.dumps(cap.provenance)})
+    atomic_write(path, data)
+
+
+def _write_brackets(path: Path, res) -> None:
+    """The bracket file, written to a temporary name first and moved into place."""
+    from numeric.search.export import write_bracket_file
+
+    tmp = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
+    write_bracket_file(tmp, res.cells, res.tensors)
+    tmp.replace(path)
+
+
+def _verify(path: Path) -> dict:
+    from exact.verify import verify_file
+
+    try:
+        return {r.id: r for r in verify_file(path)}
+    except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
+        print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
+        return {}
+
+
+def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
+    """Search, export, verify: one row per tolerance, and the search's run provenance."""
+    from numeric.search.driver import search_brackets
+
+    out = Path(task.out)
+    res = search_brackets(cap.matrix, [Fraction(e) for e in task.eps], logits=cap.logits, id_prefix=task.key,
+                          device=task.device, attack=task.attack, provenance=cap.provenance,
+                          effort=task.effort, seed=seed)
+    path = out / "brackets" / f"{task.key}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_brackets(path, res)
+    _save_head(out / "heads" / f"{task.key}.safetensors", cap)
+    reports = _verify(path)
+    geo = _geometry_columns(cap) if task.geometry else {}
+    by_eps = {_eps_key(c["eps"]): c for c in res.cells}
+    rows = []
+    for rec in res.results:
+        e = _eps_key(rec.eps)
+        cell = by_eps.get(e)
+        rep = reports.get(cell["id"]) if cell else None
+        direct = direct_upper_check(cell, res.tensors) if cell else None
+        search_prov = (cell or {}).get("provenance", {}).get("search", {})
+        row = dict(base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
+                   upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
+                   slack=float(rec.slack) if rec.slack is not None else None, status="ok",
+                   verified=bool(rep and rep.verified), lower_verified=bool(rep and rep.lower.verified),
+                   upper_verified=bool(rep and rep.upper.verified),
+                   attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
+                   attack_success=bool(rec.attack_success),
+                   direct_checked=direct is not None, direct_passed=bool(direct),
+                   capped=bool(getattr(rec, "capped", False) or search_prov.get("capped", False)),
+                   cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank)
+        row.update(geo)
+        rows.append(row)
+        if rec.attack_success:
+            raise SoundnessError(f"SOUNDNESS BUG: rank-{rec.lower - 1} attack succeeded on {task.key} "
+                                 f"at eps {e} where L = {rec.lower} was certified")
+    return rows, dict(res.provenance)
+
+
+def run_cell(task: CellTask) -> list[dict]:
+    """Extract, search, export, verify one (head, source) cell; rows per eps."""
+    from numeric.heads.extract import extract_heads, source_for
+
+    lm = _model(task.model)
+    src = source_for(lm, task.source, length=task.length, prefix=task.prefix, block=task.block,
+                     image_dir=task.image_dir)
+    t0 = time.perf_counter()
+    cap = extract_heads(lm, src, [(task.layer, task.head)], prefix=task.prefix, block=task.block)[0]
+    seed = cell_seed(lm.weights_sha256, task.layer, task.head, src.source_id)
+    base = {"family": lm.family, "model": lm.name, "layer": task.layer, "head": task.head,
+            "source": src.source_id, "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
+            "mass": cap.mass, "min_mass": cap.min_mass, "local_mass": cap.local_mass,
+            "hf_max_abs_diff": cap.hf_max_abs_diff, "effort": task.effort, "seed": seed}
+    status = _status(task, lm, cap)
+    if status != "ok":
+        rows, search = [dict(base, eps=e, status=status) for e in task.eps], {}
+    else:
+        rows, search = _search_rows(task, lm, cap, base, seed)
+    write_record(task.out, task.key, {"signature": task.signature(), "rows": rows, "search": search,
+                                      "seed": seed, "seconds": time.perf_counter() - t0})
+    return rows
+
+
+def finished_rows(task: CellTask) -> list[dict] | None:
+    """The rows of a finished cell with the task's signature, or None (to be run)."""
+    try:
+        doc = read_record(record_path(task.out, task.key))
+    except ValueError:
+        return None
+    if doc.get("signature") != task.signature():
+        return None
+    for r in doc["rows"]:
+        if r.get("status") == "ok" and not (Path(task.out) / r.get("file", "")).is_file():
+            return None
+    return doc["rows"]

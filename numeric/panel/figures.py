@@ -1,0 +1,132 @@
+"""The report's figures (paper section 6): one PNG per function, from checked rows.
+
+Every row given here carries the ranks of the exact re-verification
+(``numeric.panel.audit``); ``plot_all`` writes the four figures and returns
+their paths by name.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+__all__ = ["plot_all", "CAPTIONS"]
+
+CAPTIONS = {"brackets": "Bracket intervals per head", "ratio": "U/L distribution",
+            "resolved": "Resolved fraction per layer", "u_over_n": "U/n per family"}
+DPI = 110
+#: The bracket plot's y axis is linear up to this rank, logarithmic above.
+SYMLOG_LINTHRESH = 4
+RATIO_BINS = 20
+#: Figure width: a minimum, and inches per head / per (layer, eps) / per (family, eps).
+MIN_WIDTH, WIDTH_PER_HEAD, WIDTH_PER_BAR, WIDTH_PER_BOX = 6, 0.9, 0.6, 1.5
+HEIGHT = 4
+#: Colour-map range: both ends of viridis are hard to see on white.
+CMAP_LOW, CMAP_SPAN = 0.1, 0.8
+
+
+def _eps_label(e) -> str:
+    return str(Fraction(e))
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def _brackets(plt, rows, eps_values, colours, path):
+    heads = sorted({(r["family"], r["layer"], r["head"]) for r in rows})
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_HEAD * len(heads) + 2), HEIGHT))
+    width = 0.8 / max(1, len(eps_values))
+    for k, e in enumerate(eps_values):
+        for i, h in enumerate(heads):
+            rs = [r for r in rows if (r["family"], r["layer"], r["head"]) == h and Fraction(r["eps"]) == e]
+            for j, r in enumerate(rs):
+                x = i - 0.4 + width * (k + 0.5) + (j - (len(rs) - 1) / 2) * width / (len(rs) + 1)
+                ax.vlines(x, r["L"], r["U"], color=colours[e], lw=2.5,
+                          label=f"eps = {_eps_label(e)}" if (i == 0 and j == 0) else None)
+                ax.plot([x, x], [r["L"], r["U"]], "_", color=colours[e], ms=6)
+    ax.set_xticks(range(len(heads)))
+    ax.set_xticklabels([f"{f[:3]} {l}.{h}" for f, l, h in heads], rotation=45, ha="right")
+    ax.set_ylabel("certified bracket [L, U]")
+    ax.set_yscale("symlog", linthresh=SYMLOG_LINTHRESH)
+    ax.set_ylim(bottom=0)
+    ax.set_title("Certified brackets per head (one bar per source)")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _ratio(plt, rows, eps_values, colours, path):
+    fig, ax = plt.subplots(figsize=(MIN_WIDTH, HEIGHT))
+    for e in eps_values:
+        ratios = [r["U"] / r["L"] for r in rows if Fraction(r["eps"]) == e and r["L"] > 0]
+        if ratios:
+            ax.hist(ratios, bins=RATIO_BINS, alpha=0.6, color=colours[e], label=f"eps = {_eps_label(e)}")
+    ax.set_xlabel("U / L")
+    ax.set_ylabel("brackets")
+    ax.set_title("Bracket width U / L (1 = closed)")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _resolved(plt, rows, eps_values, colours, path):
+    layers = sorted({(r["family"], r["layer"]) for r in rows})
+    width = 0.8 / max(1, len(eps_values))
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_BAR * len(layers) * len(eps_values)), HEIGHT))
+    for k, e in enumerate(eps_values):
+        fr = []
+        for fl in layers:
+            rs = [r for r in rows if (r["family"], r["layer"]) == fl and Fraction(r["eps"]) == e]
+            fr.append(sum(r["L"] == r["U"] for r in rs) / len(rs) if rs else 0.0)
+        ax.bar([i + (k - (len(eps_values) - 1) / 2) * width for i in range(len(layers))], fr, width=width,
+               color=colours[e], label=f"eps = {_eps_label(e)}")
+    ax.set_xticks(range(len(layers)))
+    ax.set_xticklabels([f"{f[:3]} L{l}" for f, l in layers])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("fraction closed (L = U)")
+    ax.set_title("Resolved fraction per layer")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _u_over_n(plt, rows, eps_values, colours, path):
+    """U / min(m, n) per family, each family at its own common shape."""
+    fams = sorted({(r["family"], r["n_rows"], r["n_cols"]) for r in rows})
+    width = 0.8 / max(1, len(eps_values))
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH - 1, WIDTH_PER_BOX * len(fams) * len(eps_values)), HEIGHT))
+    for k, e in enumerate(eps_values):
+        data = [[r["U"] / min(r["n_rows"], r["n_cols"]) for r in rows
+                 if (r["family"], r["n_rows"], r["n_cols"]) == f and Fraction(r["eps"]) == e] for f in fams]
+        pos = [i + (k - (len(eps_values) - 1) / 2) * width for i in range(len(fams))]
+        bp = ax.boxplot([d or [float("nan")] for d in data], positions=pos, widths=width * 0.9,
+                        patch_artist=True, manage_ticks=False)
+        for patch in bp["boxes"]:
+            patch.set_facecolor(colours[e])
+        ax.plot([], [], "s", color=colours[e], label=f"eps = {_eps_label(e)}")
+    ax.set_xticks(range(len(fams)))
+    ax.set_xticklabels([f"{f} {m}x{n}" for f, m, n in fams])
+    ax.set_ylabel("U / min(m, n)")
+    ax.set_title("Upper budget relative to the matrix size")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_all(rows: list[dict], figdir: Path) -> dict:
+    """Write the four figures of ``rows`` into ``figdir``; ``{name: path}``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figdir.mkdir(parents=True, exist_ok=True)
+    eps_values = sorted({Fraction(r["eps"]) for r in rows})
+    shades = [CMAP_LOW + CMAP_SPAN * i / max(1, len(eps_values) - 1) for i in range(len(eps_values))]
+    colours = dict(zip(eps_values, plt.cm.viridis(shades)))
+    args = (plt, rows, eps_values, colours)
+    return {"brackets": _brackets(*args, figdir / "brackets_per_head.png"),
+            "ratio": _ratio(*args, figdir / "u_over_l.png"),
+            "resolved": _resolved(*args, figdir / "resolved_per_layer.png"),
+            "u_over_n": _u_over_n(*args, figdir / "u_over_n.png")}

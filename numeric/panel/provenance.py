@@ -1,0 +1,108 @@
+"""What produced a panel directory: its run identity and ``panel.json`` (issue 12 item 3).
+
+The run identity is everything, besides the roster, that can change a
+cell's brackets: the model, the tolerances, the extraction settings, the
+effort preset, the package versions and the code (git commit and a digest of
+the ``numeric`` and ``exact`` sources). ``panel.json`` records it with the
+search's named tolerances and the last run's summary.
+
+Resuming into a directory whose identity differs is refused (``PanelError``,
+exit 2): cells from two identities are never mixed in one table. Choose a new
+``--out`` to run with other settings, code or packages.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from numeric.panel.table import RUN_NAME, atomic_write
+
+__all__ = ["PanelError", "source_digest", "run_identity", "check_resume", "write_run", "read_run"]
+
+#: The packages whose sources make up the code identity.
+SOURCE_PACKAGES = ("numeric", "exact")
+#: Bump when the layout of ``panel.json`` changes.
+RUN_FORMAT = 1
+
+
+class PanelError(ValueError):
+    """Bad panel input (exit 2)."""
+
+
+def source_digest() -> str:
+    """SHA-256 of the ``numeric`` and ``exact`` Python sources (path and bytes, sorted).
+
+    The git commit does not name uncommitted code; this digest does.
+    """
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for pkg in SOURCE_PACKAGES:
+        for p in sorted((root / pkg).rglob("*.py")):
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _search_tolerances() -> dict:
+    """The search driver's named tolerances (``numeric.search.driver``)."""
+    from numeric.search import driver
+
+    return {name: getattr(driver, name) for name in ("STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY")}
+
+
+def run_identity(*, model: str, eps, prefix: int, block: int, length: int, min_mass: float, screen: bool,
+                 attack: bool, geometry: bool, effort: str) -> dict:
+    """The identity every cell of a directory shares (JSON-normalised)."""
+    from numeric.search.effort import code_version, package_versions
+
+    code = dict(code_version(), source_sha256=source_digest())
+    return json.loads(json.dumps({
+        "model": model, "eps": list(eps), "prefix": prefix, "block": block, "length": length,
+        "min_mass": min_mass, "screen": screen, "attack": attack, "geometry": geometry, "effort": effort,
+        "tolerances": _search_tolerances(), "versions": package_versions(), "code": code}))
+
+
+def read_run(out) -> dict | None:
+    """``panel.json`` of a directory; None when absent; ``PanelError`` when unreadable."""
+    path = Path(out) / RUN_NAME
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise PanelError(f"{path} is unreadable: remove it or choose a new --out") from None
+    if not isinstance(doc, dict):
+        raise PanelError(f"{path} is not a panel run record")
+    return doc
+
+
+def _first_difference(a, b, path="") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{path}.{k}" if path else k)
+    return f"{path}: {json.dumps(a)} before, {json.dumps(b)} now"
+
+
+def check_resume(out, identity: dict) -> None:
+    """Refuse to add cells of another identity to a directory (``PanelError``).
+
+    A directory with cell records but no ``panel.json`` has an unknown
+    identity and is refused too.
+    """
+    doc = read_run(out)
+    if doc is None:
+        if any((Path(out) / "cells").glob("*.json")):
+            raise PanelError(f"{out} holds cells but no {RUN_NAME}: their settings are unknown; "
+                             f"choose a new --out")
+        return
+    before = doc.get("identity")
+    if before != identity:
+        raise PanelError(f"{out} was produced by another run identity ({_first_difference(before or {}, identity)}); "
+                         f"choose a new --out")
+
+
+def write_run(out, identity: dict, *, argv=None, summary: dict | None = None) -> Path:
+    """Write ``panel.json``: the identity, the command and the last summary."""
+    doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "summary": summary}
+    return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True))

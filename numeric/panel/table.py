@@ -1,0 +1,123 @@
+"""The panel's records on disk: cell markers, the cell table, atomic writes.
+
+A finished cell leaves ``DIR/cells/<key>.json`` (its signature, its rows, the
+search provenance); ``DIR/cells.csv`` is the table of all rows. The runner
+writes these files and the report reads them; both import this module and
+nothing else of each other.
+
+Every file is written atomically (a temporary file in the same directory,
+then ``os.replace``), so a process killed at any point leaves either the old
+file or the new one, never half of one.
+
+>>> sort_key({"family": "encoder", "layer": 1, "head": 2, "source": "text:0", "eps": "1/4"})
+('encoder', 1, 2, 'text:0', Fraction(1, 4))
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+__all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError", "atomic_write",
+           "write_record", "read_record", "read_rows", "write_table", "sort_key", "jsonable"]
+
+BASE_COLUMNS = [
+    "family", "model", "layer", "head", "source", "eps", "n_rows", "n_cols", "L", "U",
+    "lower_witness", "upper_witness", "seconds", "slack", "mass", "min_mass", "local_mass",
+    "status", "verified", "lower_verified", "upper_verified", "attack_run", "attack_success",
+    "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "effort", "seed", "capped",
+    "cell_id", "file",
+]
+#: Columns that measure time: they differ between two runs of the same cell
+#: and are left out when two tables are compared.
+TIMING_COLUMNS = ("seconds",)
+CELLS_DIR = "cells"
+TABLE_NAME = "cells.csv"
+RUN_NAME = "panel.json"
+
+
+class RecordError(ValueError):
+    """A cell record that cannot be read."""
+
+
+def atomic_write(path, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def jsonable(x):
+    """JSON fallback for numpy scalars (``.item()``) and anything else (``str``)."""
+    try:
+        return x.item()
+    except AttributeError:
+        return str(x)
+
+
+def record_path(out, key: str) -> Path:
+    return Path(out) / CELLS_DIR / f"{key}.json"
+
+
+def write_record(out, key: str, doc: dict) -> Path:
+    return atomic_write(record_path(out, key), json.dumps(doc, default=jsonable, sort_keys=True))
+
+
+def read_record(path) -> dict:
+    """One cell record; ``RecordError`` when it is unreadable or not a record."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise RecordError(f"{path}: unreadable cell record ({type(e).__name__})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        raise RecordError(f"{path}: not a cell record (no rows)")
+    return doc
+
+
+def sort_key(r: dict) -> tuple:
+    return (r.get("family", ""), r["layer"], r["head"], str(r["source"]), Fraction(r["eps"]))
+
+
+def read_rows(out, errors: list | None = None) -> list[dict]:
+    """All rows of a panel directory (from its cell records), sorted.
+
+    An unreadable record raises ``RecordError``, or is appended to ``errors``
+    when a list is given; it is never skipped silently.
+    """
+    rows = []
+    for p in sorted((Path(out) / CELLS_DIR).glob("*.json")):
+        try:
+            rows.extend(read_record(p)["rows"])
+        except RecordError as e:
+            if errors is None:
+                raise
+            errors.append(str(e))
+    rows.sort(key=sort_key)
+    return rows
+
+
+def table_text(rows) -> str:
+    """The CSV text of ``rows``: the base columns, then any extra ones sorted."""
+    extra = sorted({k for r in rows for k in r} - set(BASE_COLUMNS))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=BASE_COLUMNS + extra, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in BASE_COLUMNS + extra})
+    return buf.getvalue()
+
+
+def write_table(out, rows) -> Path:
+    return atomic_write(Path(out) / TABLE_NAME, table_text(rows))
