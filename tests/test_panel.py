@@ -140,13 +140,30 @@ def test_resume_skips_finished_cells(decoder_run):
     again = json.loads(proc.stdout.strip().splitlines()[-1])
     assert again["run"] == 0 and again["skipped"] == 4 and again["brackets"] == 8
     # a changed tolerance list, or a missing bracket file, makes a cell unfinished
-    from numeric.panel.runner import CellTask, _done
+    from numeric.panel.cell import CellTask, finished_rows
 
-    task = CellTask(model=str(args[2]), layer=0, head=1, source=0, eps=("1/4", "1/2"), out=str(out), prefix=16,
-                    block=16, length=256, min_mass=0.0, screen=False, attack=True, geometry=False, device=None,
-                    image_dir=None)
-    assert _done(task) is not None
-    assert _done(CellTask(**{**task.__dict__, "eps": ("1/2",)})) is None
+    identity = json.dumps(json.loads((out / "panel.json").read_text())["identity"], sort_keys=True)
+    task = CellTask(model=str(Path(args[2]).resolve()), layer=0, head=1, source=0, eps=("1/4", "1/2"), out=str(out),
+                    prefix=16, block=16, length=256, min_mass=0.0, screen=False, attack=True, geometry=False,
+                    device=None, image_dir=None, identity=identity)
+    assert finished_rows(task) is not None
+    assert finished_rows(CellTask(**{**task.__dict__, "eps": ("1/2",)})) is None
+    assert finished_rows(CellTask(**{**task.__dict__, "effort": "quick"})) is None
+
+
+def test_resume_with_another_identity_is_refused(decoder_run, capsys):
+    """Another effort or tolerance list into the same directory: exit 2, nothing run, nothing mixed."""
+    out, args, _ = decoder_run
+    before = (out / "cells.csv").read_text()
+    for change in (["--effort", "quick"], ["--eps", "0.5"]):
+        argv = [a for a in args[1:] if a not in ("--json", "--report")] + change
+        rc, cap = in_process(capsys, *argv)
+        assert rc == 2
+        lines = cap.err.strip().splitlines()
+        assert len(lines) == 1 and "another run identity" in lines[0], cap.err
+    assert (out / "cells.csv").read_text() == before
+    one_line_error(cli("panel", "--model", args[2], "--heads", "0.0", "--effort", "fast", "--out", out / "x"),
+                   "unknown effort 'fast'")
 
 
 def test_report_cli(decoder_run):
@@ -156,6 +173,7 @@ def test_report_cli(decoder_run):
     assert proc.returncode == 0, proc.stderr
     text = (out / "report.md").read_text()
     assert "## Integrity" in text and "| brackets re-verified exactly (both sides) | 8 | 8 |" in text
+    assert "## Errors" not in text and "effort preset `default`" in text
     for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
         assert (out / "figures" / png).stat().st_size > 1000
     one_line_error(cli("report", out / "nothing"), "not a panel directory")
@@ -173,15 +191,21 @@ def test_mass_and_locality_screens(tmp_path, tiny_gpt2, capsys):
 
 def test_dask_backend_local_cluster(tmp_path, tiny_bert):
     distributed = pytest.importorskip("distributed")
-    from numeric.panel.runner import CellTask, read_rows, run_panel
+    from numeric.panel.cell import CellTask
+    from numeric.panel.runner import run_panel
+    from numeric.panel.table import read_rows
 
     tasks = [CellTask(model=str(tiny_bert), layer=1, head=h, source=0, eps=("1/4",), out=str(tmp_path),
                       prefix=16, block=16, length=32, min_mass=0.0, screen=False, attack=True, geometry=False,
                       device=None, image_dir=None) for h in (0, 3)]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+    threads = torch.get_num_threads()
+    # two cells at once in two threads of this process: the cells touch no process
+    # state, and the worker plugin pins the threads and restores them at teardown
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster:
         counts = run_panel(tasks, scheduler=cluster.scheduler_address, quiet=True)
     assert counts == {"cells": 2, "run": 2, "skipped": 0}
+    assert torch.get_num_threads() == threads
     rows = read_rows(tmp_path)
     assert [(r["head"], r["n_rows"], r["verified"]) for r in rows] == [(0, 32, True), (3, 32, True)]
 

@@ -1,23 +1,35 @@
-"""The panel report (numeric.panel.report) on hand-made cell records.
+"""The panel report (numeric.panel.report): it re-verifies every bracket file and
+believes no record it did not check (issue 12 item 4).
 
-The records stand in for a panel directory; what is tested is the
-aggregation (integrity counts, medians, exclusion of unverified brackets) and
-that every figure is written."""
+A small panel directory is built from real bracket files (three random 8 x 8
+softmax matrices searched by ``search_brackets``) and records written beside
+them; copies of it are then damaged one way each (a record that lies, a file
+missing, truncated or unnamed, a record unreadable or of another run, no
+``panel.json``), and the report must list each damage as an error and exit 1.
+"""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
 
-from numeric.panel.report import summarise, write_report  # noqa: E402
+from numeric.panel.provenance import write_run  # noqa: E402
+from numeric.panel.report import main, summarise, write_report  # noqa: E402
+from numeric.panel.table import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+IDENTITY = {"effort": "quick", "eps": ["1/4", "1/2"], "versions": {"numpy": "9.9.9", "torch": "8.8.8"},
+            "code": {"version": "0.1.0", "commit": "c0ffee", "dirty": False, "source_sha256": "ab" * 32}}
+N_CELLS = 3
+EPS = ("1/4", "1/2")
 
 
 def row(layer, head, source, eps, L, U, *, verified=True, family="encoder", n=16, status="ok", **kw):
@@ -32,23 +44,114 @@ def row(layer, head, source, eps, L, U, *, verified=True, family="encoder", n=16
     return r
 
 
-def make_dir(tmp_path, rows) -> Path:
-    (tmp_path / "cells").mkdir(parents=True)
-    (tmp_path / "cells" / "all.json").write_text(json.dumps({"signature": {}, "rows": rows}))
-    return tmp_path
+def report_cli(path):
+    return subprocess.run([sys.executable, "-m", "numeric", "report", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
 
 
-ROWS = [
-    row(0, 1, 0, "1/4", 4, 4), row(0, 1, 1, "1/4", 3, 6), row(1, 2, 0, "1/4", 2, 5),
-    row(1, 2, 1, "1/4", 7, 9, verified=False),  # excluded from the figures and medians
-    row(0, 1, 0, "1/2", 1, 1), row(1, 2, 0, "1/2", 1, 2),
-    row(2, 0, 0, "1/4", None, None, status="dropped_mass", family="decoder", mass=0.01),
-]
+@pytest.fixture(scope="module")
+def panel_dir(tmp_path_factory):
+    """A panel directory of real bracket files; the ranks are those the files claim."""
+    from numeric.heads.extract import softmax_rows
+    from numeric.search import search_brackets
+    from numeric.search.export import write_bracket_file
+
+    out = tmp_path_factory.mktemp("panel")
+    write_run(out, IDENTITY, argv=[], summary=None)
+    for head in range(N_CELLS):
+        key = f"L0H{head}_s00"
+        logits = 3.0 * np.random.default_rng(head).standard_normal((8, 8))
+        res = search_brackets(softmax_rows(logits), list(EPS), id_prefix=key, attack=False, effort="quick")
+        write_bracket_file(out / "brackets" / f"{key}.safetensors", res.cells, res.tensors)
+        rows = [row(0, head, 0, c["eps"], c["lower"]["rank"], c["upper"]["rank"], n=8, cell_id=c["id"],
+                    file=f"brackets/{key}.safetensors") for c in res.cells]
+        write_record(out, key, {"signature": {"identity": IDENTITY}, "rows": rows})
+    return out
+
+
+def damaged(panel_dir, tmp_path) -> Path:
+    out = tmp_path / "run"
+    shutil.copytree(panel_dir, out)
+    return out
+
+
+def assert_error(out, *needles):
+    """The in-process report (one verification process) lists an error with every needle and exits 1."""
+    assert main([str(out), "--workers", "1"]) == 1
+    text = (out / "report.md").read_text()
+    assert "## Errors" in text
+    errors = [line for line in text.splitlines() if line.startswith("- ")]
+    assert any(all(n in line for n in needles) for line in errors), (needles, errors)
+    return text
+
+
+def test_clean_panel_reverified(panel_dir):
+    proc = report_cli(panel_dir)
+    assert proc.returncode == 0, proc.stderr
+    text = (panel_dir / "report.md").read_text()
+    n = N_CELLS * len(EPS)
+    assert f"| brackets re-verified exactly (both sides) | {n} | {n} |" in text
+    assert "## Errors" not in text
+    # the report says what produced the run
+    assert "effort preset `quick`" in text and "numpy 9.9.9" in text and "commit c0ffee" in text
+    for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
+        assert (panel_dir / "figures" / png).stat().st_size > 1000
+        assert f"figures/{png}" in text
+
+
+def test_record_that_disagrees(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    rec = out / "cells" / "L0H1_s00.json"
+    doc = json.loads(rec.read_text())
+    doc["rows"][0]["U"] += 1           # the record claims a rank the file does not
+    rec.write_text(json.dumps(doc))
+    text = assert_error(out, doc["rows"][0]["cell_id"], "U =", "exact pass")
+    n = N_CELLS * len(EPS) - 1          # the lying row is not counted
+    assert f"| brackets re-verified exactly (both sides) | {n} | {n} |" in text
+
+
+def test_missing_and_truncated_files(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    (out / "brackets" / "L0H0_s00.safetensors").unlink()
+    f = out / "brackets" / "L0H2_s00.safetensors"
+    f.write_bytes(f.read_bytes()[:100])
+    text = assert_error(out, "L0H0_s00", "missing")
+    assert any("L0H2_s00" in line and "unreadable" in line for line in text.splitlines())
+    assert "| brackets re-verified exactly (both sides) | 2 | 2 |" in text
+
+
+def test_file_no_record_names(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    (out / "cells" / "L0H1_s00.json").unlink()
+    assert_error(out, "L0H1_s00/eps=1/4", "no record names")
+
+
+def test_unreadable_and_foreign_records(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    (out / "cells" / "L0H0_s00.json").write_text("{not json")
+    rec = out / "cells" / "L0H1_s00.json"
+    doc = json.loads(rec.read_text())
+    doc["signature"]["identity"] = dict(IDENTITY, effort="thorough")
+    rec.write_text(json.dumps(doc))
+    text = assert_error(out, "L0H0_s00.json", "unreadable cell record")
+    assert any("L0H1_s00.json" in line and "another run identity" in line for line in text.splitlines())
+
+
+def test_missing_panel_json(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    (out / "panel.json").unlink()
+    text = assert_error(out, "panel.json", "missing")
+    assert "effort preset `unknown`" in text
 
 
 def test_summarise_counts_and_medians():
-    s = summarise(ROWS)
+    rows = [row(0, 1, 0, "1/4", 4, 4), row(0, 1, 1, "1/4", 3, 6), row(1, 2, 0, "1/4", 2, 5),
+            row(1, 2, 1, "1/4", 7, 9, verified=False, capped=True),  # excluded from the medians
+            row(0, 1, 0, "1/2", 1, 1), row(1, 2, 0, "1/2", 1, 2),
+            row(2, 0, 0, "1/4", None, None, status="dropped_mass", family="decoder", mass=0.01)]
+    s = summarise(rows)
     assert s["brackets"] == 6 and s["verified"] == 5 and len(s["unverified"]) == 1 and len(s["dropped"]) == 1
+    assert [r["cell_id"] for r in s["capped"]] == ["L1H2-1/4"]
     q = s["per_eps"][Fraction(1, 4)]
     assert q["brackets"] == 3 and q["closed"] == 1
     assert q["median_U_over_L"] == 2.0          # ratios 1, 2, 2.5
@@ -57,23 +160,15 @@ def test_summarise_counts_and_medians():
     assert s["direct_checked"] == 6 and s["direct_passed"] == 6
 
 
-def test_report_files(tmp_path):
-    out = make_dir(tmp_path / "run", ROWS)
-    path = write_report(out)
-    text = path.read_text()
-    assert "| brackets re-verified exactly (both sides) | 5 | 6 |" in text
-    assert "Unverified brackets" in text and "L1H2-1/4" in text
-    assert "dropped_mass" in text
-    for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
-        assert (out / "figures" / png).stat().st_size > 1000
-        assert f"figures/{png}" in text
-
-
 def test_report_cli_errors(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "numeric", "report", str(tmp_path / "missing")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = report_cli(tmp_path / "missing")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     (tmp_path / "cells").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "numeric", "report", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = report_cli(tmp_path)
     assert proc.returncode == 2 and "no finished cells" in proc.stderr
+
+
+def test_write_report_in_process(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    rep = write_report(out, workers=1)
+    assert rep.ok and rep.brackets == rep.verified == N_CELLS * len(EPS) and rep.errors == []

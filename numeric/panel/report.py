@@ -209,9 +209,9 @@ def write_report(out, workers: int | None = None) -> Report:
     out = Path(out)
     if not (out / CELLS_DIR).is_dir():
         raise ReportError(f"{out} is not a panel directory (no {CELLS_DIR}/ in it)")
-    checked = audit(out, workers)
-    if not checked.rows and not checked.errors:
+    if not any((out / CELLS_DIR).glob("*.json")) and not any((out / "brackets").glob("*.safetensors")):
         raise ReportError(f"{out} has no finished cells")
+    checked = audit(out, workers)
     s = summarise(checked.rows)
     L = _header(checked.rows, s, checked.run) + _integrity(s, checked.errors) + _tables(s)
     L += _figures_and_drops(s, out)
