@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from numeric.panel.cell import CellTask
@@ -44,6 +45,7 @@ MIN_MASS = 0.1  # decoders: drop cells whose mean retained prefix mass is below 
 #: Exit status when some bracket was not verified (as ``python -m exact verify``).
 EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
+EXIT_WORKER_DIED = 3  # a worker was killed: the run is incomplete (resumable), not wrong
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 
 
@@ -221,6 +223,10 @@ def main(argv=None) -> int:
     except SoundnessError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_UNVERIFIED
+    except BrokenProcessPool:
+        print(f"{PROG}: a worker process died (finished cells are kept; rerun the same command to resume)",
+              file=sys.stderr)
+        return EXIT_WORKER_DIED
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted (finished cells are kept)", file=sys.stderr)
         return EXIT_INTERRUPTED

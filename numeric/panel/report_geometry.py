@@ -25,6 +25,9 @@ __all__ = ["geometry_section", "spearman"]
 # The paper's headline tolerance (Table 1); the plots use it when the panel
 # has it, otherwise the median tolerance present.
 HEADLINE_EPS = 0.25
+#: Two float tolerances within this are the same table tolerance (they come from exact rationals).
+EPS_MATCH = 1e-12
+DPI = 110
 
 _INTRINSIC = (("kappa_upper", "intrinsic size kappa(C) (upper)", True), ("tau0", "residual tau(0) = 2 tanh(q(C)/4)", False))
 _NATIVE = (
@@ -77,7 +80,7 @@ def _pick_eps(rows) -> float | None:
     if not eps:
         return None
     for e in eps:
-        if abs(e - HEADLINE_EPS) < 1e-12:
+        if abs(e - HEADLINE_EPS) < EPS_MATCH:
             return e
     return eps[len(eps) // 2]
 
@@ -122,7 +125,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
     if drew:
         axes[0][0].legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return drew
 
@@ -163,46 +166,13 @@ def _family_curves(path: Path, rows, eps) -> bool:
         ax.set_ylabel("tau(T_r) = 2 tanh(q(C - T_r)/4)")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return drew
 
-
-def geometry_section(rows, outdir) -> str:
-    """Markdown for the interaction-geometry section; PNGs written to ``outdir``."""
-    rows = [dict(r) for r in rows]
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    lines = ["## Interaction geometry (issue 7)", ""]
-    have = [r for r in rows if math.isfinite(_num(r.get("kappa_upper")))]
-    if not have:
-        lines.append("No cell carries geometry columns (kappa_upper missing); nothing to plot.")
-        return "\n".join(lines) + "\n"
-    eps = _pick_eps(have)
-    sel = [r for r in have if eps is None or abs(_num(r.get("eps")) - eps) < 1e-12]
-    eps = eps if eps is not None else math.nan
-    lines += [
-        f"Certified brackets [L, U] at eps = {eps:g} against the intrinsic profile of each cell "
-        "(MATH.md section 3): size kappa(C) (gauge-optimised MEB radius product; the "
-        "double-difference lower bound is in the table) and residual tau(0). Every descriptor "
-        "bound has a rigorous `*_cert` column next to the float one. The ranks are certified; "
-        "the descriptors are descriptive and never a certificate (C_r unknown).",
-        "",
-    ]
-    if _scatter(outdir / "geometry_intrinsic.png", sel, _INTRINSIC, eps):
-        lines += ["![U and L against intrinsic size and residual](geometry_intrinsic.png)", ""]
-    if _family_curves(outdir / "geometry_family.png", sel, eps):
-        lines += [
-            "Logit-SVD family (J.2): size and residual of the same retained T_r, one curve per "
-            "cell. Theorem 1 needs tau(T_r) < eps; setting C_r = 1 would not be a certificate.",
-            "",
-            "![J.2 family: kappa(T_r) against tau(T_r)](geometry_family.png)",
-            "",
-        ]
-    if any(math.isfinite(_num(r.get("gamma_native"))) for r in sel):
-        if _scatter(outdir / "geometry_native.png", sel, _NATIVE, eps):
-            lines += ["![U and L against native features](geometry_native.png)", ""]
-
+def _family_table(sel, eps) -> list:
+    """Medians and Spearman correlations of U with the descriptors, per family."""
+    lines = []
     families = sorted({str(r.get("family", "?")) for r in sel})
     lines += [
         "| family | cells | median kappa lower | median kappa upper | median tau0 | "
@@ -227,7 +197,12 @@ def geometry_section(rows, outdir) -> str:
         "(C_r set to one: a shape diagnostic, never a certificate).",
         "",
     ]
+    return lines
 
+
+def _gauge_audit(have) -> list:
+    """Appendix L.7: diagonal Q/K gauges move the native features, never the intrinsic ones."""
+    lines = []
     ratios = sorted(
         {k.split("_g")[-1] for r in have for k in r if k.startswith("gamma_native_move_g")},
         key=lambda s: _num(s),
@@ -250,6 +225,12 @@ def geometry_section(rows, outdir) -> str:
                 f"{_fmt(np.nanmedian(col('width_spectrum_gap_move')))} |"
             )
         lines.append("")
+    return lines
+
+
+def _cert_summary(have) -> list:
+    """How far the rigorous descriptor bounds lie from the float ones."""
+    lines = []
     cert = [r for r in have if math.isfinite(_num(r.get("kappa_upper_cert")))]
     if cert:
         worst = max(_num(r["kappa_upper_cert"]) / _num(r["kappa_upper"]) - 1 for r in cert if _num(r["kappa_upper"]) > 0)
@@ -258,4 +239,43 @@ def geometry_section(rows, outdir) -> str:
             f"relative excess of the certified kappa upper bound over the float one is {_fmt(worst)}.",
             "",
         ]
+    return lines
+
+
+def geometry_section(rows, outdir) -> str:
+    """Markdown for the interaction-geometry section; PNGs written to ``outdir``."""
+    rows = [dict(r) for r in rows]
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    lines = ["## Interaction geometry (issue 7)", ""]
+    have = [r for r in rows if math.isfinite(_num(r.get("kappa_upper")))]
+    if not have:
+        lines.append("No cell carries geometry columns (kappa_upper missing); nothing to plot.")
+        return "\n".join(lines) + "\n"
+    eps = _pick_eps(have)
+    sel = [r for r in have if eps is None or abs(_num(r.get("eps")) - eps) < EPS_MATCH]
+    eps = eps if eps is not None else math.nan
+    lines += [
+        f"Certified brackets [L, U] at eps = {eps:g} against the intrinsic profile of each cell "
+        "(MATH.md section 3): size kappa(C) (gauge-optimised MEB radius product; the "
+        "double-difference lower bound is in the table) and residual tau(0). Every descriptor "
+        "bound has a rigorous `*_cert` column next to the float one. The ranks are certified; "
+        "the descriptors are descriptive and never a certificate (C_r unknown).",
+        "",
+    ]
+    if _scatter(outdir / "geometry_intrinsic.png", sel, _INTRINSIC, eps):
+        lines += ["![U and L against intrinsic size and residual](geometry_intrinsic.png)", ""]
+    if _family_curves(outdir / "geometry_family.png", sel, eps):
+        lines += [
+            "Logit-SVD family (J.2): size and residual of the same retained T_r, one curve per "
+            "cell. Theorem 1 needs tau(T_r) < eps; setting C_r = 1 would not be a certificate.",
+            "",
+            "![J.2 family: kappa(T_r) against tau(T_r)](geometry_family.png)",
+            "",
+        ]
+    if any(math.isfinite(_num(r.get("gamma_native"))) for r in sel):
+        if _scatter(outdir / "geometry_native.png", sel, _NATIVE, eps):
+            lines += ["![U and L against native features](geometry_native.png)", ""]
+
+    lines += _family_table(sel, eps) + _gauge_audit(have) + _cert_summary(have)
     return "\n".join(lines) + "\n"

@@ -32,9 +32,6 @@ BASE_COLUMNS = [
     "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "effort", "seed", "capped",
     "cell_id", "file",
 ]
-#: Columns that measure time: they differ between two runs of the same cell
-#: and are left out when two tables are compared.
-TIMING_COLUMNS = ("seconds",)
 CELLS_DIR = "cells"
 TABLE_NAME = "cells.csv"
 RUN_NAME = "panel.json"
