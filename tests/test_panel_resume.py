@@ -20,9 +20,9 @@ pytest.importorskip("transformers")
 psutil = pytest.importorskip("psutil")
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADS = "0.1,3.5"
-SOURCES = 2
-N_CELLS = 4                         # 2 heads x 2 sources
+HEADS = "0.1"
+SOURCES = 3
+N_CELLS = 3                         # 1 head x 3 sources: with 2 workers, one is queued at the first kill
 EPS = ("1/4", "1/2")
 #: Fields that measure time, and so differ between two runs of the same cell.
 TIMING = {"seconds"}
@@ -82,6 +82,21 @@ def test_two_runs_identical(reference, tmp_path):
     assert rows == table(reference)
     assert {r["capped"] for r in rows} == {"False"} and len({r["seed"] for r in rows}) == N_CELLS
     assert bracket_files(out) == bracket_files(reference)
+
+
+def test_kill_worker_mid_panel_and_resume(reference, tmp_path):
+    out = tmp_path / "killed"
+    rc, err, done = start_and_kill(out, "workers")
+    assert rc == 3, err            # a worker died: the run stops, resumable
+    assert "Traceback" not in err and "resume" in err
+    resumes_to_reference(out, reference, done)
+
+
+def test_kill_main_process_mid_panel_and_resume(reference, tmp_path):
+    out = tmp_path / "killed"
+    rc, _, done = start_and_kill(out, "main")
+    assert rc == -signal.SIGKILL
+    resumes_to_reference(out, reference, done)
     assert sorted(p.name for p in (out / "brackets").glob("*")) == sorted(p.name for p in (reference / "brackets").glob("*"))
 
 
@@ -90,8 +105,9 @@ def _workers(proc) -> list:
     return [c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())]
 
 
-def test_kill_worker_mid_panel_and_resume(reference, tmp_path):
-    out = tmp_path / "killed"
+def start_and_kill(out, victim):
+    """Start a two-worker panel, and kill -9 its workers or its main process after
+    the first finished cell; the number of cells finished then, and stderr."""
     proc = subprocess.Popen(panel_args(out, workers=2), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -100,20 +116,40 @@ def test_kill_worker_mid_panel_and_resume(reference, tmp_path):
             time.sleep(POLL_S)
         workers = _workers(proc)
         assert workers, "no worker processes to kill"
-        for w in workers:
-            w.send_signal(signal.SIGKILL)
+        for p in (workers if victim == "workers" else [psutil.Process(proc.pid)]):
+            p.send_signal(signal.SIGKILL)
         _, err = proc.communicate(timeout=300)
+        # orphaned workers notice their parent's death and exit (guard timeout only)
+        _, alive = psutil.wait_procs(workers, timeout=60)
+        assert not alive, alive
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 3, err            # a worker died: the run stops, resumable
-    assert "Traceback" not in err and "resume" in err
     done = len(list((out / "cells").glob("*.json")))
     assert 1 <= done < N_CELLS                  # killed mid-panel
+    return proc.returncode, err, done
+
+
+def resumes_to_reference(out, reference, done):
     summary = run_panel(out, workers=2)
     assert summary["skipped"] == done and summary["run"] == N_CELLS - done
     rows = table(out)
     assert len(rows) == N_CELLS * len(EPS) and len({r["cell_id"] for r in rows}) == len(rows)
     assert rows == table(reference)
     assert bracket_files(out) == bracket_files(reference)
+
+
+def test_kill_worker_mid_panel_and_resume(reference, tmp_path):
+    out = tmp_path / "killed"
+    rc, err, done = start_and_kill(out, "workers")
+    assert rc == 3, err            # a worker died: the run stops, resumable
+    assert "Traceback" not in err and "resume" in err
+    resumes_to_reference(out, reference, done)
+
+
+def test_kill_main_process_mid_panel_and_resume(reference, tmp_path):
+    out = tmp_path / "killed"
+    rc, _, done = start_and_kill(out, "main")
+    assert rc == -signal.SIGKILL
+    resumes_to_reference(out, reference, done)

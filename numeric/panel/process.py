@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import time
 
 __all__ = ["WORKER_THREADS", "THREAD_VARIABLES", "pinned_threads", "worker_init"]
 
@@ -32,6 +34,11 @@ __all__ = ["WORKER_THREADS", "THREAD_VARIABLES", "pinned_threads", "worker_init"
 #: oversubscription, and a float result never depends on a thread count.
 WORKER_THREADS = 1
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: How often a worker checks that its parent still lives: an orphan (parent
+#: killed with kill -9) exits within this, instead of computing on unseen.
+PARENT_POLL_S = 1.0
+#: Exit status of a worker whose parent died.
+ORPHAN_EXIT = 70
 
 
 def _torch():
@@ -67,13 +74,22 @@ def pinned_threads(threads: int = WORKER_THREADS):
                 os.environ[v] = value
 
 
-def worker_init(silence_stdout: bool = False) -> None:
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(ORPHAN_EXIT)
+
+
+def worker_init(silence_stdout: bool = False, parent: int | None = None) -> None:
     """Initialiser of a panel worker process: state for the worker's whole life.
 
     ``silence_stdout``: stdout belongs to the parent (tables, ``--json``), so
     progress bars are disabled and what C code prints (solver banners) goes to
-    stderr instead.
+    stderr instead. ``parent``: the parent's pid; the worker exits when that
+    process dies (a record half-written is never left: records are atomic).
     """
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="panel-parent-watch").start()
     from threadpoolctl import threadpool_limits
 
     for v in THREAD_VARIABLES:

@@ -8,6 +8,7 @@ process, kill -9) resumes to the same table as an uninterrupted one.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -27,7 +28,7 @@ def _run_local(todo: list[CellTask], workers: int, progress) -> None:
     """Worker processes (spawned: no state inherited), each initialised by ``worker_init``."""
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx,
-                             initializer=worker_init, initargs=(True,)) as pool:
+                             initializer=worker_init, initargs=(True, os.getpid())) as pool:
         futures = [pool.submit(run_cell, t) for t in todo]
         try:
             for fut in as_completed(futures):
