@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -125,6 +126,16 @@ def test_decoder_panel_end_to_end(decoder_run):
         assert 1 <= int(r["L"]) <= int(r["U"]) <= 16
         assert r["verified"] == "True" and r["family"] == "decoder"
         assert 0 < float(r["mass"]) <= 1 and r["attack_success"] == "False"
+    assert len({r["seed"] for r in rows}) == 4 and {r["capped"] for r in rows} == {"False"}
+    assert {r["effort"] for r in rows} == {"default"}
+    run = json.loads((out / "panel.json").read_text())
+    ident = run["identity"]
+    assert ident["effort"] == "default" and ident["eps"] == ["1/4", "1/2"] and ident["prefix"] == 16
+    assert ident["versions"]["numpy"] == np.__version__ and ident["versions"]["torch"] == torch.__version__
+    assert set(ident["tolerances"]) == {"STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY"}
+    assert len(ident["code"]["source_sha256"]) == 64
+    assert sorted(map(str, run["summary"]["seeds"].values())) == sorted({r["seed"] for r in rows})
+    assert run["summary"]["capped"] == []
     # every bracket file it wrote passes the exact CLI on its own
     files = sorted((out / "brackets").glob("*.safetensors"))
     assert len(files) == 4

@@ -172,3 +172,12 @@ def test_write_report_in_process(panel_dir, tmp_path):
     out = damaged(panel_dir, tmp_path)
     rep = write_report(out, workers=1)
     assert rep.ok and rep.brackets == rep.verified == N_CELLS * len(EPS) and rep.errors == []
+
+
+def test_record_with_another_tolerance(panel_dir, tmp_path):
+    out = damaged(panel_dir, tmp_path)
+    rec = out / "cells" / "L0H2_s00.json"
+    doc = json.loads(rec.read_text())
+    doc["rows"][0]["eps"] = "1/3"
+    rec.write_text(json.dumps(doc))
+    assert_error(out, doc["rows"][0]["cell_id"], "eps = 1/3")

@@ -19,6 +19,7 @@ import multiprocessing as mp
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 from numeric.panel.table import CELLS_DIR, RecordError, read_record, sort_key
@@ -75,6 +76,13 @@ def _records(out: Path, run: dict | None, errors: list) -> list:
     return rows
 
 
+def _same_eps(a, b) -> bool:
+    try:
+        return Fraction(a) == Fraction(str(b))
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+
+
 def _check_row(r: dict, verdicts: dict, errors: list) -> dict | None:
     """The row with the exact pass's ranks and verdicts, or None (an error is recorded)."""
     cid, f = r.get("cell_id") or "?", r.get("file") or "?"
@@ -88,6 +96,9 @@ def _check_row(r: dict, verdicts: dict, errors: list) -> dict | None:
     rep = result["cells"].get(cid)
     if rep is None:
         errors.append(f"{cid}: no such cell in {f}")
+        return None
+    if not _same_eps(rep["eps"], r.get("eps")):
+        errors.append(f"{cid}: the record says eps = {r.get('eps')}, the file {rep['eps']}")
         return None
     checked = dict(r, L=rep["lower"], U=rep["upper"], lower_verified=rep["lower_verified"],
                    upper_verified=rep["upper_verified"],

@@ -202,6 +202,7 @@ def _summary(out: Path, counts: dict, seconds: float) -> tuple[dict, list]:
     return {"out": str(out), "cells": counts["cells"], "run": counts["run"], "skipped": counts["skipped"],
             "brackets": len(ok), "verified": sum(bool(r.get("verified")) for r in ok),
             "dropped": len(rows) - len(ok), "capped": [r["cell_id"] for r in ok if r.get("capped")],
+            "seeds": {f"L{r['layer']}H{r['head']} {r['source']}": r.get("seed") for r in rows},
             "all_verified": all(r.get("verified") for r in ok), "seconds": round(seconds, 2),
             "table": str(table)}, ok
 
