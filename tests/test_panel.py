@@ -230,3 +230,20 @@ def test_vit_panel(tmp_path, capsys):
     rows = list(csv.DictReader(open(out / "cells.csv")))
     assert [(r["family"], r["source"], r["n_rows"], r["verified"]) for r in rows] == [
         ("vit", "synthetic:0", "17", "True"), ("vit", "synthetic:1", "17", "True")]
+
+
+def test_entry_point_restores_process_state(tmp_path, tiny_gpt2, capsys):
+    """``python -m numeric`` called in-process: threads and variables as they were, whatever the exit."""
+    import os
+
+    from numeric.__main__ import main
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)            # not the entry point's 1: a restore is visible
+    env = os.environ.get("OMP_NUM_THREADS")
+    try:
+        assert main(["panel", "--model", str(tiny_gpt2), "--heads", "9.9", "--out", str(tmp_path)]) == 2
+        assert torch.get_num_threads() == 2 and os.environ.get("OMP_NUM_THREADS") == env
+        assert "outside" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
