@@ -98,6 +98,9 @@ def test_kill_main_process_mid_panel_and_resume(reference, tmp_path):
     assert rc == -signal.SIGKILL
     resumes_to_reference(out, reference, done)
     assert sorted(p.name for p in (out / "brackets").glob("*")) == sorted(p.name for p in (reference / "brackets").glob("*"))
+    heads = sorted((out / "heads").glob("*.safetensors"))
+    assert len(heads) == N_CELLS
+    assert all(p.read_bytes() == (reference / "heads" / p.name).read_bytes() for p in heads)
 
 
 def _workers(proc) -> list:
