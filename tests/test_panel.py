@@ -133,7 +133,7 @@ def test_decoder_panel_end_to_end(decoder_run):
     assert ident["effort"] == "default" and ident["eps"] == ["1/4", "1/2"] and ident["prefix"] == 16
     assert ident["versions"]["numpy"] == np.__version__ and ident["versions"]["torch"] == torch.__version__
     assert set(ident["tolerances"]) == {"STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY"}
-    assert len(ident["code"]["source_sha256"]) == 64
+    assert len(ident["code"]["source_sha256"]) == 64 and "commit" in run["code_version"]
     assert sorted(map(str, run["summary"]["seeds"].values())) == sorted({r["seed"] for r in rows})
     assert run["summary"]["capped"] == []
     # every bracket file it wrote passes the exact CLI on its own

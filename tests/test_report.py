@@ -27,7 +27,8 @@ from numeric.panel.table import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 IDENTITY = {"effort": "quick", "eps": ["1/4", "1/2"], "versions": {"numpy": "9.9.9", "torch": "8.8.8"},
-            "code": {"version": "0.1.0", "commit": "c0ffee", "dirty": False, "source_sha256": "ab" * 32}}
+            "code": {"version": "0.1.0", "source_sha256": "ab" * 32}}
+CODE_VERSION = {"version": "0.1.0", "commit": "c0ffee", "dirty": False}
 N_CELLS = 3
 EPS = ("1/4", "1/2")
 
@@ -58,6 +59,8 @@ def panel_dir(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("panel")
     write_run(out, IDENTITY, argv=[], summary=None)
+    run = json.loads((out / "panel.json").read_text())
+    (out / "panel.json").write_text(json.dumps(dict(run, code_version=CODE_VERSION)))
     for head in range(N_CELLS):
         key = f"L0H{head}_s00"
         logits = 3.0 * np.random.default_rng(head).standard_normal((8, 8))

@@ -151,5 +151,5 @@ def run_summary(run: dict | None) -> dict:
     """Effort, versions and code of ``panel.json`` for the report's header (empty when unknown)."""
     ident = (run or {}).get("identity") or {}
     return {"effort": ident.get("effort"), "versions": ident.get("versions") or {},
-            "code": ident.get("code") or {}, "eps": ident.get("eps"), "tolerances": ident.get("tolerances"),
+            "code": dict((run or {}).get("code_version") or {}, **(ident.get("code") or {})), "eps": ident.get("eps"), "tolerances": ident.get("tolerances"),
             "summary": (run or {}).get("summary")}

@@ -2,9 +2,11 @@
 
 The run identity is everything, besides the roster, that can change a
 cell's brackets: the model, the tolerances, the extraction settings, the
-effort preset, the package versions and the code (git commit and a digest of
-the ``numeric`` and ``exact`` sources). ``panel.json`` records it with the
-search's named tolerances and the last run's summary.
+effort preset, the package versions and the code (project version and a
+digest of the ``numeric`` and ``exact`` sources: a commit that changes only
+documentation keeps it, an uncommitted edit of the code changes it).
+``panel.json`` records it, with the search's named tolerances inside, the
+git commit of the last run (``code_version``) and the last run's summary.
 
 Resuming into a directory whose identity differs is refused (``PanelError``,
 exit 2): cells from two identities are never mixed in one table. Choose a new
@@ -53,13 +55,14 @@ def _search_tolerances() -> dict:
 def run_identity(*, model: str, eps, prefix: int, block: int, length: int, min_mass: float, screen: bool,
                  attack: bool, geometry: bool, effort: str) -> dict:
     """The identity every cell of a directory shares (JSON-normalised)."""
-    from numeric.search.effort import code_version, package_versions
+    from numeric.search.effort import package_versions
 
-    code = dict(code_version(), source_sha256=source_digest())
+    versions = package_versions()
+    code = {"version": versions.get("softrank-verify"), "source_sha256": source_digest()}
     return json.loads(json.dumps({
         "model": model, "eps": list(eps), "prefix": prefix, "block": block, "length": length,
         "min_mass": min_mass, "screen": screen, "attack": attack, "geometry": geometry, "effort": effort,
-        "tolerances": _search_tolerances(), "versions": package_versions(), "code": code}))
+        "tolerances": _search_tolerances(), "versions": versions, "code": code}))
 
 
 def read_run(out) -> dict | None:
@@ -103,6 +106,9 @@ def check_resume(out, identity: dict) -> None:
 
 
 def write_run(out, identity: dict, *, argv=None, summary: dict | None = None) -> Path:
-    """Write ``panel.json``: the identity, the command and the last summary."""
-    doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "summary": summary}
+    """Write ``panel.json``: the identity, the command, the git commit and the last summary."""
+    from numeric.search.effort import code_version
+
+    doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "code_version": code_version(),
+           "summary": summary}
     return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True))
