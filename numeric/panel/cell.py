@@ -10,8 +10,9 @@ complete.
 
 ``run_cell`` touches no process state (threads, environment, descriptors):
 the entry points set that (``numeric.panel.process``). Several cells may run
-at once in threads of one process (a Dask worker): the model cache is locked
-and every file name belongs to one cell.
+at once in threads of one process (a Dask worker): the model cache and the
+extraction (a process-wide patch of the attention function) are locked, and
+every file name belongs to one cell.
 """
 from __future__ import annotations
 
@@ -71,6 +72,11 @@ class CellTask:
 
 _MODELS: dict = {}
 _MODELS_LOCK = threading.Lock()
+#: Extraction wraps the attention function of the model's module for the
+#: length of one forward pass (``numeric.heads.extract.capture_attention``): a
+#: process-wide patch, so two threads must not extract at once. The search,
+#: the long part of a cell, runs unlocked.
+_EXTRACT_LOCK = threading.Lock()
 
 
 def _model(spec: str):
@@ -205,7 +211,8 @@ def run_cell(task: CellTask) -> list[dict]:
     src = source_for(lm, task.source, length=task.length, prefix=task.prefix, block=task.block,
                      image_dir=task.image_dir)
     t0 = time.perf_counter()
-    cap = extract_heads(lm, src, [(task.layer, task.head)], prefix=task.prefix, block=task.block)[0]
+    with _EXTRACT_LOCK:
+        cap = extract_heads(lm, src, [(task.layer, task.head)], prefix=task.prefix, block=task.block)[0]
     seed = cell_seed(lm.weights_sha256, task.layer, task.head, src.source_id)
     base = {"family": lm.family, "model": lm.name, "layer": task.layer, "head": task.head,
             "source": src.source_id, "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
