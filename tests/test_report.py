@@ -184,3 +184,19 @@ def test_record_with_another_tolerance(panel_dir, tmp_path):
     doc["rows"][0]["eps"] = "1/3"
     rec.write_text(json.dumps(doc))
     assert_error(out, doc["rows"][0]["cell_id"], "eps = 1/3")
+
+
+def test_capped_cells_listed(panel_dir, tmp_path):
+    """A capped search is not an error (its bracket is verified) but the report names it."""
+    out = damaged(panel_dir, tmp_path)
+    rec = out / "cells" / "L0H0_s00.json"
+    doc = json.loads(rec.read_text())
+    doc["rows"][1]["capped"] = True
+    rec.write_text(json.dumps(doc))
+    assert main([str(out), "--workers", "1"]) == 0
+    text = (out / "report.md").read_text()
+    n = N_CELLS * len(EPS)
+    assert f"| searches within their work budgets (not capped by the wall-clock safety cap) | {n - 1} | {n} |" in text
+    listed = text[text.index("Capped searches"):].split("\n\n")[1].splitlines()
+    assert listed == [f"- {doc['rows'][1]['cell_id']} (brackets/L0H0_s00.safetensors): lower verified True, "
+                      "upper verified True"]

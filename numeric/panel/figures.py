@@ -22,6 +22,8 @@ MIN_WIDTH, WIDTH_PER_HEAD, WIDTH_PER_BAR, WIDTH_PER_BOX = 6, 0.9, 0.6, 1.5
 HEIGHT = 4
 #: Colour-map range: both ends of viridis are hard to see on white.
 CMAP_LOW, CMAP_SPAN = 0.1, 0.8
+#: The bars of one x position (one per eps) share this much of the unit spacing.
+GROUP_WIDTH = 0.8
 
 
 def _eps_label(e) -> str:
@@ -40,12 +42,12 @@ def _save(fig, path: Path) -> Path:
 def _brackets(plt, rows, eps_values, colours, path):
     heads = sorted({(r["family"], r["layer"], r["head"]) for r in rows})
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_HEAD * len(heads) + 2), HEIGHT))
-    width = 0.8 / max(1, len(eps_values))
+    width = GROUP_WIDTH / max(1, len(eps_values))
     for k, e in enumerate(eps_values):
         for i, h in enumerate(heads):
             rs = [r for r in rows if (r["family"], r["layer"], r["head"]) == h and Fraction(r["eps"]) == e]
             for j, r in enumerate(rs):
-                x = i - 0.4 + width * (k + 0.5) + (j - (len(rs) - 1) / 2) * width / (len(rs) + 1)
+                x = i - GROUP_WIDTH / 2 + width * (k + 0.5) + (j - (len(rs) - 1) / 2) * width / (len(rs) + 1)
                 ax.vlines(x, r["L"], r["U"], color=colours[e], lw=2.5,
                           label=f"eps = {_eps_label(e)}" if (i == 0 and j == 0) else None)
                 ax.plot([x, x], [r["L"], r["U"]], "_", color=colours[e], ms=6)
@@ -74,7 +76,7 @@ def _ratio(plt, rows, eps_values, colours, path):
 
 def _resolved(plt, rows, eps_values, colours, path):
     layers = sorted({(r["family"], r["layer"]) for r in rows})
-    width = 0.8 / max(1, len(eps_values))
+    width = GROUP_WIDTH / max(1, len(eps_values))
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_BAR * len(layers) * len(eps_values)), HEIGHT))
     for k, e in enumerate(eps_values):
         fr = []
@@ -95,7 +97,7 @@ def _resolved(plt, rows, eps_values, colours, path):
 def _u_over_n(plt, rows, eps_values, colours, path):
     """U / min(m, n) per family, each family at its own common shape."""
     fams = sorted({(r["family"], r["n_rows"], r["n_cols"]) for r in rows})
-    width = 0.8 / max(1, len(eps_values))
+    width = GROUP_WIDTH / max(1, len(eps_values))
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH - 1, WIDTH_PER_BOX * len(fams) * len(eps_values)), HEIGHT))
     for k, e in enumerate(eps_values):
         data = [[r["U"] / min(r["n_rows"], r["n_cols"]) for r in rows

@@ -35,6 +35,10 @@ REFERENCE_EPS = Fraction(1, 4)  # the paper's table tolerance (section 6, Table 
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 #: Characters of the geometry section's failure message kept in the report.
 ERROR_CHARS = 200
+#: Hex digits of the sources digest shown in the header (the full one is in panel.json).
+DIGEST_CHARS = 16
+#: Digits of the prefix mass in the tables (a fraction in [0, 1]).
+MASS_DIGITS = 3
 
 
 class ReportError(ValueError):
@@ -118,7 +122,7 @@ def _header(rows, s, run) -> list:
     L.append(f"Produced with effort preset `{info['effort'] or 'unknown'}`, code "
              f"{code.get('version') or '?'} (commit {code.get('commit') or 'unknown'}"
              f"{', uncommitted changes' if code.get('dirty') else ''}; sources sha256 "
-             f"{(code.get('source_sha256') or 'unknown')[:16]}), packages "
+             f"{(code.get('source_sha256') or 'unknown')[:DIGEST_CHARS]}), packages "
              + (", ".join(f"{k} {v}" for k, v in sorted(info["versions"].items()) if v) or "unknown") + ".\n")
     summary = info["summary"]
     if isinstance(summary, dict) and "run" in summary:
@@ -172,7 +176,7 @@ def _tables(s) -> list:
               "|---|---|---|---:|---:|---:|---|---|---:|---:|"]
         L.extend(f"| {r['family']} | {r['layer']}.{r['head']} | {r['source']} | {r['n_rows']}x{r['n_cols']} | "
                  f"{r['L']} | {r['U']} | {r['lower_witness']} | {r['upper_witness']} | {_slack(r.get('slack'))} | "
-                 f"{_fmt(r.get('mass'), 3)} |" for r in ref)
+                 f"{_fmt(r.get('mass'), MASS_DIGITS)} |" for r in ref)
         L.append("")
     return L
 
@@ -185,7 +189,7 @@ def _figures_and_drops(s, out: Path) -> list:
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
     if s["dropped"]:
         L.append("## Dropped cells\n")
-        seen = sorted({(r["layer"], r["head"], r["source"], r["status"], round(r.get("mass") or 0, 3))
+        seen = sorted({(r["layer"], r["head"], r["source"], r["status"], round(r.get("mass") or 0, MASS_DIGITS))
                        for r in s["dropped"]})
         L.extend(f"- {layer}.{head} on {src}: {status} (mass {mass})" for layer, head, src, status, mass in seen)
         L.append("")
