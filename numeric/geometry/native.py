@@ -3,7 +3,7 @@
 The historical SoftRank block reads geometry off the model's own factors
 ``H = scale Q K^T``: radii of the query and key clouds, the SVD subspaces of the
 keys. A gauge ``Q -> Q G``, ``K -> K G^-T`` leaves H and A unchanged but moves
-all of these (E.2, E.3); the intrinsic descriptors of ``numeric.geometry.core``
+all of these (E.2, E.3); the intrinsic descriptors of ``numeric.geometry.descriptors``
 depend on H only through ``C = P_m H P_n`` and cannot move (F.1). The audit
 applies diagonal gauges of condition ratio 4 and 16 (Appendix L.7) and records
 how far each native feature moves and that the intrinsic ones do not.
@@ -30,14 +30,10 @@ import math
 
 import numpy as np
 
-from numeric.geometry.core import (
-    double_difference,
-    meb_radius,
-    one_blas_thread,
-    residual_q,
-    tau_of_q,
-    visible_interaction,
-)
+from numeric.geometry.blas import one_blas_thread
+from numeric.geometry.interaction import visible_interaction
+from numeric.geometry.meb import meb_radius
+from numeric.geometry.residual import double_difference, residual_q, tau_of_q
 
 __all__ = ["NATIVE_ENERGY_TOL", "AUDIT_RATIOS", "native_features", "diagonal_gauge"]
 
