@@ -178,7 +178,7 @@ def _size_problem(C: np.ndarray, dd: float, out: dict) -> _SizeProblem:
     out["kappa_resolved"] = 0
     if rank and kb.upper - kb.dual <= GAUGE_CONVERGED_RTOL * kb.upper:
         # solved on the canonical input: the optimum is a property of C, so
-        # re-solve on C's own factors to full accuracy (GAUGE_CONVERGED_RTOL).
+        # re-solve on C's own factors to full accuracy (GAUGE_EXACT_RTOL).
         root = np.sqrt(s[:rank])
         X0, Y0 = U[:, :rank] * root, Vt[:rank].T * root
         kb = kappa_factors(X0, Y0, dd=dd, gap_rtol=GAUGE_EXACT_RTOL)

@@ -47,6 +47,10 @@ NATIVE_ENERGY_TOL = 0.1
 # Condition ratios of the diagonal gauges in the paper's audit (Appendix L.7).
 AUDIT_RATIOS = (4, 16)
 
+# Floor of the denominator of a relative move: an intrinsic value of 0 (a
+# rank-one cell has q = 0) gives the absolute move instead of a division by 0.
+MOVE_FLOOR = 1e-300
+
 _NATIVE_KEYS = ("gamma_native", "svd_interaction_dim", "width_spectrum_gap", "native_shape", "native_residual_tau")
 
 
@@ -189,5 +193,5 @@ def _native_features(Q, K, scale, mask, ratios, audit) -> dict:
             out[f"{key}_move_{tag}"] = move
         out[f"logit_change_{tag}"] = float(np.abs(Hg - H).max())
         now = _intrinsic_quick(Hg)
-        out[f"intrinsic_move_{tag}"] = max(abs(a - b) / max(abs(b), 1e-300) for a, b in zip(now, base))
+        out[f"intrinsic_move_{tag}"] = max(abs(a - b) / max(abs(b), MOVE_FLOOR) for a, b in zip(now, base))
     return out
