@@ -22,8 +22,14 @@ def one_blas_thread():
     Nothing changes until the block is entered, and the previous limits are
     restored when it is left, also on an exception.
 
+    >>> from threadpoolctl import threadpool_info
+    >>> def blas_threads():
+    ...     return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    >>> before = blas_threads()
     >>> with one_blas_thread():
-    ...     pass
+    ...     inside = blas_threads()
+    >>> set(inside) <= {1}, blas_threads() == before
+    (True, True)
     """
     with threadpool_limits(limits=1, user_api="blas"):
         yield
