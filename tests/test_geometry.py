@@ -536,3 +536,18 @@ def test_one_blas_thread_restores_the_previous_limit():
         assert blas_threads() == before
         cell_descriptors(np.array([[0.0, 1.0], [1.0, 0.5]]), None, ranks=(1,))
         assert blas_threads() == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2**100), st.integers(1, 2**100))
+def test_float_rounding_of_balls_is_outward(p, q):
+    """For an arb ball (a square root here) float_down / float_up bound the
+    ball's exact endpoints, and no float lies strictly between (tightness)."""
+    from flint import ctx
+
+    with ctx.workprec(128):
+        ball = arb(fmpq(p, q)).sqrt()
+    a, b = _arb_ends(ball)
+    lo, hi = float_down(ball), float_up(ball)
+    assert Fraction(lo) <= a and b <= Fraction(hi)
+    assert Fraction(math.nextafter(lo, math.inf)) > a and Fraction(math.nextafter(hi, -math.inf)) < b
