@@ -16,9 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from numeric.geometry.core import (
-    CANON_BITS,
-    IntRat,
+from numeric.geometry import (
     canonical_interaction,
     cell_descriptors,
     double_difference,
@@ -27,11 +25,18 @@ from numeric.geometry.core import (
     residual_q,
     visible_interaction,
 )
+from numeric.geometry.bounds import double_centre, exact_image
+from numeric.geometry.interaction import CANON_BITS
 
 REL = 1e-9
 # absolute floor for descriptors whose true value is 0 (a residual of T = C,
 # a relative gap): rounding leaves them at 1e-15, where relative error is moot.
 ABS_FLOOR = 1e-12
+
+
+def _frac(x) -> Fraction:
+    """An fmpq as a Fraction (the tests' independent exact arithmetic)."""
+    return Fraction(int(x.p), int(x.q))
 
 
 def _close(a, b, rel=REL):
@@ -129,11 +134,12 @@ def test_q_matches_lp_and_exact_bounds_enclose(seed):
     m, n = rng.integers(2, 8, size=2)
     M = rng.standard_normal((m, n)) * rng.uniform(0.1, 5)
     lp = _q_lp(M)
-    res = residual_q(M, exact=IntRat.from_float(M))
+    res = residual_q(M, exact=exact_image(M))
+    lower, upper = _frac(res.lower), _frac(res.upper)
     assert abs(res.value - lp) <= 1e-9 * max(1.0, lp)
-    assert res.lower <= Fraction(lp) + Fraction(1, 10**9)
-    assert Fraction(lp) - Fraction(1, 10**9) <= res.upper
-    assert res.upper - res.lower <= Fraction(1, 10**9) * max(1, int(lp) + 1)
+    assert lower <= Fraction(lp) + Fraction(1, 10**9)
+    assert Fraction(lp) - Fraction(1, 10**9) <= upper
+    assert upper - lower <= Fraction(1, 10**9) * max(1, int(lp) + 1)
     # q is invariant under row and column shifts
     shifted = M + rng.standard_normal((m, 1)) + rng.standard_normal((1, n))
     assert abs(residual_q(shifted).value - res.value) <= 1e-9 * max(1.0, lp)
@@ -261,9 +267,9 @@ def test_coarse_canonical_grid_keeps_certificates_sound(monkeypatch, bits):
     rigorous upper bound pays for the rounding through the exact tail and
     still encloses the known kappa of a G.1 grid (and the size stays bracketed
     by the exact double difference)."""
-    import numeric.geometry.core as geo
+    import numeric.geometry.interaction as interaction
 
-    monkeypatch.setattr(geo, "CANON_BITS", bits)
+    monkeypatch.setattr(interaction, "CANON_BITS", bits)
     N, r, beta = 4, 2, 0.7
     pts = np.array(list(itertools.product(range(N), repeat=r)), dtype=float)
     H = -beta * ((pts[:, None, :] - pts[None, :, :]) ** 2).sum(-1)
@@ -317,13 +323,13 @@ def test_visible_interaction_is_double_centred_and_exact():
     H = rng.standard_normal((5, 4))
     C = visible_interaction(H)
     assert np.allclose(C.sum(0), 0) and np.allclose(C.sum(1), 0)
-    Cx = IntRat.from_float(H).double_centre()
+    Cx = double_centre(exact_image(H))
     Hf = [[Fraction(x) for x in row] for row in H.tolist()]
     rm = [sum(r) / 4 for r in Hf]
     cm = [sum(Hf[i][j] for i in range(5)) / 5 for j in range(4)]
     gm = sum(rm) / 5
     want = [Hf[i][j] - rm[i] - cm[j] + gm for i in range(5) for j in range(4)]
-    assert Cx.fractions() == want
+    assert [x for row in Cx.to_fractions() for x in row] == want
 
 
 @pytest.mark.parametrize(
@@ -355,8 +361,31 @@ from dataclasses import replace  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from numeric.geometry.core import tanh_bounds  # noqa: E402
+from flint import arb, fmpq  # noqa: E402
+
+from numeric.geometry.bounds import float_down, float_up, kappa_upper, tau_enclosure  # noqa: E402
 from tests.strategies import dyadics, matrices, to_float_rows  # noqa: E402
+
+
+# mpmath at 60 digits is the tests' independent oracle for tanh; its value is
+# within 1e-50 of the truth, far inside the slack below.
+_MP_DPS = 60
+_MP_SLACK = 1e-40
+
+
+def _mp(x):
+    import mpmath
+
+    x = Fraction(x)
+    with mpmath.workdps(_MP_DPS):
+        return mpmath.mpf(x.numerator) / x.denominator
+
+
+def _mp_tau(q: Fraction):
+    import mpmath
+
+    with mpmath.workdps(_MP_DPS):
+        return 2 * mpmath.tanh(_mp(q) / 4)
 
 
 def _exact_q(M):
@@ -401,8 +430,8 @@ def test_exact_q_and_size_bounds_enclose_brute_force(H):
     d = cell_descriptors(to_float_rows(H), None, ranks=(1, 2))
     assert d["q_residual_lower_cert"] <= truth_q <= d["q_residual_upper_cert"]
     assert abs(d["q_residual"] - float(truth_q)) <= 1e-12 * max(1.0, float(truth_q))
-    lo, hi = tanh_bounds(truth_q, truth_q)
-    assert d["tau0_lower_cert"] <= hi and lo <= d["tau0_upper_cert"]
+    truth_tau = _mp_tau(truth_q)
+    assert _mp(d["tau0_lower_cert"]) <= truth_tau + _MP_SLACK and truth_tau - _MP_SLACK <= _mp(d["tau0_upper_cert"])
     # the exact double difference is found, and kappa's rigorous bounds are ordered
     assert d["kappa_lower_cert"] <= truth_dd / 4
     assert abs(d["kappa_lower"] - float(truth_dd) / 4) <= 1e-12 * max(1.0, float(truth_dd))
@@ -410,29 +439,115 @@ def test_exact_q_and_size_bounds_enclose_brute_force(H):
     assert d["kappa_upper_cert"] >= d["kappa_dual"] * (1 - 1e-12)
 
 
+def _arb_ends(x) -> tuple[Fraction, Fraction]:
+    """The exact endpoints of an arb ball, read off its midpoint and radius."""
+    def exact(v):
+        man, ex = (int(t) for t in v.man_exp())
+        return Fraction(man) * Fraction(2) ** ex
+    mid, rad = exact(x.mid()), exact(x.rad())
+    return mid - rad, mid + rad
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.fractions(min_value=0, max_value=40, max_denominator=1000))
-def test_tanh_bounds_enclose(q):
-    import mpmath
-
-    lo, hi = tanh_bounds(q, q)
-    with mpmath.workdps(60):
-        t = 2 * mpmath.tanh(mpmath.mpf(q.numerator) / q.denominator / 4)
-        assert mpmath.mpf(lo.numerator) / lo.denominator <= t <= mpmath.mpf(hi.numerator) / hi.denominator
-    assert hi - lo < Fraction(1, 10**30)
+def test_tau_enclosure_encloses_mpmath(q):
+    """The arb balls of ``2 tanh(q/4)`` contain a 60-digit mpmath value and are
+    narrow (the rigorous tau columns are their outward roundings)."""
+    lo, hi = tau_enclosure(fmpq(q.numerator, q.denominator), fmpq(q.numerator, q.denominator))
+    truth = _mp_tau(q)
+    for ball in (lo, hi):
+        a, b = _arb_ends(ball)
+        assert _mp(a) <= truth <= _mp(b)
+        assert b - a < Fraction(1, 10**30)
+    assert _mp(float_down(lo)) <= truth <= _mp(float_up(hi))
 
 
 def test_kappa_certificate_survives_a_wrong_gauge_inverse():
     """Mutation: the certificate charges the defect D = I - Wh Wih exactly, so a
     corrupted inverse gauge loosens the bound but never makes it unsound."""
-    from numeric.geometry.core import _kappa_cert
-
     rng = np.random.default_rng(9)
     X0, Y0 = rng.standard_normal((9, 3)), rng.standard_normal((8, 3))
     kb = kappa_factors(X0, Y0)
-    good = _kappa_cert(X0, Y0, kb, Fraction(0))
-    assert float(good) <= kb.upper * (1 + 1e-9)
+    good = float_up(kappa_upper(X0, Y0, kb, arb(0)))
+    assert good <= kb.upper * (1 + 1e-9)
     for scale in (1e-8, 1e-3, 0.5):
         bad = replace(kb, Wih=kb.Wih + scale * rng.standard_normal(kb.Wih.shape))
-        cert = _kappa_cert(X0, Y0, bad, Fraction(0))
-        assert float(cert) >= kb.dual * (1 - 1e-12) and float(cert) >= kb.dd
+        cert = float_up(kappa_upper(X0, Y0, bad, arb(0)))
+        assert cert >= kb.dual * (1 - 1e-12) and cert >= kb.dd
+
+
+# ---------------------------------------------------------------------------
+# directed rounding of exact values to float64
+
+
+def _nearest_float(x: Fraction) -> float:
+    return x.numerator / x.denominator  # Python's int division rounds correctly
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(2**120), 2**120), st.integers(1, 2**90), st.integers(-60, 60))
+def test_float_rounding_is_directed_and_tight(p, q, shift):
+    """float_down/float_up enclose the exact rational and are the adjacent floats
+    (checked in Fractions, independently of arb)."""
+    x = Fraction(p, q) * Fraction(2) ** shift
+    lo, hi = float_down(fmpq(x.numerator, x.denominator)), float_up(fmpq(x.numerator, x.denominator))
+    assert Fraction(lo) <= x <= Fraction(hi)
+    f = _nearest_float(x)
+    if Fraction(f) == x:
+        assert lo == hi == f
+    else:
+        assert math.nextafter(lo, math.inf) == hi and lo in (f, math.nextafter(f, -math.inf))
+
+
+@pytest.mark.parametrize("x", [Fraction(1, 3 * 2**1060), Fraction(-1, 3 * 2**1060), Fraction(3 * 2**1100),
+                               Fraction(-(3 * 2**1100)), Fraction(2**1024 - 1)])
+def test_float_rounding_outside_the_normal_range_stays_directed(x):
+    """Below 2^-1022 and beyond the largest float the rounding is conservative
+    (0, +-2^-1022, the largest float or an infinity), never on the wrong side."""
+    q = fmpq(x.numerator, x.denominator)
+    lo, hi = float_down(q), float_up(q)
+    assert lo <= hi
+    assert lo == -math.inf or Fraction(lo) <= x
+    assert hi == math.inf or x <= Fraction(hi)
+
+
+# ---------------------------------------------------------------------------
+# BLAS state is scoped
+
+
+def test_one_blas_thread_restores_the_previous_limit():
+    """one_blas_thread limits BLAS inside the block only; cell_descriptors leaves
+    the process's BLAS setting as it found it."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from numeric.geometry import one_blas_thread
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    if not blas_threads():
+        pytest.skip("no BLAS library that threadpoolctl can control")
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        ctx = one_blas_thread()  # creating the context changes nothing
+        assert blas_threads() == before
+        with ctx:
+            assert set(blas_threads()) == {1}
+        assert blas_threads() == before
+        cell_descriptors(np.array([[0.0, 1.0], [1.0, 0.5]]), None, ranks=(1,))
+        assert blas_threads() == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2**100), st.integers(1, 2**100))
+def test_float_rounding_of_balls_is_outward(p, q):
+    """For an arb ball (a square root here) float_down / float_up bound the
+    ball's exact endpoints, and no float lies strictly between (tightness)."""
+    from flint import ctx
+
+    with ctx.workprec(128):
+        ball = arb(fmpq(p, q)).sqrt()
+    a, b = _arb_ends(ball)
+    lo, hi = float_down(ball), float_up(ball)
+    assert Fraction(lo) <= a and b <= Fraction(hi)
+    assert Fraction(math.nextafter(lo, math.inf)) > a and Fraction(math.nextafter(hi, -math.inf)) < b

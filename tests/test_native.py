@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from numeric.geometry.core import cell_descriptors
+from numeric.geometry import cell_descriptors
 from numeric.geometry.native import AUDIT_RATIOS, diagonal_gauge, native_features
 
 

@@ -3,7 +3,7 @@
 The historical SoftRank block reads geometry off the model's own factors
 ``H = scale Q K^T``: radii of the query and key clouds, the SVD subspaces of the
 keys. A gauge ``Q -> Q G``, ``K -> K G^-T`` leaves H and A unchanged but moves
-all of these (E.2, E.3); the intrinsic descriptors of ``numeric.geometry.core``
+all of these (E.2, E.3); the intrinsic descriptors of ``numeric.geometry.descriptors``
 depend on H only through ``C = P_m H P_n`` and cannot move (F.1). The audit
 applies diagonal gauges of condition ratio 4 and 16 (Appendix L.7) and records
 how far each native feature moves and that the intrinsic ones do not.
@@ -30,14 +30,10 @@ import math
 
 import numpy as np
 
-from numeric.geometry.core import (
-    double_difference,
-    meb_radius,
-    one_blas_thread,
-    residual_q,
-    tau_of_q,
-    visible_interaction,
-)
+from numeric.geometry.blas import one_blas_thread
+from numeric.geometry.interaction import visible_interaction
+from numeric.geometry.meb import meb_radius
+from numeric.geometry.residual import double_difference, residual_q, tau_of_q
 
 __all__ = ["NATIVE_ENERGY_TOL", "AUDIT_RATIOS", "native_features", "diagonal_gauge"]
 
@@ -50,6 +46,10 @@ NATIVE_ENERGY_TOL = 0.1
 
 # Condition ratios of the diagonal gauges in the paper's audit (Appendix L.7).
 AUDIT_RATIOS = (4, 16)
+
+# Floor of the denominator of a relative move: an intrinsic value of 0 (a
+# rank-one cell has q = 0) gives the absolute move instead of a division by 0.
+MOVE_FLOOR = 1e-300
 
 _NATIVE_KEYS = ("gamma_native", "svd_interaction_dim", "width_spectrum_gap", "native_shape", "native_residual_tau")
 
@@ -193,5 +193,5 @@ def _native_features(Q, K, scale, mask, ratios, audit) -> dict:
             out[f"{key}_move_{tag}"] = move
         out[f"logit_change_{tag}"] = float(np.abs(Hg - H).max())
         now = _intrinsic_quick(Hg)
-        out[f"intrinsic_move_{tag}"] = max(abs(a - b) / max(abs(b), 1e-300) for a, b in zip(now, base))
+        out[f"intrinsic_move_{tag}"] = max(abs(a - b) / max(abs(b), MOVE_FLOOR) for a, b in zip(now, base))
     return out

@@ -50,6 +50,7 @@ LOCAL_WINDOW = 8      # tokens behind the query that count as "local" (project c
 LOCAL_MASS_MAX = 0.5  # a head is local when over half its causal mass is that close (project choice)
 HF_TOLERANCE = 1e-5   # the tests' bound on |our float64 softmax - HF probabilities| (tiny float32 models)
 HF_ABS_FLOOR = 1e-6   # absolute floor of the run-time bound (float32 softmax rounding of p <= 1)
+HF_SAFETY = 2.0       # the run-time bound allows twice the first-order rounding estimate
 
 
 class ExtractionError(ValueError):
@@ -110,14 +111,15 @@ def hf_tolerance(q: np.ndarray, k: np.ndarray, scale: float, unit_roundoff: floa
     """Bound on |model probabilities - our float64 softmax| from the model's rounding.
 
     The model's logit ``scale * q_i . k_j`` in working precision u is off by at
-    most ``gamma_d * scale * sum_t |q_it k_jt|`` with ``gamma_d ~ d u``
-    (Higham, dot products); a logit perturbation of at most delta moves each
-    softmax probability by at most ``exp(2 delta) - 1 ~ 2 delta``. We allow
-    twice that, plus ``HF_ABS_FLOOR``.
+    most ``gamma * scale * sum_t |q_it k_jt|`` with ``gamma ~ (d + 2) u``
+    (Higham, dot products: d roundings in the sum, one for the scaling, one for
+    the mask); a logit perturbation of at most delta moves each softmax
+    probability by at most ``exp(2 delta) - 1 ~ 2 delta``. We allow
+    ``HF_SAFETY`` times that, plus ``HF_ABS_FLOOR``.
     """
     d = q.shape[1]
     worst = float(np.max(np.abs(q) @ np.abs(k).T)) * abs(scale)
-    return HF_ABS_FLOOR + 4.0 * (d + 2) * unit_roundoff * worst
+    return HF_ABS_FLOOR + HF_SAFETY * 2.0 * (d + 2) * unit_roundoff * worst
 
 
 @dataclass
@@ -163,7 +165,8 @@ def capture_attention(model):
             m.eager_attention_forward = originals[name]
 
 
-def _forward(loaded: LoadedModel, source, calls):
+def _forward(loaded: LoadedModel, source):
+    """One forward pass with ``output_attentions``; the model's probabilities (or None)."""
     import torch
 
     model = loaded.model
@@ -175,23 +178,15 @@ def _forward(loaded: LoadedModel, source, calls):
             ids = torch.tensor([list(source.input_ids)], dtype=torch.long)
             kw = {"use_cache": False} if loaded.family == "decoder" else {}
             out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True, **kw)
-    att = getattr(out, "attentions", None)
-    return att
+    return getattr(out, "attentions", None)
 
 
 def _module_paths(model) -> dict:
     return {id(m): name for name, m in model.named_modules()}
 
 
-def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, block: int = BLOCK,
-                  compare: bool = True) -> list[HeadCapture]:
-    """Run ``source`` through the model once and capture ``heads`` [(layer, head)].
-
-    The capture is checked against the model's ``output_attentions`` (max
-    absolute difference recorded; above ``HF_TOLERANCE`` is an error).
-    """
-    import torch
-
+def _check_request(loaded: LoadedModel, source, heads, prefix: int, block: int) -> None:
+    """Refuse heads outside the model and decoder blocks longer than the source."""
     for layer, head in heads:
         if not (0 <= layer < loaded.num_layers and 0 <= head < loaded.num_heads):
             raise ExtractionError(f"head {layer}.{head} outside the model's {loaded.num_layers} layers "
@@ -202,8 +197,10 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
             raise ExtractionError("prefix and block must be positive")
         if n_tokens is not None and n_tokens < prefix + block:
             raise ExtractionError(f"sequence of {n_tokens} tokens is shorter than prefix {prefix} + block {block}")
-    with capture_attention(loaded.model) as calls:
-        att = _forward(loaded, source, calls)
+
+
+def _check_calls(loaded: LoadedModel, calls, att, compare: bool) -> None:
+    """One captured attention call per layer, and the model's probabilities when compared."""
     if not calls:
         raise ExtractionError(f"model {loaded.name} produced no attention calls to capture "
                               "(unsupported attention path)")
@@ -211,83 +208,152 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
         raise ExtractionError(f"captured {len(calls)} attention calls for {loaded.num_layers} layers")
     if compare and (att is None or len(att) != loaded.num_layers or att[0] is None):
         raise ExtractionError(f"model {loaded.name} returns no attention probabilities (output_attentions)")
+
+
+@dataclass(frozen=True)
+class _Head:
+    """One head of one captured call: projections ``q`` [query, dim], ``k``
+    [key, dim] (float64), the full causal-or-not logits with the model's mask,
+    and that mask (or None)."""
+
+    q: np.ndarray
+    k: np.ndarray
+    kv_head: int
+    full: np.ndarray
+    mask: np.ndarray | None
+
+
+def _head_logits(c: _Call, layer: int, head: int, prefix_block: tuple[int, int] | None) -> _Head:
+    """The head's projections and full logits ``scaling q k^T + mask``; causal
+    when ``prefix_block = (prefix, block)`` is given (decoders)."""
+    import torch
+
+    q = c.query[0, head].to(torch.float64).cpu().numpy()
+    groups = getattr(c.module, "num_key_value_groups", 1) or 1
+    kv_head = head // groups
+    if c.key.shape[1] * groups != c.query.shape[1]:
+        raise ExtractionError(f"layer {layer}: {c.query.shape[1]} query heads vs {c.key.shape[1]} key heads")
+    k = c.key[0, kv_head].to(torch.float64).cpu().numpy()
+    n = q.shape[0]
+    full = c.scaling * (q @ k.T)
+    mask = None
+    if c.mask is not None:
+        if c.mask.dtype == torch.bool:  # True = attend
+            mk = np.where(c.mask.cpu().numpy(), 0.0, -np.inf)
+        else:
+            mk = c.mask.to(torch.float64).cpu().numpy()
+        mask = np.broadcast_to(mk, (mk.shape[0], mk.shape[1], n, k.shape[0]))[0, min(head, mk.shape[1] - 1)]
+        full = full + mask
+    if prefix_block is not None:
+        prefix, block = prefix_block
+        if n < prefix + block:
+            raise ExtractionError(f"sequence of {n} tokens is shorter than prefix {prefix} + block {block}")
+        causal = np.triu(np.ones((n, n), dtype=bool), k=1)
+        full = np.where(causal, -np.inf, full)
+    return _Head(q, k, kv_head, full, mask)
+
+
+def _compare_hf(att, layer: int, head: int, probs: np.ndarray, h: _Head, c: _Call) -> float:
+    """Max |model probabilities - our float64 softmax|; above ``hf_tolerance`` is an error."""
+    import torch
+
+    hf = att[layer][0, head].to(torch.float64).cpu().numpy()
+    hf_diff = float(np.max(np.abs(hf - probs)))
+    tol = hf_tolerance(h.q, h.k, c.scaling, torch.finfo(c.query.dtype).eps / 2)
+    if not np.isfinite(hf_diff) or hf_diff > tol:
+        raise ExtractionError(f"layer {layer} head {head}: capture differs from the model's attention "
+                              f"probabilities by {hf_diff:.3g} (> {tol:.3g})")
+    return hf_diff
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The extracted block: logits [query, key] and its projections, the
+    retained prefix mass per row, the locality screen (decoders) and the span."""
+
+    logits: np.ndarray
+    Q: np.ndarray
+    K: np.ndarray
+    row_mass: np.ndarray
+    local: float | None
+    nonlocal_head: bool | None
+    span: dict
+
+
+def _decoder_block(h: _Head, probs: np.ndarray, scaling: float, layer: int, prefix: int, block: int) -> _Target:
+    """Queries ``prefix .. prefix+block-1`` over keys ``0 .. prefix-1`` (MATH.md section 6)."""
+    n = h.q.shape[0]
+    rows = slice(prefix, prefix + block)
+    if h.mask is not None and np.any(h.mask[rows, :prefix] != 0):
+        raise ExtractionError(f"layer {layer}: the model masks part of the prefix block")
+    idx = np.arange(prefix, prefix + block)
+    cols = np.arange(n)
+    near = (cols[None, :] <= idx[:, None]) & (cols[None, :] > idx[:, None] - LOCAL_WINDOW)
+    local = float(np.mean((probs[rows] * near).sum(axis=1)))
+    return _Target(logits=scaling * (h.q[rows] @ h.k[:prefix].T), Q=h.q[rows], K=h.k[:prefix],
+                   row_mass=probs[rows, :prefix].sum(axis=1), local=local,
+                   nonlocal_head=local <= LOCAL_MASS_MAX,
+                   span={"queries": [prefix, prefix + block], "keys": [0, prefix]})
+
+
+def _full_block(h: _Head, scaling: float, layer: int) -> _Target:
+    """Full self-attention over all n tokens (encoders, ViT)."""
+    if h.mask is not None and np.any(h.mask != 0):
+        raise ExtractionError(f"layer {layer}: the model masks part of the full attention")
+    n = h.q.shape[0]
+    return _Target(logits=scaling * (h.q @ h.k.T), Q=h.q, K=h.k, row_mass=np.ones(n), local=None,
+                   nonlocal_head=None, span={"queries": [0, n], "keys": [0, n]})
+
+
+def _provenance(loaded: LoadedModel, source, layer: int, head: int, module: str, kv_head: int,
+                t: _Target, dtype: str, scaling: float, hf_diff) -> dict:
+    """What a report needs to trace one capture back to its model, weights and input."""
+    prov = {
+        "model": loaded.name, "model_type": loaded.model_type, "weights_sha256": loaded.weights_sha256,
+        "family": loaded.family, "layer": layer, "head": head, "module": module,
+        "kv_head": kv_head, "source": source.source_id, "block": t.span,
+        "mass": float(t.row_mass.mean()), "min_mass": float(t.row_mass.min()),
+        "attn_implementation": "eager (captured eager_attention_forward)", "dtype": dtype,
+        "scale": scaling, "hf_max_abs_diff": hf_diff,
+    }
+    if hasattr(source, "input_ids"):
+        prov.update({"token_span": list(source.span), "corpus_sha256": source.corpus_sha256,
+                     "token_ids": list(source.input_ids)})
+    else:
+        prov.update({"image": source.origin})
+    if t.local is not None:
+        prov.update({"local_mass": t.local, "nonlocal": bool(t.nonlocal_head), "local_window": LOCAL_WINDOW})
+    return prov
+
+
+def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, block: int = BLOCK,
+                  compare: bool = True) -> list[HeadCapture]:
+    """Run ``source`` through the model once and capture ``heads`` [(layer, head)].
+
+    The capture is checked against the model's ``output_attentions`` (max
+    absolute difference recorded; above :func:`hf_tolerance` is an error).
+    """
+    _check_request(loaded, source, heads, prefix, block)
+    with capture_attention(loaded.model) as calls:
+        att = _forward(loaded, source)
+    _check_calls(loaded, calls, att, compare)
     paths = _module_paths(loaded.model)
     dtype = str(next(loaded.model.parameters()).dtype).replace("torch.", "")
+    decoder = loaded.family == "decoder"
     out = []
     for layer, head in heads:
         c = calls[layer]
-        q = c.query[0, head].to(torch.float64).cpu().numpy()
-        groups = getattr(c.module, "num_key_value_groups", 1) or 1
-        kv_head = head // groups
-        if c.key.shape[1] * groups != c.query.shape[1]:
-            raise ExtractionError(f"layer {layer}: {c.query.shape[1]} query heads vs {c.key.shape[1]} key heads")
-        k = c.key[0, kv_head].to(torch.float64).cpu().numpy()
-        n = q.shape[0]
-        full = c.scaling * (q @ k.T)
-        mask = None
-        if c.mask is not None:
-            if c.mask.dtype == torch.bool:  # True = attend
-                mk = np.where(c.mask.cpu().numpy(), 0.0, -np.inf)
-            else:
-                mk = c.mask.to(torch.float64).cpu().numpy()
-            mask = np.broadcast_to(mk, (mk.shape[0], mk.shape[1], n, k.shape[0]))[0, min(head, mk.shape[1] - 1)]
-            full = full + mask
-        if loaded.family == "decoder":
-            if n < prefix + block:
-                raise ExtractionError(f"sequence of {n} tokens is shorter than prefix {prefix} + block {block}")
-            causal = np.triu(np.ones((n, n), dtype=bool), k=1)
-            full = np.where(causal, -np.inf, full)
-        probs = softmax_rows(full)
-        hf_diff = None
-        if compare:
-            hf = att[layer][0, head].to(torch.float64).cpu().numpy()
-            hf_diff = float(np.max(np.abs(hf - probs)))
-            tol = hf_tolerance(q, k, c.scaling, torch.finfo(c.query.dtype).eps / 2)
-            if not np.isfinite(hf_diff) or hf_diff > tol:
-                raise ExtractionError(f"layer {layer} head {head}: capture differs from the model's attention "
-                                      f"probabilities by {hf_diff:.3g} (> {tol:.3g})")
-        if loaded.family == "decoder":
-            rows = slice(prefix, prefix + block)
-            if mask is not None and np.any(mask[rows, :prefix] != 0):
-                raise ExtractionError(f"layer {layer}: the model masks part of the prefix block")
-            logits = c.scaling * (q[rows] @ k[:prefix].T)
-            Q, K = q[rows], k[:prefix]
-            row_mass = probs[rows, :prefix].sum(axis=1)
-            idx = np.arange(prefix, prefix + block)
-            cols = np.arange(n)
-            near = (cols[None, :] <= idx[:, None]) & (cols[None, :] > idx[:, None] - LOCAL_WINDOW)
-            local = float(np.mean((probs[rows] * near).sum(axis=1)))
-            nonlocal_head = local <= LOCAL_MASS_MAX
-            span = {"queries": [prefix, prefix + block], "keys": [0, prefix]}
-        else:
-            if mask is not None and np.any(mask != 0):
-                raise ExtractionError(f"layer {layer}: the model masks part of the full attention")
-            logits = c.scaling * (q @ k.T)
-            Q, K = q, k
-            row_mass = np.ones(n)
-            local, nonlocal_head = None, None
-            span = {"queries": [0, n], "keys": [0, n]}
-        if not np.all(np.isfinite(logits)):
+        h = _head_logits(c, layer, head, (prefix, block) if decoder else None)
+        probs = softmax_rows(h.full)
+        hf_diff = _compare_hf(att, layer, head, probs, h, c) if compare else None
+        t = _decoder_block(h, probs, c.scaling, layer, prefix, block) if decoder else _full_block(h, c.scaling, layer)
+        if not np.all(np.isfinite(t.logits)):
             raise ExtractionError(f"layer {layer} head {head}: non-finite logits")
-        matrix = softmax_rows(logits)
-        prov = {
-            "model": loaded.name, "model_type": loaded.model_type, "weights_sha256": loaded.weights_sha256,
-            "family": loaded.family, "layer": layer, "head": head, "module": paths.get(id(c.module), "?"),
-            "kv_head": kv_head, "source": source.source_id, "block": span,
-            "mass": float(row_mass.mean()), "min_mass": float(row_mass.min()),
-            "attn_implementation": "eager (captured eager_attention_forward)", "dtype": dtype,
-            "scale": c.scaling, "hf_max_abs_diff": hf_diff,
-        }
-        if hasattr(source, "input_ids"):
-            prov.update({"token_span": list(source.span), "corpus_sha256": source.corpus_sha256,
-                         "token_ids": list(source.input_ids)})
-        else:
-            prov.update({"image": source.origin})
-        if local is not None:
-            prov.update({"local_mass": local, "nonlocal": bool(nonlocal_head), "local_window": LOCAL_WINDOW})
-        out.append(HeadCapture(layer=layer, head=head, module_path=prov["module"], logits=logits,
-                               matrix=matrix, Q=Q, K=K, scale=c.scaling, mass=prov["mass"],
-                               min_mass=prov["min_mass"], local_mass=local, nonlocal_head=nonlocal_head,
+        prov = _provenance(loaded, source, layer, head, paths.get(id(c.module), "?"), h.kv_head, t, dtype,
+                           c.scaling, hf_diff)
+        out.append(HeadCapture(layer=layer, head=head, module_path=prov["module"], logits=t.logits,
+                               matrix=softmax_rows(t.logits), Q=t.Q, K=t.K, scale=c.scaling, mass=prov["mass"],
+                               min_mass=prov["min_mass"], local_mass=t.local, nonlocal_head=t.nonlocal_head,
                                hf_max_abs_diff=hf_diff, provenance=prov))
     return out
 

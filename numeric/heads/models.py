@@ -108,6 +108,9 @@ def _state_sha256(model) -> str:
 
 
 def _offline():
+    """Make the process offline for Hugging Face (deliberately process-wide and
+    not restored: huggingface_hub reads these at import, and the float tier
+    never downloads)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
@@ -155,6 +158,8 @@ def load_model(spec: str) -> LoadedModel:
     import transformers
     from transformers import AutoConfig
 
+    # Process-wide, like _offline: the CLIs promise one line on stderr for bad
+    # input, and transformers' warnings would otherwise add lines later on.
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars on stderr
     try:

@@ -31,6 +31,14 @@ CORPUS_PATH = Path(__file__).resolve().parent / "corpus" / "stdlib_docstrings.tx
 MAX_SOURCES = 64  # the paper's source count per family (section 6)
 IMAGE_SEED = 20240501  # seed of the synthetic image generator (any fixed value)
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm")
+# Synthetic images: a sum of SYNTH_MODES plane waves per channel with integer
+# frequencies 1..SYNTH_MAX_FREQ cycles per side -- smooth, low-frequency fields
+# like natural images' dominant spectrum, cheap and seeded.
+SYNTH_MODES = 6
+SYNTH_MAX_FREQ = 5
+# Added to the normaliser so that an all-zero field (impossible with these
+# seeds, but not excluded by construction) divides by a positive number.
+SYNTH_NORM_FLOOR = 1e-12
 
 
 class SourceError(ValueError):
@@ -119,11 +127,11 @@ def _synthetic_image(index: int, size: int, channels: int) -> np.ndarray:
     y, x = np.mgrid[0:size, 0:size] / size
     img = np.zeros((channels, size, size))
     for c in range(channels):
-        for _ in range(6):
-            fx, fy = rng.integers(1, 6, size=2)
+        for _ in range(SYNTH_MODES):
+            fx, fy = rng.integers(1, SYNTH_MAX_FREQ + 1, size=2)
             phase = rng.uniform(0, 2 * np.pi)
             img[c] += rng.normal() * np.cos(2 * np.pi * (fx * x + fy * y) + phase)
-    img /= np.abs(img).max() + 1e-12
+    img /= np.abs(img).max() + SYNTH_NORM_FLOOR
     return img.astype(np.float32)
 
 
