@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numeric.geometry.core import cell_descriptors
-from numeric.geometry.native import native_features
+from numeric.geometry import cell_descriptors, native_features
 from numeric.panel.report_geometry import geometry_section, spearman
 
 

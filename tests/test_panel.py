@@ -225,11 +225,13 @@ def test_vit_panel(tmp_path, capsys):
     path = save_tiny(tmp_path / "vit", "vit")
     out = tmp_path / "run"
     rc, cap = in_process(capsys, "--model", path, "--heads", "1.3", "--sources", "2", "--out", out,
-                         "--workers", "1", "--eps", "0.25", "--quiet", "--no-geometry", "--json")
+                         "--workers", "1", "--eps", "0.25", "--quiet", "--json")   # geometry columns on
     assert rc == 0, cap.err
     rows = list(csv.DictReader(open(out / "cells.csv")))
     assert [(r["family"], r["source"], r["n_rows"], r["verified"]) for r in rows] == [
         ("vit", "synthetic:0", "17", "True"), ("vit", "synthetic:1", "17", "True")]
+    assert all(float(r["kappa_upper"]) > 0 and "gamma_native" in r for r in rows)
+    assert not any(k.endswith("_error") for r in rows for k in r), rows[0].keys()
 
 
 def test_entry_point_restores_process_state(tmp_path, tiny_gpt2, capsys):

@@ -90,8 +90,7 @@ def _model(spec: str):
 
 def _geometry_columns(cap) -> dict:
     """The descriptor columns of ``numeric.geometry``; a failure is recorded in the row, not raised."""
-    from numeric.geometry.core import cell_descriptors
-    from numeric.geometry.native import native_features
+    from numeric.geometry import cell_descriptors, native_features
 
     cols = {}
     for fn, args, tag in ((cell_descriptors, (cap.logits, cap.matrix), "geometry"),

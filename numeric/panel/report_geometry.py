@@ -2,7 +2,7 @@
 
 ``geometry_section(rows, outdir)`` takes the panel table rows (dicts with the
 columns of ``numeric.geometry.cell_descriptors`` and
-``numeric.native.native_features`` next to ``L``, ``U``, ``family``, ``layer``,
+``numeric.geometry.native_features`` next to ``L``, ``U``, ``family``, ``layer``,
 ``head``, ``eps``), writes PNG plots into ``outdir`` and returns Markdown.
 Certified brackets are plotted against the intrinsic size (kappa) and residual
 (tau0) per family, and against the native features; the gauge audit is
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.geometry.core import intrinsic_profile_score
+from numeric.geometry import intrinsic_profile_score
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -138,7 +138,7 @@ def _family_curves(path: Path, rows, eps) -> bool:
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - formatters below
 
-    from numeric.geometry.core import SVD_RANKS
+    from numeric.geometry import SVD_RANKS
 
     families = sorted({str(r.get("family", "?")) for r in rows})
     fig, ax = plt.subplots(figsize=(6, 4.5))
