@@ -135,7 +135,7 @@ def start_and_kill(out, victim):
 
 
 def resumes_to_reference(out, reference, done):
-    summary = run_panel(out, workers=2)
+    summary = run_panel(out, workers=1)
     assert summary["skipped"] == done and summary["run"] == N_CELLS - done
     rows = table(out)
     assert len(rows) == N_CELLS * len(EPS) and len({r["cell_id"] for r in rows}) == len(rows)
