@@ -17,6 +17,7 @@ every file name belongs to one cell.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -147,7 +148,7 @@ def _write_brackets(path: Path, res) -> None:
     """The bracket file, written to a temporary name first and moved into place."""
     from numeric.search.export import write_bracket_file
 
-    tmp = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")   # one writer per name
     write_bracket_file(tmp, res.cells, res.tensors)
     tmp.replace(path)
 
