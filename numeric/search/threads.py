@@ -1,0 +1,40 @@
+"""Pinned threads for the search (issue 12 items 2 and 7).
+
+BLAS reductions split over several threads add in a different order, so a
+float result can change with the thread count. ``pinned_threads`` runs a
+block with one BLAS/OpenMP thread (threadpoolctl) and one torch intra-op
+thread, and restores both settings on exit: library code leaves no global
+state changed. One thread is also the fastest setting for these small
+products on a shared machine (``numeric.search.refine.CPU_THREADS``).
+
+>>> import torch
+>>> before = torch.get_num_threads()
+>>> with pinned_threads():
+...     torch.get_num_threads()
+1
+>>> torch.get_num_threads() == before
+True
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+__all__ = ["SEARCH_THREADS", "pinned_threads"]
+
+#: Threads the search uses: one, so that results do not depend on the machine's core count.
+SEARCH_THREADS = 1
+
+
+@contextmanager
+def pinned_threads(n: int = SEARCH_THREADS):
+    """Run the block with ``n`` BLAS/OpenMP threads and ``n`` torch threads; restore both afterwards."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    with threadpool_limits(limits=n):
+        torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
