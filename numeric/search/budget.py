@@ -50,10 +50,6 @@ class Budget:
         self.used += int(n)
 
     @property
-    def left(self) -> int:
-        return self.units - self.used
-
-    @property
     def exhausted(self) -> bool:
         """No units left, or the safety cap fired."""
         return self.used >= self.units or (self.cap is not None and self.cap.expired())
