@@ -102,3 +102,35 @@ def test_the_search_restores_the_callers_thread_counts():
     search_brackets(np.full((2, 2), 0.5), [0.5], effort="quick")
     assert torch.get_num_threads() == before_torch
     assert [p["num_threads"] for p in threadpool_info()] == before_blas
+
+
+def test_concurrent_searches_share_one_pinning_and_restore_it():
+    """Two threads inside the pinning (as the panel's Dask threads are): the one that leaves
+    first does not unpin the other; the last one out restores the caller's settings."""
+    import threading
+
+    import torch
+
+    from numeric.search.threads import pinned_threads
+
+    caller = torch.get_num_threads()
+    torch.set_num_threads(2)                  # a caller's setting that the pinning must change
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def first():
+        with pinned_threads():
+            inside.set()
+            release.wait(30)
+            seen.append(torch.get_num_threads())
+
+    t = threading.Thread(target=first)
+    t.start()
+    inside.wait(30)
+    with pinned_threads():
+        pass                                  # the second search leaves while the first is inside
+    release.set()
+    t.join(30)
+    after = torch.get_num_threads()
+    torch.set_num_threads(caller)
+    assert seen == [1]
+    assert after == 2
