@@ -60,7 +60,7 @@ def test_rows_greedy_grows_a_certified_set_and_the_exact_tier_accepts_it():
     A = sink_head(1)
     eps = Fraction(1, 4)
     _, S = far_rows(A, float(eps), far_order(A))
-    c = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(100_000))
+    c = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(20_000))
     assert c is not None and c.rank > len(S)
     assert c.family == "row_reconstruction/greedy"
     rows = rows_of(c)
@@ -75,7 +75,7 @@ def test_lp_growth_certifies_rows_the_descent_misses():
     A = sink_head(1)
     eps = Fraction(1, 4)
     _, S = far_rows(A, float(eps), far_order(A))
-    g = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(100_000))
+    g = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(20_000))
     S2 = rows_of(g)
     c = rows_lp_append(A, float(eps), S2, g.tensors["G"][:, S2], Budget(200))
     assert c is not None and c.rank > g.rank
@@ -122,7 +122,7 @@ def test_start_witness_is_reused_at_a_smaller_tolerance():
 @pytest.mark.parametrize("eps", [[0.1, 0.25, 0.5], [0.5, 0.1, 0.25]])
 def test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps(eps):
     A = sink_head(3, n=32)
-    out = search_brackets(A, eps, attack=False)
+    out = search_brackets(A, eps, attack=False, effort="quick")
     assert [r.eps for r in out.results] == eps
     assert [c["id"] for c in out.cells] == [f"cell/eps={e}" for e in eps]
     by_eps = sorted(out.results, key=lambda r: r.eps)
