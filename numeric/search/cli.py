@@ -7,6 +7,12 @@ proved slack, K.5), read from .npy (never unpickled) or a safetensors file
 tier searches witnesses, the exact tier re-checks them before export, the
 bracket file is written to --out and re-verified with exact.verify.
 
+The search spends counted work, never seconds: --effort picks a preset of
+budgets (quick, default, thorough; ``numeric.search.effort``), --budget
+NAME=N overrides one of them, --seed seeds the random choices. The preset,
+every budget, the seed and the package versions are recorded in each
+cell's provenance, so the same command reproduces the same file.
+
 Exit status: 0 all cells written and verified, 1 a verification or an
 attack failed (a soundness bug), 2 bad input.
 """
