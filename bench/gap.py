@@ -48,9 +48,9 @@ from numeric.search.lp_subspace import lp_svd  # noqa: E402
 from numeric.search.refine import refine  # noqa: E402
 from numeric.search.upper import svd_factors  # noqa: E402
 
-#: Row LPs per cell for the column-side families (about 20 s of HiGHS on a 256 x 256 head;
-#: the search's default effort allows 100).
-LP_SOLVES = 4000
+#: Row LPs per cell for the column-side families: the former 20 s of HiGHS, at the 54 row LPs
+#: per second that the search's LP on singular subspaces ran on MiniLM heads (81 in 1.5 s).
+LP_SOLVES = 1000
 
 
 def residual_row_basis(A: np.ndarray, k: int):
