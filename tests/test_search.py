@@ -219,3 +219,20 @@ def test_lp_svd_skips_subspaces_a_basis_vector_refutes():
     budget = Budget(1000)
     assert lp_svd(A, 0.25, Vt, 2, budget) is None
     assert budget.used == 0
+
+
+def test_the_safety_cap_stops_the_search_and_the_cell_says_so(tmp_path):
+    """Issue 12 item 1: the outer wall-clock cap (here 0 s) stops every budgeted search at once;
+    the cell records ``capped`` and is still a verified bracket. Default cells are not capped."""
+    from dataclasses import replace
+
+    from numeric.search.effort import PRESETS
+
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(24, 4)), rng.normal(size=(24, 4))
+    A = softmax_rows(q @ k.T)
+    out = _search_and_verify(tmp_path, A, [0.25], name="capped", effort=replace(PRESETS["quick"], cap_seconds=0.0))
+    assert out.results[0].capped and out.cells[0]["provenance"]["search"]["capped"] is True
+    assert out.provenance["capped"] == ["capped/eps=0.25"]
+    free = search_brackets(A, [0.25], effort="quick", attack=False)
+    assert not free.results[0].capped and free.provenance["capped"] == []
