@@ -16,6 +16,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_error
+from numeric.search.threads import torch_threads
 
 __all__ = ["DEFAULT_ITERS", "refine", "snap_dyadic"]
 
@@ -59,14 +60,9 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     from numeric.search.upper import pick_device
 
     dev = pick_device(device)
-    threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        torch.set_num_threads(CPU_THREADS)
-    try:
+    with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         return _refine(torch, A, P0, Q0, eps, iters, dev, STALL_GAIN if stall_gain is None else stall_gain,
                        budget if budget is not None else Budget(iters))
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _stalled(it, window_start, best_err, eps, stall_gain) -> bool:

@@ -14,6 +14,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_norm
+from numeric.search.threads import torch_threads
 
 __all__ = ["DESCENT_ITERS", "descend_row_map", "initial_row_map", "voronoi_map"]
 
@@ -75,6 +76,17 @@ def descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, budget: Budge
     if best_v < target:
         return best_G, best_v
     opt = torch.optim.Adam([Y], lr=DESCENT_LR * float(np.abs(G0).max()))
+    with torch_threads():
+        best_v, best_G = _adam(torch, Gp, N, Y, opt, best_v, best_G, target, budget, iters)
+    try:
+        G = best_G @ np.linalg.inv(AS @ best_G)
+    except np.linalg.LinAlgError:
+        return best_G, np.inf
+    return G, row_l1_norm(G)
+
+
+def _adam(torch, Gp, N, Y, opt, best_v, best_G, target, budget, iters):
+    """The Adam loop of ``descend_row_map``: (best norm, best map)."""
     mark, mark_it = best_v, 0
     for it in range(iters):
         if budget.exhausted:
@@ -96,11 +108,7 @@ def descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, budget: Budge
         opt.zero_grad()
         loss.backward()
         opt.step()
-    try:
-        G = best_G @ np.linalg.inv(AS @ best_G)
-    except np.linalg.LinAlgError:
-        return best_G, np.inf
-    return G, row_l1_norm(G)
+    return best_v, best_G
 
 
 def initial_row_map(A: np.ndarray, trial: list[int], prev: tuple[list[int], np.ndarray] | None):
