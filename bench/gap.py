@@ -39,12 +39,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.bracketfile import read_bracket_file  # noqa: E402
 from exact.errors import CertificateError  # noqa: E402
-from numeric.search.lower import certifies_subspace, decoded, frobenius, lp_svd  # noqa: E402
+from numeric.search.budget import Budget  # noqa: E402
+from numeric.search.candidate import certifies_subspace  # noqa: E402
+from numeric.search.frobenius import frobenius  # noqa: E402
+from numeric.search.inverse import decoded  # noqa: E402
 from numeric.search.lp import LPFailed, min_norm_left_inverse  # noqa: E402
-from numeric.search.upper import refine, svd_factors  # noqa: E402
+from numeric.search.lp_subspace import lp_svd  # noqa: E402
+from numeric.search.refine import refine  # noqa: E402
+from numeric.search.upper import svd_factors  # noqa: E402
 
-#: LP seconds per cell for the column-side families.
-LP_SECONDS = 20.0
+#: Row LPs per cell for the column-side families: the former 20 s of HiGHS, at the 54 row LPs
+#: per second that the search's LP on singular subspaces ran on MiniLM heads (81 in 1.5 s).
+LP_SOLVES = 1000
 
 
 def residual_row_basis(A: np.ndarray, k: int):
@@ -66,25 +72,24 @@ def descent_floor(A: np.ndarray, rank: int, eps: float, steps: int) -> dict:
             for name, start in (("svd", svd_factors(U, S, Vt, rank)), ("rows", residual_row_basis(A, rank)))}
 
 
-def lp_certifies(A: np.ndarray, X: np.ndarray, eps: float, seconds: float) -> bool:
+def lp_certifies(A: np.ndarray, X: np.ndarray, eps: float, budget: Budget) -> bool:
     """K.3: the LP-optimal R on range X passes the search's float check (``certifies_subspace``)."""
     try:
-        R, _ = min_norm_left_inverse(A @ X, X, time_limit=seconds)
+        R, _ = min_norm_left_inverse(A @ X, X, budget=budget)
     except LPFailed:
         return False
     return certifies_subspace(A, X, R, eps)
 
 
-def mixed_rank(A: np.ndarray, Vt: np.ndarray, k: int, eps: float, deadline: float) -> int:
+def mixed_rank(A: np.ndarray, Vt: np.ndarray, k: int, eps: float, budget: Budget) -> int:
     """Largest ``dim span(V_k, e_T)`` certified by the LP, T grown in order of column peak."""
     n = A.shape[1]
     X = Vt[:k].T.copy()
     for t in np.argsort(-A.max(axis=0), kind="stable"):
-        left = deadline - time.perf_counter()
-        if left <= 0 or A[:, t].max() <= eps:
+        if budget.exhausted or A[:, t].max() <= eps:
             break
         Xt = np.hstack([X, np.eye(n)[:, [t]]])
-        if np.linalg.matrix_rank(Xt) == Xt.shape[1] and lp_certifies(A, Xt, eps, left):
+        if np.linalg.matrix_rank(Xt) == Xt.shape[1] and lp_certifies(A, Xt, eps, budget):
             X = Xt
     return X.shape[1]
 
@@ -102,11 +107,11 @@ def frobenius_rows(A: np.ndarray, eps: float) -> int:
 
 def column_side(A: np.ndarray, eps: float) -> dict:
     U, S, Vt = np.linalg.svd(A)
-    deadline = time.perf_counter() + LP_SECONDS
+    budget = Budget(LP_SOLVES)
     dec = decoded(A, eps)
-    ls = lp_svd(A, eps, Vt, 1, budget_s=LP_SECONDS / 2)
+    ls = lp_svd(A, eps, Vt, 1, Budget(LP_SOLVES // 2))
     k = ls.rank if ls is not None else 0
-    mixed = max(mixed_rank(A, Vt, b, eps, deadline) for b in sorted({k, k // 2, 0}, reverse=True))
+    mixed = max(mixed_rank(A, Vt, b, eps, budget) for b in sorted({k, k // 2, 0}, reverse=True))
     return {"decoded": dec.rank if dec is not None else 0, "lp_svd": k, "mixed": mixed,
             "frobenius_rows": frobenius_rows(A, eps),
             "sigma_above_eps": int((S > eps).sum()), "sigma_above_eps/2.5": int((S > eps / 2.5).sum())}

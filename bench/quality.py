@@ -15,6 +15,10 @@ Groups:
   minilm    real all-MiniLM-L6-v2 heads, 256 x 256 (numeric.heads.extract, source 0, offline).
 
     python bench/quality.py [--groups grid,twobit,random,minilm] [--heads 8] [--out DIR] [--json]
+                            [--effort quick|default|thorough]
+
+Budgets count work (``numeric.search.effort``), so the brackets do not
+depend on the machine's load; the seconds do.
 """
 from __future__ import annotations
 
@@ -78,9 +82,9 @@ def minilm_cases(heads):
         yield f"minilm/l{layer}h{head}", cap.matrix, cap.logits, list(EPS)
 
 
-def run_case(name, A, H, eps, out_dir, device):
+def run_case(name, A, H, eps, out_dir, device, effort="default"):
     t0 = time.perf_counter()
-    out = search_brackets(A, eps, logits=H, id_prefix=name, device=device)
+    out = search_brackets(A, eps, logits=H, id_prefix=name, device=device, effort=effort)
     seconds = time.perf_counter() - t0
     path = write_bracket_file(os.path.join(out_dir, name.replace("/", "_") + ".safetensors"), out.cells, out.tensors)
     reports = {r.id: r for r in verify_file(path)}
@@ -94,7 +98,7 @@ def run_case(name, A, H, eps, out_dir, device):
             control = bool(attack_rank(A, rec.upper, e * (1 - 1e-6), svd, device=device).success)
         rows.append({"case": name, "group": name.split("/")[0], "eps": cell["eps"], "L": rec.lower,
                      "U": rec.upper, "svd": rec.svd_rank, "lower_witness": rec.lower_witness,
-                     "upper_witness": rec.upper_witness, "seconds": rec.seconds,
+                     "upper_witness": rec.upper_witness, "seconds": rec.seconds, "capped": rec.capped,
                      "attack_success": rec.attack_success, "control_reached_U": control,
                      "verified": bool(reports[cell["id"]].verified)})
     return rows, seconds
@@ -134,6 +138,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="directory for the bracket files (default: a temporary one)")
     ap.add_argument("--device", help="torch device for the descent (default: cpu)", default="cpu")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--effort", default="default", choices=("quick", "default", "thorough"),
+                    help="budget preset of the search (default: default)")
     args = ap.parse_args(argv)
     makers = {"grid": grid_cases, "twobit": twobit_cases, "random": random_cases,
               "minilm": lambda: minilm_cases(args.heads)}
@@ -147,7 +153,7 @@ def main(argv=None) -> int:
     rows, per_case = [], []
     for g in groups:
         for name, A, H, eps in makers[g]():
-            r, s = run_case(name, A, H, eps, out_dir, args.device)
+            r, s = run_case(name, A, H, eps, out_dir, args.device, args.effort)
             rows += r
             per_case.append({"case": name, "shape": list(A.shape), "seconds": s})
             if not args.json:
@@ -172,6 +178,8 @@ def main(argv=None) -> int:
         if heads:
             print(f"MiniLM: {np.mean([c['seconds'] for c in heads]):.1f} s per head for {len(EPS)} tolerances "
                   f"(max {max(c['seconds'] for c in heads):.1f} s)")
+        capped = [f"{r['case']} eps={r['eps']}" for r in rows if r["capped"]]
+        print(f"effort: {args.effort}; cells stopped by the safety cap: {', '.join(capped) or 'none'}")
         print(f"bracket files: {out_dir}")
     all_ok = all(r["verified"] for r in rows) and not any(r["attack_success"] for r in rows)
     return 0 if all_ok else 1

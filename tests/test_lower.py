@@ -14,8 +14,16 @@ from flint import fmpq
 
 from exact.certificates import RowReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
-from numeric.search.lower import (_rows_of, _voronoi, append_bounds, far_order, far_rows, lower_candidates, rows_greedy,
-                           rows_lp_append, rows_swap)
+from dataclasses import replace
+
+from numeric.search.budget import Budget
+from numeric.search.candidate import rows_of
+from numeric.search.effort import PRESETS
+from numeric.search.far_rows import far_order, far_rows
+from numeric.search.lower import lower_candidates
+from numeric.search.row_growth import append_bounds, rows_greedy, rows_lp_append
+from numeric.search.row_map import voronoi_map
+from numeric.search.swap import rows_swap
 from numeric.heads.extract import softmax_rows
 from numeric.search.lp import min_norm_row_decoder
 from numeric.search import search_brackets
@@ -39,7 +47,7 @@ def test_append_bounds_give_exact_right_inverses_within_the_bound():
     """The appended map [G - g c, g] inverts A[S + [i], :] and its norm is within the screened bound."""
     A = sink_head(0)
     _, S = far_rows(A, 0.5, far_order(A))
-    GS, _ = _voronoi(A, S)
+    GS, _ = voronoi_map(A, S)
     bound, g, C = append_bounds(A, S, GS)
     assert np.isinf(bound[S]).all()
     for i in [i for i in range(A.shape[0]) if i not in S][:12]:
@@ -52,10 +60,10 @@ def test_rows_greedy_grows_a_certified_set_and_the_exact_tier_accepts_it():
     A = sink_head(1)
     eps = Fraction(1, 4)
     _, S = far_rows(A, float(eps), far_order(A))
-    c = rows_greedy(A, float(eps), S, _voronoi(A, S)[0], budget_s=20.0)
+    c = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(20_000))
     assert c is not None and c.rank > len(S)
     assert c.family == "row_reconstruction/greedy"
-    rows = _rows_of(c)
+    rows = rows_of(c)
     assert rows[:len(S)] == S                   # the start set is kept, rows are only added
     assert np.abs(A[rows] @ c.tensors["G"][:, rows] - np.eye(c.rank)).max() < 1e-9
     v = _exactly_verified(A, c, eps)
@@ -67,12 +75,12 @@ def test_lp_growth_certifies_rows_the_descent_misses():
     A = sink_head(1)
     eps = Fraction(1, 4)
     _, S = far_rows(A, float(eps), far_order(A))
-    g = rows_greedy(A, float(eps), S, _voronoi(A, S)[0], budget_s=20.0)
-    S2 = _rows_of(g)
-    c = rows_lp_append(A, float(eps), S2, g.tensors["G"][:, S2], budget_s=30.0)
+    g = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(20_000))
+    S2 = rows_of(g)
+    c = rows_lp_append(A, float(eps), S2, g.tensors["G"][:, S2], Budget(200))
     assert c is not None and c.rank > g.rank
     assert c.family == "row_reconstruction/greedy-lp"
-    assert _rows_of(c)[:g.rank] == S2
+    assert rows_of(c)[:g.rank] == S2
     v = _exactly_verified(A, c, eps)
     assert v.verified, v.reason
 
@@ -86,7 +94,7 @@ def test_rows_swap_certifies_a_set_the_far_order_misses():
     _, S = far_rows(A, float(eps), order)
     _, nu = min_norm_row_decoder(A[order[:len(S) + 1]])
     assert nu * float(eps) >= 1                 # the far prefix of size |S| + 1 cannot certify
-    c = rows_swap(A, float(eps), S, budget_s=30.0)
+    c = rows_swap(A, float(eps), S, Budget(300), seed=0)
     assert c is not None and c.rank >= len(S) + 1
     assert c.family == "row_reconstruction/swap"
     assert c.norm * float(eps) < 1
@@ -103,10 +111,10 @@ def test_start_witness_is_reused_at_a_smaller_tolerance():
     """A row witness found at eps' stays valid at eps < eps' and is offered as it is."""
     A = sink_head(2)
     svd = np.linalg.svd(A)
-    big = lower_candidates(A, 0.5, svd, lp=False, descent_budget_s=0, greedy_budget_s=1.0, swap_budget_s=0)
+    greedy_only = replace(PRESETS["default"], descent_steps=0, swap_solves=0)
+    big = lower_candidates(A, 0.5, svd, greedy_only, lp=False)
     start = max((c for c in big if c.kind == "row_reconstruction"), key=lambda c: c.rank)
-    small = lower_candidates(A, 0.25, svd, lp=False, descent_budget_s=0, greedy_budget_s=0, swap_budget_s=0,
-                             start=start)
+    small = lower_candidates(A, 0.25, svd, replace(greedy_only, greedy_steps=0), lp=False, start=start)
     assert any(c is start for c in small)
     assert small[0].rank >= start.rank
 
@@ -114,7 +122,7 @@ def test_start_witness_is_reused_at_a_smaller_tolerance():
 @pytest.mark.parametrize("eps", [[0.1, 0.25, 0.5], [0.5, 0.1, 0.25]])
 def test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps(eps):
     A = sink_head(3, n=32)
-    out = search_brackets(A, eps, attack=False)
+    out = search_brackets(A, eps, attack=False, effort="quick")
     assert [r.eps for r in out.results] == eps
     assert [c["id"] for c in out.cells] == [f"cell/eps={e}" for e in eps]
     by_eps = sorted(out.results, key=lambda r: r.eps)

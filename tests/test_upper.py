@@ -4,8 +4,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from numeric import upper as up
+from numeric.search import refine as rf
+from numeric.search import upper as up
 from numeric.search.attack import attack_rank
+from numeric.search.budget import Budget
+
+#: Adam steps for a rank search in these tests: far more than a 48 x 48 head needs.
+STEPS = 200_000
 
 
 def _softmax(h):
@@ -23,27 +28,27 @@ def head():
 def test_refine_beats_svd_at_fixed_rank(head):
     (U, S, Vt), errs = up.svd_baseline(head)
     k = 6
-    P, Q, err = up.refine(head, *up.svd_factors(U, S, Vt, k), 1e-3, iters=300)
-    assert err == pytest.approx(up.row_l1_error(head, P, Q))
+    P, Q, err = rf.refine(head, *up.svd_factors(U, S, Vt, k), 1e-3, iters=300)
+    assert err == pytest.approx(np.abs(head - P @ Q.T).sum(axis=1).max())
     assert err < 0.9 * errs[k]          # the smooth max lowers the max row-l1 error well below the SVD's
 
 
 def test_search_upper_is_float_feasible_and_ordered(head):
     svd, errs = up.svd_baseline(head)
     eps = 0.25
-    found = up.search_upper(head, eps, svd=(svd, errs), budget_s=20)
+    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))
     ranks = [u.rank for u in found]
     assert ranks == sorted(ranks) and found[-1].family == "svd"
     assert found[-1].rank == int(np.nonzero(errs <= eps)[0][0])
     assert found[0].rank < found[-1].rank      # refinement goes below the SVD baseline here
     for u in found:
         assert u.P.shape == (48, u.rank) and u.Q.shape == (48, u.rank)
-        assert up.row_l1_error(head, u.P, u.Q) <= eps
+        assert np.abs(head - u.P @ u.Q.T).sum(axis=1).max() <= eps
 
 
 def test_search_upper_respects_lower(head):
     svd = up.svd_baseline(head)
-    found = up.search_upper(head, 0.25, lower=10, svd=svd)
+    found = up.search_upper(head, 0.25, Budget(STEPS), lower=10, svd=svd)
     assert all(u.rank >= 10 for u in found)
 
 
@@ -56,22 +61,22 @@ def test_polish_restarts_a_missed_rank_from_the_svd_with_the_long_schedule(head,
     calls = []
     real = up.refine
 
-    def recording(A, P0, Q0, e, *, iters=up.DEFAULT_ITERS, device=None, stall_gain=None):
+    def recording(A, P0, Q0, e, *, iters=rf.DEFAULT_ITERS, device=None, stall_gain=None, budget=None):
         k = P0.shape[1]
         svd_start = np.allclose(P0 @ Q0.T, (U[:, :k] * S[:k]) @ Vt[:k])
         calls.append((k, iters, stall_gain, svd_start))
-        P, Q, err = real(A, P0, Q0, e, iters=iters, device=device, stall_gain=stall_gain)
-        if iters == up.DEFAULT_ITERS and k <= target:     # the bisection's short trials miss here
+        P, Q, err = real(A, P0, Q0, e, iters=iters, device=device, stall_gain=stall_gain, budget=budget)
+        if iters == rf.DEFAULT_ITERS and k <= target:     # the bisection's short trials miss here
             err = max(err, 2 * e)
         return P, Q, err
 
     # the lowest rank the real descent reaches: the polish must get there on its own
-    target = up.search_upper(head, eps, svd=(svd, errs), budget_s=60)[0].rank
+    target = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))[0].rank
     monkeypatch.setattr(up, "refine", recording)
-    found = up.search_upper(head, eps, svd=(svd, errs), budget_s=60)
+    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))
     assert found[0].rank <= target
-    missed = {k for k, iters, _, _ in calls if iters == up.DEFAULT_ITERS and k <= target}
-    polish = [(k, g, fresh) for k, iters, g, fresh in calls if iters == up.POLISH_FACTOR * up.DEFAULT_ITERS]
+    missed = {k for k, iters, _, _ in calls if iters == rf.DEFAULT_ITERS and k <= target}
+    polish = [(k, g, fresh) for k, iters, g, fresh in calls if iters == up.POLISH_FACTOR * rf.DEFAULT_ITERS]
     assert polish and all(g == up.POLISH_STALL_GAIN for _, g, _ in polish)
     assert any(k in missed for k, _, _ in polish)       # the branch under test ran
     assert all(fresh for k, _, fresh in polish if k in missed)
@@ -81,7 +86,7 @@ def test_snap_dyadic_represents_a_dyadic_product_exactly():
     P = np.array([[0.3], [0.6]])
     Q = np.array([[0.25 / 0.3], [0.5 / 0.3]])
     A = P @ Q.T
-    Ps, Qs = up.snap_dyadic(np.array([[0.25, 0.5], [0.5, 1.0]]), P, Q)
+    Ps, Qs = rf.snap_dyadic(np.array([[0.25, 0.5], [0.5, 1.0]]), P, Q)
     prod = [[sum(Fraction(Ps[i, c]) * Fraction(Qs[j, c]) for c in range(1)) for j in range(2)] for i in range(2)]
     assert prod == [[Fraction(1, 4), Fraction(1, 2)], [Fraction(1, 2), Fraction(1)]]
     assert np.allclose(A, Ps @ Qs.T)
@@ -90,8 +95,16 @@ def test_snap_dyadic_represents_a_dyadic_product_exactly():
 def test_attack_reaches_a_feasible_rank_and_not_below_frobenius_bound(head):
     svd, errs = up.svd_baseline(head)
     eps = 0.25
-    u = up.search_upper(head, eps, svd=(svd, errs))[0]
+    u = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))[0]
     hit = attack_rank(head, u.rank, eps, svd)          # the same machinery reaches U (teeth)
     assert hit.success and hit.error <= eps
     miss = attack_rank(head, 0, eps, svd)              # rank 0: error is the max row sum, 1
     assert not miss.success and miss.error == pytest.approx(1.0)
+    # K.2 from numpy's singular values alone: a rank-k matrix within eps in row-l1 is within
+    # sqrt(m) eps in Frobenius norm, so every rank k with sum_{i >= k} s_i^2 > m eps^2 is out of reach
+    s = np.linalg.svd(head, compute_uv=False)
+    m = head.shape[0]
+    frob_rank = max(k for k in range(1, s.size + 1) if (s[k - 1:] ** 2).sum() > m * eps * eps)
+    assert u.rank >= frob_rank                          # the refined rank is not below the bound
+    below = attack_rank(head, frob_rank - 1, eps, svd)
+    assert not below.success and below.error > eps

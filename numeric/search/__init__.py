@@ -1,12 +1,13 @@
 """Searching witnesses: matrix -> certified bracket cells -> bracket file.
 
-Owns: the driver (``search_brackets``), upper refinement, the lower
-families, the LP helpers, attacks, slack, export and the ``bracket`` CLI.
+Owns: the driver (``search_brackets``), upper refinement, one module per
+lower family, the LP helpers, attacks, slack, effort budgets, export and
+the ``bracket`` CLI.
 
 May import: numpy, torch, scipy/HiGHS, ``exact`` and ``numeric.heads`` (for
 the float softmax). Never ``numeric.geometry`` or ``numeric.panel``.
 """
-from numeric.search.driver import (BracketResult, SearchOutput, parse_eps, search_brackets,  # noqa: F401
-                                   validate_matrix)
+from numeric.search.driver import BracketResult, SearchOutput, search_brackets  # noqa: F401
+from numeric.search.inputs import parse_eps, parse_eps_list, validate_matrix  # noqa: F401
 
-__all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps"]
+__all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps", "parse_eps_list"]

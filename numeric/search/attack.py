@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from numeric.search.norms import row_l1_error, row_l1_norm
-from numeric.search.upper import DEFAULT_ITERS, compress, refine, svd_factors
+from numeric.search.refine import DEFAULT_ITERS, refine
+from numeric.search.upper import compress, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 

@@ -7,6 +7,12 @@ proved slack, K.5), read from .npy (never unpickled) or a safetensors file
 tier searches witnesses, the exact tier re-checks them before export, the
 bracket file is written to --out and re-verified with exact.verify.
 
+The search spends counted work, never seconds: --effort picks a preset of
+budgets (quick, default, thorough; ``numeric.search.effort``), --budget
+NAME=N overrides one of them, --seed seeds the random choices. The preset,
+every budget, the seed and the package versions are recorded in each
+cell's provenance, so the same command reproduces the same file.
+
 Exit status: 0 all cells written and verified, 1 a verification or an
 attack failed (a soundness bug), 2 bad input.
 """
@@ -56,20 +62,27 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
     raise InputError(f"{path}: expected a .npy or .safetensors file")
 
 
-def _parse_eps_list(text: str) -> list[str]:
-    from numeric.search.driver import parse_eps
+def _effort(name: str, overrides: list[str]):
+    """The ``Effort`` of a preset with ``NAME=N`` budget overrides (InputError on a bad name or number)."""
+    from numeric.search.effort import effort_budgets
 
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise InputError("--eps is empty")
-    for t in items:
-        try:
-            parse_eps(t)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-    if len({str(parse_eps(t)) for t in items}) != len(items):
-        raise InputError(f"--eps has repeated tolerances: {text}")
-    return items
+    try:
+        effort = effort_budgets(name)
+        budgets = {}
+        for text in overrides:
+            key, sep, value = text.partition("=")
+            if not sep or not value.strip().isdigit():
+                raise ValueError(f"--budget {text!r}: expected NAME=N with N a positive integer")
+            budgets[key.strip()] = int(value)
+        return effort.replace(**budgets)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _seed(text: str) -> int:
+    if not text.strip().isdigit():
+        raise InputError(f"--seed {text!r}: expected a non-negative integer")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", help="torch device for the descent (default: cuda if available, else cpu)")
     ap.add_argument("--no-attack", action="store_true", help="skip the rank-(L-1) attacks")
     ap.add_argument("--json", action="store_true", help="one JSON object per tolerance, one per line")
+    ap.add_argument("--effort", default="default",
+                    help="budget preset: quick, default or thorough (work budgets, recorded in the file)")
+    ap.add_argument("--budget", action="append", default=[], metavar="NAME=N",
+                    help="override one budget of the preset (positive integer; repeatable), e.g. upper_steps=40000")
+    ap.add_argument("--seed", default="0", help="seed of the random choices (non-negative integer, default 0)")
     return ap
 
 
@@ -92,10 +110,11 @@ def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     try:
-        eps_items = _parse_eps_list(args.eps)
-        raw = _load(args.logits or args.matrix, args.tensor)
-        from numeric.search.driver import validate_matrix
+        from numeric.search.inputs import parse_eps_list, validate_matrix
 
+        eps_items = parse_eps_list(args.eps)
+        effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
+        raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)
             A, logits = softmax_rows(H), H
@@ -110,7 +129,7 @@ def main(argv=None) -> int:
 
     try:
         out = search_brackets(A, eps_items, logits=logits, id_prefix=args.id_prefix, device=args.device,
-                              attack=not args.no_attack,
+                              attack=not args.no_attack, effort=effort, seed=seed,
                               provenance={"input": str(args.logits or args.matrix),
                                           "input_kind": "logits" if args.logits else "matrix"})
     except ValueError as exc:
@@ -130,7 +149,7 @@ def main(argv=None) -> int:
         rows.append({"id": cell["id"], "eps": cell["eps"], "lower": rec.lower, "upper": rec.upper,
                      "lower_witness": rec.lower_witness, "upper_witness": rec.upper_witness,
                      "svd_rank": rec.svd_rank, "seconds": round(rec.seconds, 3), "slack": rec.slack,
-                     "attack_success": rec.attack_success, "verified": ok})
+                     "attack_success": rec.attack_success, "capped": rec.capped, "verified": ok})
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -150,6 +169,9 @@ def main(argv=None) -> int:
                   f"of {r['id']}", file=sys.stderr)
         if not r["verified"]:
             print(f"{PROG}: exact verification refused {r['id']}", file=sys.stderr)
+        if r["capped"]:
+            print(f"{PROG}: warning: the safety cap stopped the search of {r['id']} (recorded as capped)",
+                  file=sys.stderr)
     return 1 if bad else 0
 
 

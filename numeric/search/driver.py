@@ -17,12 +17,19 @@ its search; output keeps the caller's order):
    each re-checked with ``exact.certificates.check_lower``; the first one the
    exact tier verifies wins, so a witness that float rounding spoiled is
    replaced by the next-best;
-3. upper: ``numeric.upper.search_upper`` (K.1: SVD baseline, refined factors,
-   rank bisection with warm starts down to L), each re-checked with
+3. upper: ``numeric.search.upper.search_upper`` (K.1: SVD baseline, refined
+   factors, rank bisection with warm starts down to L), each re-checked with
    ``check_upper``; trivial upper (B = A) when nothing verifies;
 4. attack (item 3): rank ``L - 1`` at ``(eps + alpha)(1 - 1e-3)``; an exactly
    verified success is recorded in ``attack_success`` and warned about
    loudly (callers stop with an error).
+
+Same input, code, seed and effort give the same cells apart from timing
+fields (issue 12): every search spends counted budgets (``effort.Effort``),
+the random choices of a tolerance come from ``cell_seed(seed, eps)``, and
+the search runs with pinned threads (``threads.pinned_threads``). Only the
+outer safety cap (``Effort.cap_seconds``) reads a clock; a cell it stopped
+records ``"capped": true``.
 
 Nothing unverified is ever exported: every claim in ``cells`` was verified by
 the exact API before it was written.
@@ -32,28 +39,25 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
-from numeric.search.effort import DEFAULT_EFFORT, code_version, package_versions, parse_effort
+from numeric.search.budget import Budget, SafetyCap
+from numeric.search.candidate import LowerCandidate, strongest_rows
+from numeric.search.effort import (DEFAULT_EFFORT, cell_seed, code_version, effort_budgets, package_versions)
 from numeric.search.export import rational_string
-from numeric.search.lower import LowerCandidate, lower_candidates, strongest_rows
+from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
+from numeric.search.lower import lower_candidates
+from numeric.search.threads import SEARCH_THREADS, pinned_threads
 from numeric.search.upper import pick_device, search_upper, svd_baseline
 
 __all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
            "STOCHASTIC_TOL", "UPPER_SAFETY"]
 
-#: Row sums of a row-stochastic float64 matrix are 1 within n ulps; we accept
-#: 1e-6 (a float32 softmax cast to float64 passes, a wrong normalisation does not).
-STOCHASTIC_TOL = 1e-6
 #: The upper search aims at ``(eps - slack)(1 - UPPER_SAFETY)`` so that float
 #: rounding of ``A - P Q^T`` (about k n 2^-53) never spoils the exact check.
 UPPER_SAFETY = 1e-6
-#: Seconds of rank bisection per tolerance (a minute per 256 x 256 head for
-#: three tolerances, issue 4 item 6, leaves about 10 s per upper search).
-UPPER_BUDGET_S = 10.0
 #: The lower search works at ``(eps + slack)(1 + LOWER_SAFETY)`` for the same reason.
 LOWER_SAFETY = 1e-9
 
@@ -74,6 +78,7 @@ class BracketResult:
     attack_error: float | None = None
     lower_margin: str | None = None
     upper_margin: str | None = None
+    capped: bool = False           # the outer safety cap stopped a search of this cell
 
 
 @dataclass(frozen=True)
@@ -83,53 +88,21 @@ class SearchOutput:
     cells: list
     tensors: dict
     results: list
-    #: run-level provenance: effort preset, seed, package versions, code version
+    #: run-level provenance: effort preset and budgets, seed, package versions, code version
     provenance: dict = field(default_factory=dict)
 
 
-def parse_eps(e) -> Fraction:
-    """A tolerance as an exact Fraction: floats by their shortest decimal (0.1 -> 1/10).
+@dataclass(frozen=True)
+class _Target:
+    """What every tolerance of one matrix shares: the matrix, its exact copy, slack and SVD."""
 
-    >>> parse_eps(0.1), parse_eps("1/4"), parse_eps(Fraction(1, 2))
-    (Fraction(1, 10), Fraction(1, 4), Fraction(1, 2))
-    """
-    if isinstance(e, bool):
-        raise ValueError(f"eps {e!r} is not a number")
-    if isinstance(e, float):
-        if not np.isfinite(e):
-            raise ValueError(f"eps {e!r} is not finite")
-        q = Fraction(repr(e))
-    elif hasattr(e, "p") and hasattr(e, "q"):          # flint.fmpq
-        q = Fraction(int(e.p), int(e.q))
-    else:
-        try:
-            q = Fraction(str(e).strip())
-        except (ValueError, ZeroDivisionError):
-            raise ValueError(f"eps {e!r} is not a rational number") from None
-    if not (0 < q <= 1):
-        raise ValueError(f"eps {e} is outside (0, 1]")
-    return q
-
-
-def validate_matrix(matrix, what: str = "matrix", stochastic: bool = True) -> np.ndarray:
-    """Check a 2-D finite float64 array (row-stochastic unless told otherwise); ValueError otherwise."""
-    a = np.asarray(matrix)
-    if a.ndim != 2:
-        raise ValueError(f"{what} must be 2-D, got shape {a.shape}")
-    if a.dtype != np.float64:
-        raise ValueError(f"{what} must be float64, got {a.dtype}")
-    if a.size == 0:
-        raise ValueError(f"{what} is empty")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{what} has NaN or Inf entries")
-    if stochastic:
-        if (a < 0).any():
-            raise ValueError(f"{what} has negative entries: not row-stochastic")
-        dev = np.abs(a.sum(axis=1) - 1.0)
-        if dev.max() > STOCHASTIC_TOL:
-            raise ValueError(f"{what} is not row-stochastic: row {int(dev.argmax())} sums to "
-                             f"{a.sum(axis=1)[dev.argmax()]!r}")
-    return np.ascontiguousarray(a)
+    A: np.ndarray
+    A_exact: object
+    slack_q: object                # flint.fmpq or None (matrix target)
+    slack_f: float
+    svd: tuple
+    svd_errs: np.ndarray
+    device: str
 
 
 def _exact_lower_witness(c: LowerCandidate):
@@ -154,37 +127,111 @@ def _lower_json(c: LowerCandidate, names: dict) -> dict:
     return {"kind": c.kind, **names}
 
 
-def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", device=None,
-                    attack: bool = True, provenance: dict | None = None, effort: str = DEFAULT_EFFORT,
-                    seed: int = 0) -> SearchOutput:
-    """Search, exactly re-check and package brackets for ``matrix`` at each tolerance.
+def _lower_side(t: _Target, eps_lo: float, lo_exact, row_start, effort, seed: int, cap: SafetyCap):
+    """(winning candidate, its exact verdict, strongest row witness) at ``eps + slack``."""
+    from exact.certificates import TrivialLower, check_lower
 
-    ``matrix``: m x n row-stochastic float64; ``logits``: optional float64 with
-    ``matrix`` its float64 row softmax (the claim is then about the exact
-    softmax, with slack, K.5). ``eps_list``: tolerances in (0, 1] (float,
-    Fraction, str). ``effort``: a preset of ``numeric.search.effort``;
-    ``seed``: the cell's seed (``effort.cell_seed`` of its identity). Raises
-    ValueError on bad input.
-    """
-    from exact.certificates import TrivialLower, TrivialUpper, UpperFactors, check_lower, check_upper
+    candidates = lower_candidates(t.A, eps_lo * (1 + LOWER_SAFETY), t.svd, effort, start=row_start,
+                                  seed=seed, cap=cap)
+    for c in candidates:
+        if c.rank == 0:
+            continue
+        v = check_lower(t.A_exact, _exact_lower_witness(c), lo_exact, c.rank)
+        if v.verified:
+            return c, v, strongest_rows(candidates)
+    c = LowerCandidate(0, "trivial", "trivial")
+    return c, check_lower(t.A_exact, TrivialLower(), lo_exact, 0), strongest_rows(candidates)
+
+
+def _upper_side(t: _Target, eps_up: float, up_exact, zero, L: int, effort, cap: SafetyCap, cid: str):
+    """(rank, family, verdict, UpperResult or None, truncated-SVD rank) at ``eps - slack``."""
+    from exact.certificates import TrivialUpper, UpperFactors, check_upper
     from exact.matrix import ExactMatrix
+
+    p = min(t.A.shape)
+    svd_rank = None
+    if up_exact > 0:
+        ok = np.nonzero(t.svd_errs <= eps_up * (1 - UPPER_SAFETY))[0]
+        svd_rank = int(ok[0]) if ok.size else None
+        for u in search_upper(t.A, eps_up * (1 - UPPER_SAFETY), Budget(effort.upper_steps, cap), lower=L,
+                              svd=(t.svd, t.svd_errs), device=t.device):
+            v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
+                            up_exact, u.rank)
+            if v.verified and u.rank < p:
+                return u.rank, f"factors/{u.family.split('/')[-1]}", v, u, svd_rank
+    v = check_upper(t.A_exact, TrivialUpper(), up_exact if up_exact >= 0 else zero, p)
+    if not v.verified:
+        raise RuntimeError(f"{cid}: the trivial upper witness was refused: {v.reason}")
+    return p, "trivial", v, None, svd_rank
+
+
+def _attack(t: _Target, L: int, eps_lo: float, lo_exact, upper, lower_family: str, cid: str):
+    """(success, float error) of the rank-(L - 1) attack; a verified success warns (soundness bug)."""
+    from exact.certificates import UpperFactors, check_upper
+    from exact.matrix import ExactMatrix
+
+    eps_att = eps_lo * ATTACK_FRACTION
+    warm = (upper.P, upper.Q) if upper is not None else None
+    ar = attack_rank(t.A, L - 1, eps_att, t.svd, device=t.device, warm=warm)
+    if not ar.success:
+        return False, ar.error
+    va = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(ar.P), ExactMatrix.from_float64(ar.Q)),
+                     lo_exact, L - 1)
+    if va.verified:
+        warnings.warn(f"SOUNDNESS BUG: rank-{L - 1} attack succeeded on {cid} (error {ar.error!r} "
+                      f"<= {eps_att!r}) where L = {L} was certified by {lower_family}",
+                      RuntimeWarning, stacklevel=3)
+    return bool(va.verified), ar.error
+
+
+def _bracket(t: _Target, item, eq, cid: str, row_start, effort, seed: int, attack: bool):
+    """One tolerance: (cell without id/target, BracketResult, tensors, strongest row witness)."""
     from exact.rational import format_rational, to_fmpq, to_fraction
 
-    effort = parse_effort(effort)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    run_prov = {"effort": effort, "seed": seed, "versions": package_versions(), "code": code_version()}
-    A = validate_matrix(matrix)
-    eps_items = list(eps_list)
-    eps_q = [parse_eps(e) for e in eps_items]
-    m, n = A.shape
-    p = min(m, n)
-    dev = str(pick_device(device))
-    A_exact = ExactMatrix.from_float64(A)
+    t0 = time.perf_counter()
+    cap = SafetyCap(effort.cap_seconds)
+    e_exact = to_fmpq(eq)
+    lo_exact = e_exact + t.slack_q if t.slack_q is not None else e_exact
+    up_exact = e_exact - t.slack_q if t.slack_q is not None else e_exact
+    eps_lo, eps_up = float(eq) + t.slack_f, float(eq) - t.slack_f
+    lower_c, lower_v, top_rows = _lower_side(t, eps_lo, lo_exact, row_start, effort, seed, cap)
+    L = lower_c.rank
+    U, U_fam, upper_v, upper, svd_rank = _upper_side(t, eps_up, up_exact, e_exact * 0, L, effort, cap, cid)
+    if L > U:
+        raise RuntimeError(f"{cid}: verified lower {L} above verified upper {U}: the exact tier is unsound")
+    attack_success, attack_error = None, None
+    if attack and L >= 2:
+        attack_success, attack_error = _attack(t, L, eps_lo, lo_exact, upper, lower_c.family, cid)
+    tensors = {f"{cid}/{k}": arr for k, arr in lower_c.tensors.items()}
+    names = {k: f"{cid}/{k}" for k in lower_c.tensors}
+    U_json = {"kind": "trivial"}
+    if upper is not None:
+        U_json = {"kind": "factors", "P": f"{cid}/P", "Q": f"{cid}/Q"}
+        tensors[f"{cid}/P"], tensors[f"{cid}/Q"] = upper.P, upper.Q
+    margins = [format_rational(v.margin) if v.margin is not None else None for v in (lower_v, upper_v)]
+    search = {"lower_family": lower_c.family, "upper_family": U_fam, "svd_rank": svd_rank,
+              "seconds": round(time.perf_counter() - t0, 3), "device": t.device,
+              "lower_margin": margins[0], "upper_margin": margins[1],
+              "attack_rank": L - 1 if attack_success is not None else None,
+              "attack_eps": repr(eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
+              "attack_error": attack_error, "attack_success": attack_success,
+              "cell_seed": seed, "capped": cap.fired}
+    cell = {"lower": {"rank": int(L), "witness": _lower_json(lower_c, names)},
+            "upper": {"rank": int(U), "witness": U_json}, "search": search}
+    result = BracketResult(item, int(L), int(U), lower_c.family, U_fam, search["seconds"],
+                           float(to_fraction(t.slack_q)) if t.slack_q is not None else None, attack_success,
+                           svd_rank, attack_error, margins[0], margins[1], cap.fired)
+    return cell, result, tensors, top_rows
+
+
+def _target(A: np.ndarray, logits, device, id_prefix: str):
+    """(shared _Target, tensors, target JSON) of a matrix or logit target (K.5 slack for logits)."""
+    from exact.matrix import ExactMatrix
+    from exact.rational import format_rational
+
     tensors = {f"{id_prefix}/matrix": A}
     target = {"matrix": f"{id_prefix}/matrix"}
-    slack_q = None
-    slack_f = 0.0
+    slack_q, slack_f = None, 0.0
     if logits is not None:
         H = validate_matrix(logits, "logits", stochastic=False)
         if H.shape != A.shape:
@@ -193,112 +240,57 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
 
         slack_q, slack_f = target_slack(H, A)
         tensors[f"{id_prefix}/logits"] = H
-        target = {"matrix": f"{id_prefix}/matrix", "logits": f"{id_prefix}/logits",
-                  "slack": format_rational(slack_q)}
-    t_svd = time.perf_counter()
+        target.update({"logits": f"{id_prefix}/logits", "slack": format_rational(slack_q)})
     svd, svd_errs = svd_baseline(A)
-    t_svd = time.perf_counter() - t_svd
+    t = _Target(A, ExactMatrix.from_float64(A), slack_q, slack_f, svd, svd_errs, str(pick_device(device)))
+    return t, tensors, target
 
-    cells, results = [], []
-    # largest tolerance first: a row-side lower witness found there stays valid at every
-    # smaller tolerance, and the row-set searches grow it (``lower_candidates(start=...)``)
-    row_start = None
-    order = sorted(range(len(eps_q)), key=lambda i: -eps_q[i])
-    for idx in order:
-        item, eq = eps_items[idx], eps_q[idx]
-        t0 = time.perf_counter()
-        cid = f"{id_prefix}/eps={item}"
-        e_exact = to_fmpq(eq)
-        lo_exact = e_exact + slack_q if slack_q is not None else e_exact
-        up_exact = e_exact - slack_q if slack_q is not None else e_exact
-        eps_lo = float(eq) + slack_f
-        eps_up = float(eq) - slack_f
 
-        # lower side ------------------------------------------------------------
-        lower_c, lower_v = None, None
-        candidates = lower_candidates(A, eps_lo * (1 + LOWER_SAFETY), svd, start=row_start)
-        top_rows = strongest_rows(candidates)
-        if top_rows is not None:
-            row_start = top_rows
-        for c in candidates:
-            if c.rank == 0:
-                continue
-            v = check_lower(A_exact, _exact_lower_witness(c), lo_exact, c.rank)
-            if v.verified:
-                lower_c, lower_v = c, v
-                break
-        if lower_c is None:
-            lower_c = LowerCandidate(0, "trivial", "trivial")
-            lower_v = check_lower(A_exact, TrivialLower(), lo_exact, 0)
-        L = lower_c.rank
+def _run_provenance(effort, seed: int) -> dict:
+    """What produced a run: effort preset and budgets, seed, search tolerances, threads, versions."""
+    return {"effort": effort.name, "budgets": effort.budgets(), "seed": seed,
+            "tolerances": {"lower_safety": LOWER_SAFETY, "upper_safety": UPPER_SAFETY,
+                           "attack_fraction": ATTACK_FRACTION, "stochastic_tol": STOCHASTIC_TOL},
+            "threads": SEARCH_THREADS, "versions": package_versions(), "code": code_version()}
 
-        # upper side ------------------------------------------------------------
-        upper = None
-        svd_rank = None
-        if up_exact > 0:
-            ok = np.nonzero(svd_errs <= eps_up * (1 - UPPER_SAFETY))[0]
-            svd_rank = int(ok[0]) if ok.size else None
-            for u in search_upper(A, eps_up * (1 - UPPER_SAFETY), lower=L, svd=(svd, svd_errs), device=dev,
-                                  budget_s=UPPER_BUDGET_S):
-                v = check_upper(A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
-                                up_exact, u.rank)
-                if v.verified and u.rank < p:
-                    upper = (u, v)
-                    break
-        if upper is None:
-            v = check_upper(A_exact, TrivialUpper(), up_exact if up_exact >= 0 else e_exact * 0, p)
-            if not v.verified:
-                raise RuntimeError(f"{cid}: the trivial upper witness was refused: {v.reason}")
-            U_rank, U_fam, U_json, U_margin, uP = p, "trivial", {"kind": "trivial"}, v.margin, None
-        else:
-            u, v = upper
-            U_rank, U_fam, U_margin, uP = u.rank, f"factors/{u.family.split('/')[-1]}", v.margin, u
-            U_json = {"kind": "factors", "P": f"{cid}/P", "Q": f"{cid}/Q"}
-            tensors[f"{cid}/P"] = u.P
-            tensors[f"{cid}/Q"] = u.Q
-        if L > U_rank:
-            raise RuntimeError(f"{cid}: verified lower {L} above verified upper {U_rank}: the exact tier is unsound")
 
-        # attack ----------------------------------------------------------------
-        attack_success, attack_error = None, None
-        if attack and L >= 2:
-            eps_att = eps_lo * ATTACK_FRACTION
-            warm = (uP.P, uP.Q) if uP is not None else None
-            ar = attack_rank(A, L - 1, eps_att, svd, device=dev, warm=warm)
-            attack_error = ar.error
-            attack_success = False
-            if ar.success:
-                va = check_upper(A_exact, UpperFactors(ExactMatrix.from_float64(ar.P), ExactMatrix.from_float64(ar.Q)),
-                                 lo_exact, L - 1)
-                attack_success = bool(va.verified)
-                if attack_success:
-                    warnings.warn(f"SOUNDNESS BUG: rank-{L - 1} attack succeeded on {cid} (error {ar.error!r} "
-                                  f"<= {eps_att!r}) where L = {L} was certified by {lower_c.family}",
-                                  RuntimeWarning, stacklevel=2)
+def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", device=None,
+                    attack: bool = True, provenance: dict | None = None, effort=DEFAULT_EFFORT,
+                    seed: int = 0) -> SearchOutput:
+    """Search, exactly re-check and package brackets for ``matrix`` at each tolerance.
 
-        # export ----------------------------------------------------------------
-        names = {}
-        for k, arr in lower_c.tensors.items():
-            names[k] = f"{cid}/{k}"
-            tensors[names[k]] = arr
-        seconds = time.perf_counter() - t0 + (t_svd if not results else 0.0)
-        prov = {"search": {"lower_family": lower_c.family, "upper_family": U_fam, "svd_rank": svd_rank,
-                           "seconds": round(seconds, 3), "device": dev,
-                           "lower_margin": format_rational(lower_v.margin) if lower_v.margin is not None else None,
-                           "upper_margin": format_rational(U_margin) if U_margin is not None else None,
-                           "attack_rank": L - 1 if attack_success is not None else None,
-                           "attack_eps": repr(eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
-                           "attack_error": attack_error, "attack_success": attack_success,
-                           "effort": effort, "seed": seed}}
-        prov.update(provenance or {})
-        cells.append({"id": cid, "eps": rational_string(eq), "target": dict(target),
-                      "lower": {"rank": int(L), "witness": _lower_json(lower_c, names)},
-                      "upper": {"rank": int(U_rank), "witness": U_json},
-                      "provenance": prov})
-        results.append(BracketResult(item, int(L), int(U_rank), lower_c.family, U_fam, seconds,
-                                     float(to_fraction(slack_q)) if slack_q is not None else None, attack_success,
-                                     svd_rank, attack_error,
-                                     prov["search"]["lower_margin"], prov["search"]["upper_margin"]))
-    # cells and results in the caller's order of tolerances
-    perm = sorted(range(len(order)), key=lambda k: order[k])
-    return SearchOutput([cells[i] for i in perm], tensors, [results[i] for i in perm], run_prov)
+    ``matrix``: m x n row-stochastic float64; ``logits``: optional float64 with
+    ``matrix`` its float64 row softmax (the claim is then about the exact
+    softmax, with slack, K.5). ``eps_list``: tolerances in (0, 1] (float,
+    Fraction, str). ``effort``: a preset name of ``numeric.search.effort`` or
+    an ``Effort``; ``seed``: the cell's seed (``effort.cell_seed`` of its
+    identity), from which each tolerance draws ``cell_seed(seed, eps)``.
+    Raises ValueError on bad input.
+    """
+    effort = effort_budgets(effort)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    A = validate_matrix(matrix)
+    eps_items = list(eps_list)
+    eps_q = [parse_eps(e) for e in eps_items]
+    run_prov = _run_provenance(effort, seed)
+    with pinned_threads():
+        t, tensors, target = _target(A, logits, device, id_prefix)
+        cells, results = {}, {}
+        row_start = None
+        # largest tolerance first: a row-side lower witness found there stays valid at every
+        # smaller tolerance, and the row-set searches grow it (``lower_candidates(start=...)``)
+        for idx in sorted(range(len(eps_q)), key=lambda i: -eps_q[i]):
+            item, eq = eps_items[idx], eps_q[idx]
+            cid = f"{id_prefix}/eps={item}"
+            eps_text = rational_string(eq)
+            cell, results[idx], cell_tensors, top = _bracket(t, item, eq, cid, row_start, effort,
+                                                            cell_seed(seed, eps_text), attack)
+            row_start = top if top is not None else row_start
+            tensors.update(cell_tensors)
+            prov = {"search": {**cell.pop("search"), **run_prov}}
+            prov.update(provenance or {})
+            cells[idx] = {"id": cid, "eps": eps_text, "target": dict(target), **cell, "provenance": prov}
+    order = range(len(eps_q))
+    run_prov["capped"] = [cells[i]["id"] for i in order if results[i].capped]
+    return SearchOutput([cells[i] for i in order], tensors, [results[i] for i in order], run_prov)

@@ -14,12 +14,15 @@ False
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version"]
+__all__ = ["EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
+           "Effort", "PRESETS", "effort_budgets"]
 
 #: The effort presets, cheapest first. The budgets of each live with the
 #: searches that spend them; the name is what a file records.
@@ -70,3 +73,83 @@ def code_version() -> dict:
         return info
     info["commit"], info["dirty"] = commit, bool(status.strip())
     return info
+
+
+@dataclass(frozen=True)
+class Effort:
+    """Named work budgets of one search, per tolerance (issue 12 item 1).
+
+    Every number counts work, never seconds, except ``cap_seconds``: the
+    outer safety cap of a cell, for pathological input only (a cell that
+    reaches it records ``"capped": true``). The default figures are the work
+    that the former wall-clock budgets allowed on an idle core (MiniLM
+    heads, 256 x 256, ``bench/quality.py``), rounded up; quick is about a
+    quarter of default, thorough four times default.
+    """
+
+    name: str
+    #: Adam steps of the upper rank bisection and polish (trials start while steps are left; was 10 s).
+    upper_steps: int
+    #: LP solves of the far-rows LP extension (was 3 s of HiGHS).
+    far_lp_solves: int
+    #: HiGHS iterations per LP solve (interior point and simplex each): a solve that needs more fails.
+    lp_iterations: int
+    #: Adam steps of the far-rows descent extension (was 3 s).
+    descent_steps: int
+    #: Adam steps of the screened greedy growth's map re-optimisations (was 2 s).
+    greedy_steps: int
+    #: Candidate rows the screened greedy growth may try in all.
+    greedy_rows: int
+    #: LP solves of the swap search on small row sets (was 3 s).
+    swap_solves: int
+    #: LP solves of the LP growth of mid-sized row sets (was 2 s).
+    lp_append_solves: int
+    #: Row LPs of the LP on singular subspaces (was 1.5 s).
+    lp_svd_solves: int
+    #: Outer wall-clock safety cap per cell, seconds (no normal cell comes near it).
+    cap_seconds: float
+
+    def budgets(self) -> dict:
+        """Every budget by name (what a bracket file records)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "name"}
+
+    def replace(self, **budgets) -> "Effort":
+        """This preset with some budgets overridden (positive integers; ValueError otherwise)."""
+        known = set(self.budgets())
+        for k, v in budgets.items():
+            if k not in known:
+                raise ValueError(f"unknown budget {k!r}: choose one of {', '.join(sorted(known))}")
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"budget {k} must be a positive integer, got {v!r}")
+        return dataclasses.replace(self, **budgets)
+
+
+#: The presets. Default: the most work any MiniLM cell of ``bench/quality.py`` (8 heads x 3
+#: tolerances) did under the former wall-clock budgets, counted with ``time.process_time``
+#: (so another process's load did not shrink it), rounded up: upper 7,823 Adam steps (10 s),
+#: far-rows LP 12 solves (3 s), descent 4,000 steps (3 s), greedy 2,689 steps and 10 rows (2 s),
+#: swap 66 solves (3 s), LP growth 3 solves (2 s), LP on singular subspaces 81 row LPs
+#: (1.5 s), at most 1,162 HiGHS iterations per solve (crossover). Quick is about a quarter
+#: of it, thorough four times (not tuned). The cap: the slowest cell took 13 s of CPU.
+PRESETS = {
+    "default": Effort("default", upper_steps=8000, far_lp_solves=12, lp_iterations=5000, descent_steps=4000,
+                      greedy_steps=3000, greedy_rows=12, swap_solves=70, lp_append_solves=4,
+                      lp_svd_solves=100, cap_seconds=900.0),
+}
+PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
+    upper_steps=2000, far_lp_solves=3, descent_steps=1000, greedy_steps=750, greedy_rows=3, swap_solves=18,
+    lp_append_solves=1, lp_svd_solves=25), name="quick", cap_seconds=300.0)
+PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
+    upper_steps=32000, far_lp_solves=48, descent_steps=16000, greedy_steps=12000, greedy_rows=48,
+    swap_solves=280, lp_append_solves=16, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
+
+
+def effort_budgets(effort) -> Effort:
+    """The ``Effort`` of a preset name (``parse_effort``) or an ``Effort`` itself.
+
+    >>> effort_budgets("quick").upper_steps < effort_budgets("default").upper_steps
+    True
+    """
+    if isinstance(effort, Effort):
+        return effort
+    return PRESETS[parse_effort(effort)]

@@ -1,16 +1,18 @@
 """Linear programs of the float tier, solved with HiGHS (``highspy``).
 
 Two LPs produce lower witnesses (MATH.md section 2, K.3 and its row-side
-transpose), one produces upper polish:
+transpose):
 
 - ``min_norm_row_decoder(A_S)``: the row-side reconstruction map G of least
   row-l1 norm with ``A[S, :] G = I_d``; by LP duality its norm is exactly
   ``1 / gamma_row(I[:, S])``.
 - ``min_norm_left_inverse(Y, T)``: the column-side map of least row-l1 norm
   with ``R Y = X`` for a given ``Y = A X`` (LP-optimal R on a subspace W,
-  norm ``1 / gamma(W)``); the rows decouple, so it is d small LPs or one.
-- ``l1_regression(Q, a)``: ``min_p ||a - Q p||_1`` (the optimal left factor
-  row for a fixed right factor, K.1 polish).
+  norm ``1 / gamma(W)``); the rows decouple, so it is one small LP per row.
+
+Every solve is bounded by a HiGHS iteration limit (``iterations``), never by
+HiGHS time: the answer does not depend on the load of the machine. HiGHS
+runs with one thread, so the same LP gives the same solution every time.
 
 Everything here is float: the results are witnesses that the exact tier
 re-checks, never claims on their own.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse", "l1_regression"]
+__all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse"]
 
 INF = float("inf")
 #: HiGHS interior point (with crossover) solved the 256 x 22 decoder LP of a
@@ -63,12 +65,13 @@ def _quiet_highs():
     return h
 
 
-def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, time_limit=None,
+def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, iterations=None,
              solver: str = "choose", row_duals: bool = False):
     """Minimise ``c x`` subject to ``A_ub x <= b_ub``, ``A_eq x = b_eq``, ``lb <= x <= ub``.
 
     A thin wrapper on ``highspy.Highs.passModel`` with sparse CSC constraint
-    matrices; returns (x, objective) or raises ``LPFailed``. With ``row_duals``
+    matrices; returns (x, objective) or raises ``LPFailed`` (also when HiGHS needs
+    more than ``iterations`` interior-point or simplex iterations). With ``row_duals``
     it returns (x, objective, y), y the duals of the rows (inequalities first).
 
     >>> x, v = solve_lp(np.array([1.0, 1.0]), A_eq=sp.csr_matrix([[1.0, 2.0]]), b_eq=np.array([2.0]))
@@ -104,8 +107,9 @@ def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, ti
     h = _quiet_highs()
     h.setOptionValue("threads", 1)
     h.setOptionValue("solver", solver)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+    if iterations is not None:
+        h.setOptionValue("ipm_iteration_limit", int(iterations))
+        h.setOptionValue("simplex_iteration_limit", int(iterations))
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
@@ -119,7 +123,7 @@ def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, ti
     return x, v
 
 
-def min_norm_row_decoder(AS: np.ndarray, time_limit=None, duals: bool = False):
+def min_norm_row_decoder(AS: np.ndarray, iterations=None, duals: bool = False):
     """G (n x d) of least row-l1 norm with ``AS @ G = I_d`` (AS = A[S, :], d x n).
 
     Row-side reconstruction (MATH.md, transpose of K.3): with Z = I[:, S] the
@@ -153,7 +157,7 @@ def min_norm_row_decoder(AS: np.ndarray, time_limit=None, duals: bool = False):
     uc = np.concatenate([jj * d + ll, n * d + jj * d + ll, np.full(n, nv - 1)])
     uv = np.concatenate([np.ones(2 * n * d), -np.ones(n)])
     A_ub = sp.csr_matrix((uv, (ur, uc)), shape=(n, nv))
-    x, v, y = solve_lp(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=b_eq, time_limit=time_limit,
+    x, v, y = solve_lp(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=b_eq, iterations=iterations,
                        solver=DECODER_SOLVER, row_duals=True)
     G = (x[: n * d] - x[n * d : 2 * n * d]).reshape(n, d)
     if duals:
@@ -161,17 +165,18 @@ def min_norm_row_decoder(AS: np.ndarray, time_limit=None, duals: bool = False):
     return G, v
 
 
-def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, time_limit=None) -> tuple[np.ndarray, float]:
+def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, iterations=None, budget=None) -> tuple[np.ndarray, float]:
     """R (n x m) of least row-l1 norm with ``R @ Y = X`` (Y = A X is m x d, X n x d).
 
     LP-optimal R on the subspace W = range X (K.3): row i of R minimises
     ``||r||_1`` subject to ``r Y = X[i, :]``; the norm is ``1/gamma(W)``.
-    Rows with ``X[i, :] = 0`` get ``r = 0``. Each nonzero row is one LP;
-    ``time_limit`` bounds them all together (``LPFailed`` when it runs out).
-    """
-    import time
+    Rows with ``X[i, :] = 0`` get ``r = 0``. Each nonzero row is one LP,
+    spent from ``budget`` (a ``numeric.search.budget.Budget`` of solves;
+    ``LPFailed`` when it runs out before the last row).
 
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    >>> R, v = min_norm_left_inverse(np.array([[2.0], [1.0]]), np.array([[1.0]])); round(v, 9)
+    0.5
+    """
     m, d = Y.shape
     n = X.shape[0]
     R = np.zeros((n, m))
@@ -180,24 +185,11 @@ def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, time_limit=None) -> tupl
     for i in range(n):
         if not X[i].any():
             continue
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0:
-            raise LPFailed("time limit reached")
-        x, v = solve_lp(np.ones(2 * m), A_eq=A_eq, b_eq=X[i], time_limit=left)
+        if budget is not None:
+            if budget.exhausted:
+                raise LPFailed("LP budget spent")
+            budget.spend()
+        x, v = solve_lp(np.ones(2 * m), A_eq=A_eq, b_eq=X[i], iterations=iterations)
         R[i] = x[:m] - x[m:]
         best = max(best, v)
     return R, best
-
-
-def l1_regression(Q: np.ndarray, a: np.ndarray, time_limit=None) -> tuple[np.ndarray, float]:
-    """``min_p ||a - Q p||_1`` for Q (n x k), a (n,): the best row of P for fixed Q (K.1).
-
-    Variables p (free), u+ , u- >= 0 with ``Q p + u+ - u- = a``.
-    """
-    n, k = Q.shape
-    nv = k + 2 * n
-    c = np.concatenate([np.zeros(k), np.ones(2 * n)])
-    A_eq = sp.hstack([sp.csr_matrix(Q), sp.identity(n), -sp.identity(n)]).tocsr()
-    lb = np.concatenate([np.full(k, -INF), np.zeros(2 * n)])
-    x, v = solve_lp(c, A_eq=A_eq, b_eq=a, lb=lb, time_limit=time_limit)
-    return x[:k], v

@@ -1,0 +1,55 @@
+"""Counted work and the outer safety cap (issue 12 item 1).
+
+A search stops when its ``Budget`` of work units (descent steps, LP solves,
+candidate rows) is spent, never on a clock, so a bracket does not depend
+on the load of the machine. The one clock left is ``SafetyCap``: an outer
+limit per cell for pathological input. No normal cell reaches it; when it
+fires, ``fired`` turns true and the cell records ``"capped": true``.
+
+>>> b = Budget(3); b.spend(2); b.exhausted
+False
+>>> b.spend(); b.exhausted, b.used
+(True, 3)
+"""
+from __future__ import annotations
+
+import time
+
+__all__ = ["Budget", "SafetyCap"]
+
+
+class SafetyCap:
+    """A wall-clock limit (seconds, None: none) that remembers whether it fired."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.start = time.monotonic()
+        self.fired = False
+
+    def expired(self) -> bool:
+        """True once the limit has passed (and from then on ``fired``)."""
+        if self.seconds is not None and not self.fired and time.monotonic() - self.start > self.seconds:
+            self.fired = True
+        return self.fired
+
+
+class Budget:
+    """A count of work units that a search spends, with an optional shared ``SafetyCap``.
+
+    Mutable on purpose: one budget is handed down a search and its helpers,
+    which all spend from it.
+    """
+
+    def __init__(self, units: int, cap: SafetyCap | None = None):
+        self.units = int(units)
+        self.used = 0
+        self.cap = cap
+
+    def spend(self, n: int = 1) -> None:
+        """Record ``n`` units of work."""
+        self.used += int(n)
+
+    @property
+    def exhausted(self) -> bool:
+        """No units left, or the safety cap fired."""
+        return self.used >= self.units or (self.cap is not None and self.cap.expired())
