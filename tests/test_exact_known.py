@@ -491,3 +491,26 @@ def test_frobenius_energy_bound_is_above_the_exact_energy():
             bound = top_energy_upper_bound(exact_A, k)
             lo, _ = ind.top_energy_enclosure(ind.fractions_of(A.tolist()), k, steps=160)
             assert bound is not None and Fr(int(bound.p), int(bound.q)) >= lo, (A, k)
+
+
+@pytest.mark.parametrize("kind", ["factors", "reconstruction", "row_reconstruction"])
+def test_every_wrong_shape_is_named(kind):
+    """A witness matrix one row or column short or long, in each of its dimensions, is refused for its
+    shape (never by an exception in the arithmetic, never accepted)."""
+    A = E([[Fr(3, 4), Fr(1, 4), 0], [Fr(1, 4), Fr(3, 4), 0]])             # 2 x 3
+    shapes = {"factors": [(2, 1), (3, 1)], "reconstruction": [(3, 2), (3, 2), (2, 3)],
+              "row_reconstruction": [(3, 2), (2, 2), (2, 2)]}[kind]
+    build = {"factors": UpperFactors, "reconstruction": ReconstructionWitness,
+             "row_reconstruction": RowReconstructionWitness}[kind]
+    check = check_upper if kind == "factors" else check_lower
+    for which in range(len(shapes)):
+        for axis in (0, 1):
+            for delta in (-1, 1):
+                dims = [list(s) for s in shapes]
+                dims[which][axis] += delta
+                if 0 in dims[which]:
+                    continue
+                witness = build(*(ExactMatrix.zeros(*d) for d in dims))
+                rank = dims[0][1] if kind == "factors" else dims[1][1]
+                verdict = check(A, witness, q(Fr(1, 4)), min(rank, 2))
+                assert not verdict.verified and "shape mismatch" in verdict.reason, (kind, dims, verdict)
