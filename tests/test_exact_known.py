@@ -514,3 +514,45 @@ def test_every_wrong_shape_is_named(kind):
                 rank = dims[0][1] if kind == "factors" else dims[1][1]
                 verdict = check(A, witness, q(Fr(1, 4)), min(rank, 2))
                 assert not verdict.verified and "shape mismatch" in verdict.reason, (kind, dims, verdict)
+
+
+@pytest.mark.parametrize("hint", [np.array([[1.0, 1.0], [0.0, 0.0]]), 2 * np.eye(2)])
+def test_frobenius_refuses_a_basis_hint_that_is_not_near_orthonormal(monkeypatch, hint):
+    """``g = ||V^T V - I||_row1`` of 1 (a singular hint) or 3 (a scaled one): no bound, the claim is refused."""
+    import exact.frobenius as frob
+    monkeypatch.setattr(frob.np.linalg, "eigh", lambda S: (np.ones(2), hint))
+    A = E([[2, 0], [0, 1]])
+    assert frob.top_energy_upper_bound(A, 1) is None
+    verdict = check_lower(A, FrobeniusTail(1), q(Fr(1, 100)), 2)
+    assert not verdict.verified and "could not bound" in verdict.reason
+
+
+def test_witness_rank_must_equal_the_claimed_rank():
+    """Factors with more columns than the claimed rank prove nothing about that rank (B = I has error 0
+    but rank 2); fewer columns are refused too. Likewise for the lower witnesses' d and k + 1."""
+    A, I2 = E(I(2)), E(I(2))
+    for claimed in (1, 0):
+        v = check_upper(A, UpperFactors(I2, I2), q(Fr(1, 2)), claimed)
+        assert not v.verified and "columns" in v.reason
+    one = E([[1], [0]])
+    assert not check_upper(A, UpperFactors(one, one), q(Fr(1, 2)), 2).verified
+    assert not check_lower(A, ReconstructionWitness(I2, I2, I2), q(Fr(1, 4)), 1).verified
+    assert not check_lower(A, RowReconstructionWitness(I2, I2, I2), q(Fr(1, 4)), 1).verified
+    assert not check_lower(A, FrobeniusTail(1), q(Fr(1, 4)), 1).verified
+    col = E([[1], [0]])                               # d = 1 columns cannot prove rank 2
+    assert not check_lower(A, ReconstructionWitness(E([[1, 0]]).T @ E([[1, 0]]), col, E([[1, 0]])),
+                           q(Fr(1, 4)), 2).verified
+    assert not check_lower(A, RowReconstructionWitness(col @ E([[1, 0]]), col, E([[1, 0]])), q(Fr(1, 4)), 2).verified
+    # the trivial witnesses prove min(m, n) above and at most rank 1 below, nothing else
+    assert not check_upper(A, TrivialUpper(), q(Fr(1, 4)), 1).verified
+    assert not check_lower(A, TrivialLower(), q(Fr(1, 4)), 2).verified
+
+
+def test_reconstruction_at_the_defect_boundaries():
+    """||F|| = 1 exactly (L = 0, F = -I): refused as a basis defect; eta = 1 exactly (A = diag(0, 1),
+    R = X = L = I, E = A - I): refused as a reconstruction defect, each with its exact derived value."""
+    I2 = E(I(2))
+    v = check_lower(E(I(2)), ReconstructionWitness(I2, I2, ExactMatrix.zeros(2, 2)), q(Fr(1, 4)), 2)
+    assert not v.verified and "basis defect" in v.reason and v.derived == "||F|| = 1", v
+    v = check_lower(E([[0, 0], [0, 1]]), ReconstructionWitness(I2, I2, I2), q(0), 2)
+    assert not v.verified and "reconstruction defect" in v.reason and v.derived == "eta = 1", v
