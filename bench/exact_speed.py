@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.verify import verify_file  # noqa: E402
-from numeric.search.export import rational_string, write_bracket_file  # noqa: E402
+from exact.bracketfile import rational_string, write_bracket_file  # noqa: E402
 
 
 def make_cell(n: int, k_up: int, d_low: int, seed: int = 0):
@@ -80,7 +80,7 @@ def float_checks(t, eps, slack, row_side: bool):
     E_soft /= E_soft.sum(axis=1, keepdims=True)
     ok_slack = row1(E_soft - A) <= slack
     ok_up = row1(A - t["P"] @ t["Q"].T) <= eps - slack
-    d = t["X"].shape[1]
+    d = t["Z" if row_side else "X"].shape[1]
     if row_side:
         E = t["Z"].T @ A @ t["G"] - t["Z"].T
         F = t["M"] @ t["Z"] - np.eye(d)

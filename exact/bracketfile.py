@@ -1,18 +1,26 @@
-"""Bracket files, format version 1: reader and validator (``docs/bracket-format.md``).
+"""Bracket files, format version 1: the one home of the format (``docs/bracket-format.md``).
 
 A bracket file is a safetensors file: 8 bytes little-endian header length N,
 N bytes of JSON header, then the tensor data. The header's ``__metadata__``
-has one key, ``softrank``, whose value is the JSON claim document. This
-reader parses the container itself (no third-party parser in the trusted
-core), refuses duplicate JSON keys, NaN/Infinity literals, overlapping or
-out-of-range tensor data, every dtype but F64 and every shape but 2-D, and
-checks every resource limit in ``exact.limits`` before the work it bounds.
+has exactly one key, ``softrank``, whose value is the JSON claim document.
+
+The reader parses the container itself (no third-party parser in the
+trusted core). It opens regular files only, reads the header first and
+validates it within ``exact.limits`` before any data: duplicate JSON keys,
+NaN/Infinity literals, dtypes but F64, shapes but 2-D, and data that is not
+covered exactly once by the tensors (overlaps, holes, trailing bytes) are
+refused. Then it reads each tensor by its offset. Every string taken from
+the file appears in a message as ``ascii()`` shows it (one line, no control
+characters). The writer needs only numpy and safetensors.
 """
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 from flint import fmpq
@@ -21,8 +29,8 @@ from .errors import LimitExceeded, MalformedInput
 from .limits import MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, MAX_TENSORS
 from .rational import parse_nonnegative
 
-__all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file",
-           "UPPER_KINDS", "LOWER_KINDS"]
+__all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file", "count_cells",
+           "write_bracket_file", "rational_string", "show", "UPPER_KINDS", "LOWER_KINDS"]
 
 FORMAT = "softrank-brackets"
 VERSION = 1
@@ -35,6 +43,16 @@ LOWER_KINDS = {
     "row_reconstruction": {"G": "tensor", "Z": "tensor", "M": "tensor"},
     "frobenius": {"k": "int"},
 }
+#: Bytes read at a time when an unreferenced tensor is checked for NaN and Inf.
+_CHUNK = 2**24
+
+
+def show(value, limit: int = 60) -> str:
+    """A value from a file, as one escaped line: ``ascii()`` of a string, JSON of anything else."""
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=True, default=str)
+        return value[:limit] + ("..." if len(value) > limit else "")
+    return ascii(value[:limit]) + ("..." if len(value) > limit else "")
 
 
 @dataclass(frozen=True)
@@ -70,14 +88,14 @@ class Cell:
 class BracketFile:
     path: str
     cells: tuple
-    tensors: dict            # name -> read-only float64 ndarray
+    tensors: dict            # name -> read-only float64 ndarray (the tensors the cells name)
 
 
 def _no_duplicates(pairs):
     out = {}
     for key, value in pairs:
         if key in out:
-            raise MalformedInput(f"duplicate JSON key {key[:60]!r}")
+            raise MalformedInput(f"duplicate JSON key {show(key)}")
         out[key] = value
     return out
 
@@ -92,12 +110,12 @@ def _json(text: str, what: str):
     except MalformedInput:
         raise
     except (ValueError, RecursionError) as exc:
-        raise MalformedInput(f"{what} is not valid JSON: {str(exc).splitlines()[0][:80]}") from None
+        raise MalformedInput(f"{what} is not valid JSON: {show(str(exc).splitlines()[0], 80)}") from None
 
 
 def _int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedInput(f"{what} must be an integer, got {json.dumps(value)[:40]}")
+        raise MalformedInput(f"{what} must be an integer, got {show(value, 40)}")
     return value
 
 
@@ -107,51 +125,71 @@ def _keys(obj, what: str, required: set, optional: set = frozenset()):
     missing = required - obj.keys()
     unknown = obj.keys() - required - optional
     if missing:
-        raise MalformedInput(f"{what}: missing key {sorted(missing)[0]!r}")
+        raise MalformedInput(f"{what}: missing key {show(sorted(missing)[0], 40)}")
     if unknown:
-        raise MalformedInput(f"{what}: unknown key {sorted(unknown)[0][:40]!r}")
+        raise MalformedInput(f"{what}: unknown key {show(sorted(unknown)[0], 40)}")
 
 
-def _read_container(path: str):
-    """Header dict and data bytes of a safetensors file, validated."""
+# ------------------------------------------------------------------ container
+def _open(path: str):
+    """A binary file object on a regular file (a FIFO or device is refused without blocking)."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise LimitExceeded(f"file has {size} bytes, limit {MAX_FILE_BYTES}")
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise MalformedInput(f"cannot read file: {exc.strerror or exc}") from None
-    if len(raw) < 8:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise MalformedInput("not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        os.close(fd)
+        raise LimitExceeded(f"file has {info.st_size} bytes, limit {MAX_FILE_BYTES}")
+    return os.fdopen(fd, "rb"), info.st_size
+
+
+def _read_exactly(fh, n: int, what: str) -> bytes:
+    try:
+        raw = fh.read(n)
+    except OSError as exc:
+        raise MalformedInput(f"cannot read file: {exc.strerror or exc}") from None
+    if len(raw) != n:
+        raise MalformedInput(f"truncated file: {what}")
+    return raw
+
+
+def _header(fh, size: int):
+    """The header dict and the size of the data section."""
+    if size < 8:
         raise MalformedInput("truncated file: no header length")
-    n = int.from_bytes(raw[:8], "little")
+    n = int.from_bytes(_read_exactly(fh, 8, "no header length"), "little")
     if n > MAX_HEADER_BYTES:
         raise LimitExceeded(f"header of {n} bytes, limit {MAX_HEADER_BYTES}")
-    if 8 + n > len(raw):
-        raise MalformedInput(f"truncated file: header of {n} bytes, file has {len(raw)}")
+    if 8 + n > size:
+        raise MalformedInput(f"truncated file: header of {n} bytes, file has {size}")
     try:
-        text = raw[8:8 + n].decode("utf-8")
+        text = _read_exactly(fh, n, "header").decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedInput("header is not UTF-8") from None
     header = _json(text, "safetensors header")
     if not isinstance(header, dict):
         raise MalformedInput("safetensors header must be a JSON object")
-    return header, memoryview(raw)[8 + n:]
+    return header, size - 8 - n
 
 
-def _read_tensors(header: dict, data) -> dict:
+def _layout(header: dict, data_size: int) -> dict:
+    """name -> (shape, begin, end), validated; the spans cover the data exactly once."""
     entries = {k: v for k, v in header.items() if k != "__metadata__"}
     if len(entries) > MAX_TENSORS:
         raise LimitExceeded(f"{len(entries)} tensors, limit {MAX_TENSORS}")
-    spans, tensors = [], {}
+    layout = {}
     for name, info in entries.items():
-        what = f"tensor {name[:60]!r}"
+        what = f"tensor {show(name)}"
         _keys(info, what, {"dtype", "shape", "data_offsets"})
         if info["dtype"] != "F64":
-            raise MalformedInput(f"{what} has dtype {str(info['dtype'])[:20]}, expected F64")
+            raise MalformedInput(f"{what} has dtype {show(info['dtype'], 20)}, expected F64")
         shape, offsets = info["shape"], info["data_offsets"]
         if not isinstance(shape, list) or len(shape) != 2:
-            raise MalformedInput(f"{what} must be 2-D, has shape {json.dumps(shape)[:40]}")
+            raise MalformedInput(f"{what} must be 2-D, has shape {show(shape, 40)}")
         m, n = (_int(s, f"{what} shape") for s in shape)
         if m < 0 or n < 0:
             raise MalformedInput(f"{what} has a negative side [{m}, {n}]")
@@ -161,34 +199,49 @@ def _read_tensors(header: dict, data) -> dict:
         if not isinstance(offsets, list) or len(offsets) != 2:
             raise MalformedInput(f"{what}: data_offsets must be [begin, end]")
         begin, end = (_int(o, f"{what} data_offsets") for o in offsets)
-        if not 0 <= begin <= end <= len(data):
-            raise MalformedInput(f"{what}: data [{begin}, {end}) outside the {len(data)} data bytes (truncated file?)")
+        if not 0 <= begin <= end <= data_size:
+            raise MalformedInput(f"{what}: data [{begin}, {end}) outside the {data_size} data bytes (truncated file?)")
         if end - begin != 8 * m * n:
             raise MalformedInput(f"{what}: {end - begin} data bytes for shape [{m}, {n}] of F64")
-        spans.append((begin, end, name))
-        array = np.frombuffer(data, dtype="<f8", count=m * n, offset=begin).reshape(m, n).astype(np.float64)
+        layout[name] = ((m, n), begin, end)
+    covered = 0
+    for begin, end, name in sorted((b, e, k) for k, (_, b, e) in layout.items()):
+        if begin < covered:
+            raise MalformedInput(f"tensor {show(name)} overlaps the tensor before it")
+        if begin > covered:
+            raise MalformedInput(f"data bytes [{covered}, {begin}) belong to no tensor")
+        covered = end
+    if covered != data_size:
+        raise MalformedInput(f"{data_size - covered} trailing bytes after the last tensor")
+    return layout
+
+
+def _tensor_data(fh, start: int, shape, begin: int, end: int, what: str, keep: bool):
+    """The tensor as a read-only array (``keep``), or None after checking it chunk by chunk."""
+    fh.seek(start + begin)
+    pos, parts = begin, []
+    while pos < end or (keep and not parts):
+        step = end - pos if keep else min(_CHUNK, end - pos)
+        array = np.frombuffer(_read_exactly(fh, step, f"{what} data"), dtype="<f8")
         if not np.isfinite(array).all():
             raise MalformedInput(f"{what} contains NaN or Inf")
-        array.flags.writeable = False
-        tensors[name] = array
-    spans.sort()
-    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
-        if b1 < e0:
-            raise MalformedInput(f"tensors {n0[:40]!r} and {n1[:40]!r} overlap")
-    return tensors
+        parts.append(array)
+        pos += step
+    return parts[0].reshape(shape).astype(np.float64, copy=False) if keep else None
 
 
-def _tensor(name, tensors: dict, what: str, nonempty: bool = False) -> str:
+# ------------------------------------------------------------------ claims
+def _tensor(name, layout: dict, what: str, nonempty: bool = False) -> str:
     if not isinstance(name, str):
         raise MalformedInput(f"{what} must be a tensor name (string)")
-    if name not in tensors:
-        raise MalformedInput(f"{what} names a missing tensor {name[:60]!r}")
-    if nonempty and 0 in tensors[name].shape:
-        raise MalformedInput(f"{what} {name[:60]!r} is empty (shape {list(tensors[name].shape)})")
+    if name not in layout:
+        raise MalformedInput(f"{what} names a missing tensor {show(name)}")
+    if nonempty and 0 in layout[name][0]:
+        raise MalformedInput(f"{what} {show(name)} is empty (shape {list(layout[name][0])})")
     return name
 
 
-def _claim(obj, what: str, kinds: dict, tensors: dict) -> Claim:
+def _claim(obj, what: str, kinds: dict, layout: dict) -> Claim:
     _keys(obj, what, {"rank", "witness"})
     rank = _int(obj["rank"], f"{what} rank")
     if rank < 0:
@@ -198,13 +251,13 @@ def _claim(obj, what: str, kinds: dict, tensors: dict) -> Claim:
         raise MalformedInput(f"{what} witness must be an object with a string 'kind'")
     kind = witness["kind"]
     if kind not in kinds:
-        raise MalformedInput(f"{what}: unknown witness kind {kind[:40]!r}")
+        raise MalformedInput(f"{what}: unknown witness kind {show(kind, 40)}")
     spec = kinds[kind]
     _keys(witness, f"{what} witness", {"kind", *spec})
     fields = {}
     for key, typ in spec.items():
         if typ == "tensor":
-            fields[key] = _tensor(witness[key], tensors, f"{what} witness {key}")
+            fields[key] = _tensor(witness[key], layout, f"{what} witness {key}")
         else:
             fields[key] = _int(witness[key], f"{what} witness {key}")
             if fields[key] < 0:
@@ -212,55 +265,130 @@ def _claim(obj, what: str, kinds: dict, tensors: dict) -> Claim:
     return Claim(rank, kind, fields)
 
 
-def _cell(obj, index: int, tensors: dict) -> Cell:
+def _cell(obj, index: int, layout: dict) -> Cell:
     what = f"cell {index}"
     _keys(obj, what, {"id", "eps", "target", "lower", "upper"}, {"provenance"})
     if not isinstance(obj["id"], str):
         raise MalformedInput(f"{what}: id must be a string")
-    what = f"cell {obj['id'][:60]!r}"
+    what = f"cell {show(obj['id'])}"
     eps = parse_nonnegative(obj["eps"], f"{what} eps")
     target = obj["target"]
     if isinstance(target, dict) and "logits" in target:
         _keys(target, f"{what} target", {"matrix", "logits", "slack"})
-        tgt = Target(_tensor(target["matrix"], tensors, f"{what} target matrix", nonempty=True),
-                     _tensor(target["logits"], tensors, f"{what} target logits", nonempty=True),
+        tgt = Target(_tensor(target["matrix"], layout, f"{what} target matrix", nonempty=True),
+                     _tensor(target["logits"], layout, f"{what} target logits", nonempty=True),
                      parse_nonnegative(target["slack"], f"{what} slack"))
     else:
         _keys(target, f"{what} target", {"matrix"})
-        tgt = Target(_tensor(target["matrix"], tensors, f"{what} target matrix", nonempty=True))
+        tgt = Target(_tensor(target["matrix"], layout, f"{what} target matrix", nonempty=True))
     provenance = obj.get("provenance", {})
     if not isinstance(provenance, dict):
         raise MalformedInput(f"{what}: provenance must be a JSON object")
     return Cell(obj["id"], eps, obj["eps"], tgt,
-                _claim(obj["lower"], f"{what} lower", LOWER_KINDS, tensors),
-                _claim(obj["upper"], f"{what} upper", UPPER_KINDS, tensors), provenance)
+                _claim(obj["lower"], f"{what} lower", LOWER_KINDS, layout),
+                _claim(obj["upper"], f"{what} upper", UPPER_KINDS, layout), provenance)
 
 
-def read_bracket_file(path) -> BracketFile:
-    """Read and validate a bracket file; raise ``MalformedInput`` with a one-line reason."""
-    path = os.fspath(path)
-    header, data = _read_container(path)
+def _document(header: dict) -> list:
+    """The claim document's cells (a non-empty JSON array), checked up to the cells themselves."""
     metadata = header.get("__metadata__")
     if not isinstance(metadata, dict) or "softrank" not in metadata:
         raise MalformedInput("no 'softrank' document in the safetensors metadata")
+    if set(metadata) != {"softrank"}:
+        raise MalformedInput(f"__metadata__ has a key besides 'softrank': {show(sorted(set(metadata) - {'softrank'})[0], 40)}")
     if not isinstance(metadata["softrank"], str):
         raise MalformedInput("the 'softrank' metadata value must be a JSON string")
     doc = _json(metadata["softrank"], "the 'softrank' document")
     _keys(doc, "the 'softrank' document", {"format", "version", "cells"})
     if doc["format"] != FORMAT:
-        raise MalformedInput(f"unknown format {str(doc['format'])[:40]!r}, expected {FORMAT!r}")
+        raise MalformedInput(f"unknown format {show(doc['format'], 40)}, expected {FORMAT!r}")
     if type(doc["version"]) is not int or doc["version"] != VERSION:      # 1.0, "1" and true are not version 1
-        raise MalformedInput(f"unknown version {str(doc['version'])[:20]}, this checker reads version {VERSION}")
+        raise MalformedInput(f"unknown version {show(doc['version'], 20)}, this checker reads version {VERSION}")
     cells = doc["cells"]
     if not isinstance(cells, list):
         raise MalformedInput("'cells' must be a JSON array")
+    if not cells:
+        raise MalformedInput("'cells' is empty: nothing to verify")
     if len(cells) > MAX_CELLS:
         raise LimitExceeded(f"{len(cells)} cells, limit {MAX_CELLS}")
-    tensors = _read_tensors(header, data)
-    parsed = tuple(_cell(c, i, tensors) for i, c in enumerate(cells))
-    seen = set()
-    for c in parsed:
-        if c.id in seen:
-            raise MalformedInput(f"duplicate cell id {c.id[:60]!r}")
-        seen.add(c.id)
+    return cells
+
+
+def _names(cell: Cell) -> set:
+    names = {cell.target.matrix, cell.target.logits}
+    for claim in (cell.lower, cell.upper):
+        names.update(v for v in claim.fields.values() if isinstance(v, str))
+    return names - {None}
+
+
+def read_bracket_file(path) -> BracketFile:
+    """Read and validate a bracket file; raise ``MalformedInput`` with a one-line reason."""
+    path = os.fspath(path)
+    fh, size = _open(path)
+    with fh:
+        header, data_size = _header(fh, size)
+        cells = _document(header)
+        layout = _layout(header, data_size)
+        parsed = tuple(_cell(c, i, layout) for i, c in enumerate(cells))
+        seen = set()
+        for c in parsed:
+            if c.id in seen:
+                raise MalformedInput(f"duplicate cell id {show(c.id)}")
+            seen.add(c.id)
+        used = set().union(*map(_names, parsed))
+        start = size - data_size
+        tensors = {}
+        for name, (shape, begin, end) in sorted(layout.items(), key=lambda item: item[1][1]):
+            array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", keep=name in used)
+            if array is not None:
+                tensors[name] = array
     return BracketFile(path, parsed, tensors)
+
+
+def count_cells(path) -> int:
+    """The number of cells of a bracket file, from its header alone (raises ``MalformedInput``)."""
+    fh, size = _open(os.fspath(path))
+    with fh:
+        return len(_document(_header(fh, size)[0]))
+
+
+# ------------------------------------------------------------------ writer
+def rational_string(x) -> str:
+    """Exact rational text for ``x``: a float enters through ``as_integer_ratio``.
+
+    >>> rational_string(0.25)
+    '1/4'
+    >>> rational_string(Fraction(3, 4))
+    '3/4'
+    >>> rational_string(2)
+    '2'
+    """
+    if isinstance(x, float):
+        if not np.isfinite(x):
+            raise ValueError(f"not a finite number: {x!r}")
+        x = Fraction(*x.as_integer_ratio())
+    q = Fraction(str(x)) if not isinstance(x, (int, Fraction)) else Fraction(x)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray]) -> Path:
+    """Write ``cells`` (CELL dicts of format v1) and their 2-D float64 tensors.
+
+    Every tensor name a cell refers to must be in ``tensors``; tensors are
+    written C-contiguous as float64. Returns the path written.
+    """
+    from safetensors.numpy import save_file
+
+    out = {}
+    for name, arr in tensors.items():
+        a = np.ascontiguousarray(arr, dtype=np.float64)
+        if a.ndim != 2:
+            raise ValueError(f"tensor {name!r} is not 2-D (shape {a.shape})")
+        if not np.isfinite(a).all():
+            raise ValueError(f"tensor {name!r} has NaN or Inf")
+        out[name] = a
+    doc = {"format": FORMAT, "version": VERSION, "cells": cells}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(out, str(path), metadata={"softrank": json.dumps(doc)})
+    return path

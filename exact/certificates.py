@@ -2,7 +2,8 @@
 
 Each side is judged on its own witness. A claimed rank that is not an int,
 is negative or exceeds ``min(m, n)`` is refuted before any witness is read;
-a check that raises is refuted too (fail closed).
+a check that raises is refuted too (fail closed), except past a resource
+limit or out of memory: those refuse the whole file (exit 2).
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from .matrix import ExactMatrix
 from .reconstruction import ReconstructionWitness, check_reconstruction
 from .row_reconstruction import RowReconstructionWitness, check_row_reconstruction
 from .trivial import TrivialLower, TrivialUpper, check_trivial_lower, check_trivial_upper
-from .verdict import Verdict, refuted
+from .errors import LimitExceeded
+from .verdict import Verdict, fresh, refuted
 
 __all__ = ["TrivialUpper", "UpperFactors", "TrivialLower", "ReconstructionWitness",
            "RowReconstructionWitness", "FrobeniusTail", "check_upper", "check_lower"]
@@ -24,7 +26,7 @@ _LOWER = {TrivialLower: check_trivial_lower, ReconstructionWitness: check_recons
           RowReconstructionWitness: check_row_reconstruction, FrobeniusTail: check_frobenius}
 
 
-def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank) -> Verdict:
+def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank, cache) -> Verdict:
     kind = getattr(witness, "kind", type(witness).__name__)
     check = table.get(type(witness))
     if check is None:
@@ -37,16 +39,18 @@ def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank) -> Ver
     if rank > p:
         return refuted(kind, rank, f"claimed rank {rank} exceeds min(m, n) = {p}", claimed=rank, derived=p)
     try:
-        return check(A, witness, eps, rank)
+        return check(A, witness, eps, rank, cache)
+    except (LimitExceeded, MemoryError):
+        raise
     except Exception as exc:   # fail closed: an error in a check is never a verification
         return refuted(kind, rank, f"check failed: {type(exc).__name__}: {str(exc)[:120]}")
 
 
-def check_upper(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int) -> Verdict:
+def check_upper(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int, cache=fresh) -> Verdict:
     """Verified iff ``witness`` proves ``r_eps(A) <= claimed_rank`` exactly (K.1, trivial cap)."""
-    return _dispatch(_UPPER, "upper", A, witness, eps, claimed_rank)
+    return _dispatch(_UPPER, "upper", A, witness, eps, claimed_rank, cache)
 
 
-def check_lower(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int) -> Verdict:
+def check_lower(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int, cache=fresh) -> Verdict:
     """Verified iff ``witness`` proves ``r_eps(A) >= claimed_rank`` exactly (K.2, K.3, trivial)."""
-    return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank)
+    return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank, cache)

@@ -1,24 +1,34 @@
 """Re-verify bracket files exactly: ``python -m exact verify FILE [FILE ...]``.
 
 Exit status: 0 when every claimed side of every cell is verified, 1 when any
-side is refuted, 2 when a file is unreadable or malformed (a one-line message
-per such file; the other files are still judged).
+side is refuted, 2 when any file is refused: unreadable, not a regular file,
+malformed, without cells, beyond a resource limit (the work limit
+``--max-work`` included) or out of memory. Each refused file gets one line on
+stderr and contributes no cell; the other files are still judged. A run that
+judges no cell at all ends its table with "nothing to verify" and exits 2.
+
+Every string that comes from a file or the command line is printed escaped
+(``ascii()``: control characters, non-ASCII and lone surrogates made
+visible), so no file can forge a line. ``--json`` prints one JSON object
+whose strings are exact (JSON escapes).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
 from flint import arb, fmpq
 
+from .bracketfile import count_cells, read_bracket_file
 from .errors import MalformedInput
-from .rational import format_rational
-from .verify import verify_file
+from .limits import MAX_WORK
+from .verify import judge_file
 
 __all__ = ["main"]
+
+_OUT_OF_MEMORY = "out of memory"
 
 
 def _approx(q) -> str:
@@ -30,31 +40,50 @@ def _approx(q) -> str:
     return arb(q).str(4, radius=False)      # beyond float range: arb's decimal, never a truncated "p/q"
 
 
+def _clean(text: str) -> str:
+    """``text`` on one line of printable ASCII: every other character escaped."""
+    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
+
+
 def _judge(task):
-    """Worker: (path, indices) -> (path, reports as JSON dicts) or (path, error)."""
-    path, indices = task
+    """Worker: (path, indices, max_work) -> (path, reports as JSON dicts, error)."""
+    path, indices, max_work = task
     try:
-        return path, [r.to_json() for r in verify_file(path, indices)], None
+        reports, _ = judge_file(read_bracket_file(path), indices, max_work)
+        return path, [r.to_json() for r in reports], None
     except MalformedInput as exc:
-        return path, None, str(exc)
+        return path, None, f"malformed: {exc}"
     except MemoryError:
-        return path, None, "out of memory while reading the file"
+        return path, None, _OUT_OF_MEMORY
 
 
-def _tasks(paths, workers):
-    if workers <= 1:
-        return [(p, None) for p in paths]
-    from .bracketfile import read_bracket_file
+def _tasks(paths, workers, max_work):
+    """One task per file, or with workers its cells dealt out in up to ``workers`` chunks."""
     tasks = []
     for p in paths:
         try:
-            count = len(read_bracket_file(p).cells)
-        except MalformedInput:
-            tasks.append((p, None))
-            continue
-        chunks = [list(range(i, count, workers)) for i in range(min(workers, max(count, 1)))]
-        tasks.extend((p, c) for c in chunks if c)
+            count = count_cells(p) if workers > 1 else 0
+        except (MalformedInput, MemoryError):
+            count = 0                        # judged (and refused) by the worker, with its message
+        if count > 1:
+            tasks.extend((p, list(range(i, count, workers)), max_work) for i in range(min(workers, count)))
+        else:
+            tasks.append((p, None, max_work))
     return tasks
+
+
+def _run(tasks, workers):
+    if workers <= 1 or len(tasks) <= 1:
+        return [_judge(t) for t in tasks]
+    outcomes = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_judge, t) for t in tasks]
+        for task, future in zip(tasks, futures):
+            try:
+                outcomes.append(future.result())
+            except Exception:                # a worker killed (by the kernel, out of memory)
+                outcomes.append((task[0], None, f"{_OUT_OF_MEMORY} (a worker process died)"))
+    return outcomes
 
 
 def main(argv=None) -> int:
@@ -65,65 +94,75 @@ def main(argv=None) -> int:
     verify.add_argument("files", nargs="+", metavar="FILE")
     verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
     verify.add_argument("--workers", type=int, default=1, metavar="N", help="processes (default 1)")
+    verify.add_argument("--max-work", type=int, default=MAX_WORK, metavar="UNITS",
+                        help=f"work limit per file and worker (default {MAX_WORK}, see exact/limits.py)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be >= 1")
-
-    tasks = _tasks(args.files, args.workers)
-    if args.workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            outcomes = list(pool.map(_judge, tasks))
-    else:
-        outcomes = [_judge(t) for t in tasks]
+    if args.max_work < 1:
+        parser.error("--max-work must be >= 1")
 
     cells, errors = [], {}
-    for path, reports, error in outcomes:
+    for path, reports, error in _run(_tasks(args.files, args.workers, args.max_work), args.workers):
         if error is not None:
-            errors[path] = error
+            errors.setdefault(path, error)
         else:
             cells.extend(dict(r, file=path) for r in reports)
+    cells = [c for c in cells if c["file"] not in errors]          # a refused file contributes no cell
     order = {p: i for i, p in enumerate(args.files)}
     cells.sort(key=lambda c: (order[c["file"]], c["index"]))
-    all_verified = not errors and all(c["lower_verified"] and c["upper_verified"] for c in cells)
+    all_verified = bool(cells) and not errors and all(c["lower_verified"] and c["upper_verified"] for c in cells)
 
     for path, error in errors.items():
-        print(f"python -m exact verify: {os.fspath(path)}: malformed: {error}", file=sys.stderr)
+        print(f"python -m exact verify: {_clean(path)}: {_clean(error)}", file=sys.stderr)
     if args.json:
         print(json.dumps({"cells": cells, "all_verified": all_verified,
                           "malformed": [{"file": p, "error": e} for p, e in errors.items()]}))
     else:
-        _print_table(cells)
-    if errors:
+        _print_table(cells, len(errors))
+    if errors or not cells:
         return 2
     return 0 if all_verified else 1
 
 
-def _print_table(cells) -> None:
+def _side(c: dict, s: str) -> str:
+    ok = "verified" if c[f"{s}_verified"] else "REFUTED"
+    margin = c[f"{s}_margin"]
+    text = f"{ok} {c[f'{s}_witness']} margin {_approx(fmpq(margin)) if margin else '-'}"
+    if not c[f"{s}_verified"]:
+        text += f" ({c[f'{s}_reason']}"
+        if c[f"{s}_claimed"] or c[f"{s}_derived"]:
+            text += f"; claimed {c[f'{s}_claimed']}, derived {c[f'{s}_derived']}"
+        text += ")"
+    return text
+
+
+def _slack(c: dict) -> str:
+    if c["slack"] is None:
+        return ""
+    bound = c["slack_bound"]
+    proved = bound is not None and fmpq(bound) <= fmpq(c["slack"])
+    shown = "not finite" if bound is None else _approx(fmpq(bound))
+    return f" slack {_approx(fmpq(c['slack']))} ({'proved' if proved else 'NOT proved'}: bound {shown})"
+
+
+def _print_table(cells, refused: int) -> None:
     # The margins and slack here are this checker's own canonical "p/q" output,
     # which may exceed the input limit MAX_NUMBER_CHARS (a margin's denominator
     # is a product of several inputs'): read them back with flint's parser.
-    parse_rational = fmpq
-
-    def side(c, s):
-        ok = "verified" if c[f"{s}_verified"] else "REFUTED"
-        margin = c[f"{s}_margin"]
-        text = f"{ok} {c[f'{s}_witness']} margin {_approx(parse_rational(margin)) if margin else '-'}"
-        if not c[f"{s}_verified"]:
-            text += f" ({c[f'{s}_reason']}"
-            if c[f"{s}_claimed"] or c[f"{s}_derived"]:
-                text += f"; claimed {c[f'{s}_claimed']}, derived {c[f'{s}_derived']}"
-            text += ")"
-        return text
-
     current = None
     for c in cells:
         if c["file"] != current:
             current = c["file"]
-            print(f"{current}")
-        slack = f" slack<={_approx(parse_rational(c['slack']))}" if c["slack"] else ""
-        eps = c["eps"] if len(c["eps"]) <= 24 else _approx(parse_rational(c["eps"]))
-        print(f"  {c['id']}  eps={eps}{slack}  [{c['lower']}, {c['upper']}]  "
-              f"lower: {side(c, 'lower')}  upper: {side(c, 'upper')}  target sha256 {c['target_sha256'][:16]}")
+            print(_clean(current))
+        eps = c["eps"] if len(c["eps"]) <= 24 else _approx(fmpq(c["eps"]))
+        print(_clean(f"  {ascii(c['id'])}  eps={eps}{_slack(c)}  [{c['lower']}, {c['upper']}]  "
+                     f"lower: {_side(c, 'lower')}  upper: {_side(c, 'upper')}  "
+                     f"target sha256 {c['target_sha256'][:16]}"))
+    if not cells:
+        print(f"0 cells: nothing to verify ({refused} file(s) refused)")
+        return
     ok = sum(c["lower_verified"] and c["upper_verified"] for c in cells)
     closed = sum(c["lower"] == c["upper"] and c["lower_verified"] and c["upper_verified"] for c in cells)
-    print(f"{ok}/{len(cells)} cells verified on both sides, {closed} closed (L = U)")
+    print(f"{ok}/{len(cells)} cells verified on both sides, {closed} closed (L = U)"
+          + (f"; {refused} file(s) refused" if refused else ""))

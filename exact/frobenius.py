@@ -35,7 +35,7 @@ from flint import fmpq, fmpz_mat
 
 from .matrix import ExactMatrix
 from .norms import diagonal, frobenius_sq, row_l1_norm
-from .verdict import Verdict, refuted, verified
+from .verdict import Verdict, fresh, refuted, verified
 
 __all__ = ["FrobeniusTail", "check_frobenius", "top_energy_upper_bound"]
 
@@ -73,7 +73,7 @@ def top_energy_upper_bound(A: ExactMatrix, k: int) -> fmpq | None:
     return (top + k * off_norm) / (1 - g)
 
 
-def check_frobenius(A: ExactMatrix, w: FrobeniusTail, eps: fmpq, rank: int) -> Verdict:
+def check_frobenius(A: ExactMatrix, w: FrobeniusTail, eps: fmpq, rank: int, cache=fresh) -> Verdict:
     m, n = A.shape
     k = w.k
     if k + 1 != rank:
@@ -81,10 +81,10 @@ def check_frobenius(A: ExactMatrix, w: FrobeniusTail, eps: fmpq, rank: int) -> V
                        claimed=rank, derived=k + 1)
     if k + 1 > min(m, n):
         return refuted("frobenius", rank, f"k + 1 = {k + 1} exceeds min(m, n) = {min(m, n)}")
-    bound = top_energy_upper_bound(A, k)
+    bound, energy = cache("energies", lambda: (top_energy_upper_bound(A, k), frobenius_sq(A)))
     if bound is None:
         return refuted("frobenius", rank, "could not bound the top-k singular energy rigorously")
-    tail_sq = frobenius_sq(A) - bound            # <= F_k(A)^2
+    tail_sq = energy - bound                     # <= F_k(A)^2
     margin = tail_sq - m * eps * eps
     if margin > 0:
         return verified("frobenius", rank, margin)

@@ -3,7 +3,8 @@
 ``ExactMatrix(num, den)`` is the matrix ``num / den`` with ``num`` an
 ``fmpz_mat`` and ``den`` a positive ``fmpz``. A float64 array enters exactly:
 every float is ``M * 2^e`` with an integer mantissa, so one power-of-two
-scaling turns the whole array into integers (MATH.md, "Exactness").
+scaling turns the whole array into integers (MATH.md, "Exactness"). Each
+operation counts its work (``exact.limits.charge``) before doing it.
 
 >>> A = ExactMatrix.from_rationals([[1, "1/2"], [0, "3/4"]])
 >>> (A @ ExactMatrix.identity(2)) == A
@@ -15,13 +16,11 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
 
 from .errors import LimitExceeded, MalformedInput
-from .limits import MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE
+from .limits import MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, charge
 from .rational import to_fmpq
 
 __all__ = ["ExactMatrix", "check_float64_matrix"]
@@ -85,32 +84,74 @@ def _dyadic_limbs(a: np.ndarray) -> tuple[list[np.ndarray], int]:
     return limbs, shift
 
 
-@dataclass(frozen=True, eq=False)
+def _words(bits: int) -> int:
+    """64-bit words per entry of ``bits`` bits (at least 1)."""
+    return max(1, -(-bits // 64))
+
+
 class ExactMatrix:
-    """The rational matrix ``num / den`` (``den`` > 0)."""
+    """The rational matrix ``num / den`` (``den`` > 0).
 
-    num: fmpz_mat
-    den: fmpz
+    A matrix read from float64 keeps the array in ``floats`` (its exact
+    values) and builds ``num``/``den`` only when exact arithmetic first needs
+    them, so a check that the float filter of ``exact.norms`` decides never
+    pays for the conversion. ``bits`` bounds the bit length of the entries of
+    ``num``; the work of each exact operation is counted from it.
+    """
 
-    def __post_init__(self):
-        if not isinstance(self.num, fmpz_mat):
+    __slots__ = ("_num", "_den", "_bits", "_shape", "floats")
+
+    def __init__(self, num: fmpz_mat, den, bits: int | None = None):
+        if not isinstance(num, fmpz_mat):
             raise TypeError("num must be an fmpz_mat")
-        object.__setattr__(self, "den", fmpz(self.den))
-        if self.den <= 0:
+        den = fmpz(den)
+        if den <= 0:
             raise ValueError("den must be positive")
+        if bits is None:
+            bits = max((abs(x).bit_length() for x in num.entries()), default=0)
+        self._num, self._den, self._bits = num, den, bits
+        self._shape, self.floats = (num.nrows(), num.ncols()), None
 
     # construction -----------------------------------------------------------
     @classmethod
     def from_float64(cls, a, what: str = "matrix") -> "ExactMatrix":
-        """The exact value of a finite 2-D float64 array."""
-        a = check_float64_matrix(a, what)
-        limbs, shift = _dyadic_limbs(a)
-        m, n = a.shape
+        """The exact value of a finite 2-D float64 array (converted when first needed)."""
+        return cls._of_floats(check_float64_matrix(a, what))
+
+    @classmethod
+    def _of_floats(cls, a: np.ndarray) -> "ExactMatrix":
+        obj = cls.__new__(cls)
+        obj._num = obj._den = obj._bits = None
+        obj._shape, obj.floats = a.shape, a
+        return obj
+
+    def _convert(self) -> None:
+        limbs, shift = _dyadic_limbs(self.floats)
+        m, n = self._shape
+        charge(m * n * len(limbs), f"converting a {m} x {n} tensor to {len(limbs)}-word integers")
         num = fmpz_mat(m, n, limbs[0].ravel().tolist())
         for c, limb in enumerate(limbs[1:], start=1):
             if limb.any():
                 num += fmpz_mat(m, n, limb.ravel().tolist()) * (fmpz(2) ** (_LIMB * c))
-        return cls(num, fmpz(2) ** shift)
+        self._num, self._den, self._bits = num, fmpz(2) ** shift, _LIMB * len(limbs)
+
+    @property
+    def num(self) -> fmpz_mat:
+        if self._num is None:
+            self._convert()
+        return self._num
+
+    @property
+    def den(self) -> fmpz:
+        if self._den is None:
+            self._convert()
+        return self._den
+
+    @property
+    def bits(self) -> int:
+        if self._bits is None:
+            self._convert()
+        return self._bits
 
     @classmethod
     def from_fmpq_mat(cls, m: fmpq_mat) -> "ExactMatrix":
@@ -134,29 +175,39 @@ class ExactMatrix:
         m = fmpz_mat(n, n)
         for i in range(n):
             m[i, i] = 1
-        return cls(m, fmpz(1))
+        return cls(m, fmpz(1), 1)
 
     @classmethod
     def zeros(cls, m: int, n: int) -> "ExactMatrix":
-        return cls(fmpz_mat(m, n), fmpz(1))
+        return cls(fmpz_mat(m, n), fmpz(1), 0)
 
     # shape and entries ------------------------------------------------------
     @property
     def nrows(self) -> int:
-        return self.num.nrows()
+        return self._shape[0]
 
     @property
     def ncols(self) -> int:
-        return self.num.ncols()
+        return self._shape[1]
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (self.nrows, self.ncols)
+        return self._shape
 
     def entry(self, i: int, j: int) -> fmpq:
         if not (0 <= i < self.nrows and 0 <= j < self.ncols):
             raise IndexError(f"entry ({i}, {j}) outside shape {self.shape}")
         return fmpq(self.num[i, j], self.den)
+
+    def rows(self, index) -> "ExactMatrix":
+        """The rows ``index`` (a sequence of ints), exactly."""
+        index = [int(i) for i in index]
+        if self.floats is not None:
+            return ExactMatrix._of_floats(self.floats[index])
+        n = self.ncols
+        charge(len(index) * n * _words(self.bits), "selecting rows")
+        entries = [self.num[i, j] for i in index for j in range(n)]
+        return ExactMatrix(fmpz_mat(len(index), n, entries), self.den, self.bits)
 
     def to_fmpq_mat(self) -> fmpq_mat:
         return fmpq_mat(self.num) / self.den
@@ -170,6 +221,8 @@ class ExactMatrix:
 
     def to_float64(self) -> np.ndarray:
         """A float64 approximation, for hints and printing only."""
+        if self.floats is not None:
+            return self.floats
         d = int(self.den)
         flat = [int(x) / d for x in self.num.entries()]
         return np.array(flat, dtype=np.float64).reshape(self.shape)
@@ -180,26 +233,36 @@ class ExactMatrix:
     # arithmetic -------------------------------------------------------------
     @property
     def T(self) -> "ExactMatrix":
-        return ExactMatrix(self.num.transpose(), self.den)
+        if self._num is None:
+            return ExactMatrix._of_floats(self.floats.T)
+        out = ExactMatrix(self.num.transpose(), self.den, self.bits)
+        out.floats = None if self.floats is None else self.floats.T
+        return out
 
     def __matmul__(self, other: "ExactMatrix") -> "ExactMatrix":
         if self.ncols != other.nrows:
             raise ValueError(f"shapes {self.shape} and {other.shape} do not multiply")
-        return ExactMatrix(self.num * other.num, self.den * other.den)
+        (m, k), n = self.shape, other.ncols
+        bits = self.bits + other.bits + k.bit_length()
+        charge(m * k * n * _words(bits), f"an exact {m} x {k} x {n} product of {bits}-bit integers")
+        return ExactMatrix(self.num * other.num, self.den * other.den, bits)
 
     def _common(self, other: "ExactMatrix"):
         if self.shape != other.shape:
             raise ValueError(f"shapes {self.shape} and {other.shape} differ")
         den = self.den.lcm(other.den)
-        return self.num * (den // self.den), other.num * (den // other.den), den
+        sa, sb = den // self.den, den // other.den
+        bits = max(self.bits + sa.bit_length(), other.bits + sb.bit_length()) + 1
+        charge(self.nrows * self.ncols * _words(bits), "an exact sum")
+        return self.num * sa, other.num * sb, den, bits
 
     def __sub__(self, other: "ExactMatrix") -> "ExactMatrix":
-        a, b, den = self._common(other)
-        return ExactMatrix(a - b, den)
+        a, b, den, bits = self._common(other)
+        return ExactMatrix(a - b, den, bits)
 
     def __add__(self, other: "ExactMatrix") -> "ExactMatrix":
-        a, b, den = self._common(other)
-        return ExactMatrix(a + b, den)
+        a, b, den, bits = self._common(other)
+        return ExactMatrix(a + b, den, bits)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, ExactMatrix) or self.shape != other.shape:
@@ -210,7 +273,7 @@ class ExactMatrix:
 
     def scale(self, q) -> "ExactMatrix":
         q = to_fmpq(q)
-        return ExactMatrix(self.num * q.p, self.den * q.q)
+        return ExactMatrix(self.num * q.p, self.den * q.q, self.bits + q.p.bit_length())
 
     def __repr__(self) -> str:
-        return f"ExactMatrix({self.nrows}x{self.ncols}, den={self.den})"
+        return f"ExactMatrix({self.nrows}x{self.ncols})"

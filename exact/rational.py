@@ -49,7 +49,7 @@ def parse_rational(text) -> fmpq:
     if m:
         sign, p, q = m.groups()
         if q is not None and int(q) == 0:
-            raise MalformedInput(f"not a rational number: {text!r} (zero denominator)")
+            raise MalformedInput(f"not a rational number: {text[:40]!a} (zero denominator)")
         value = fmpq(int(p), int(q) if q is not None else 1)
         return -value if sign == "-" else value
     m = _DECIMAL.fullmatch(text)
@@ -58,19 +58,19 @@ def parse_rational(text) -> fmpq:
         frac = frac or ""
         e = int(exp) if exp is not None else 0
         if abs(e) > MAX_DECIMAL_EXPONENT:
-            raise LimitExceeded(f"decimal exponent {e} beyond the limit {MAX_DECIMAL_EXPONENT}: {text[:40]!r}")
+            raise LimitExceeded(f"decimal exponent {e} beyond the limit {MAX_DECIMAL_EXPONENT}: {text[:40]!a}")
         digits = int((whole or "0") + frac)
         e -= len(frac)
         value = fmpq(digits * 10**e, 1) if e >= 0 else fmpq(digits, 10**(-e))
         return -value if sign == "-" else value
-    raise MalformedInput(f"not a rational number: {text[:40]!r}")
+    raise MalformedInput(f"not a rational number: {text[:40]!a}")
 
 
 def parse_nonnegative(text, what: str) -> fmpq:
     """``parse_rational`` that also refuses a negative value, naming ``what``."""
     value = parse_rational(text)
     if value < 0:
-        raise MalformedInput(f"{what} must be >= 0, got {text!r}")
+        raise MalformedInput(f"{what} must be >= 0, got {text[:40]!a}")
     return value
 
 

@@ -13,7 +13,7 @@ from flint import fmpq
 
 from .matrix import ExactMatrix
 from .norms import row_l1_norm
-from .verdict import Verdict, refuted, verified
+from .verdict import Verdict, fresh, refuted, verified
 
 __all__ = ["TrivialUpper", "TrivialLower", "check_trivial_upper", "check_trivial_lower"]
 
@@ -35,7 +35,7 @@ class TrivialLower:
     kind = "trivial"
 
 
-def check_trivial_upper(A: ExactMatrix, w: TrivialUpper, eps: fmpq, rank: int) -> Verdict:
+def check_trivial_upper(A: ExactMatrix, w: TrivialUpper, eps: fmpq, rank: int, cache=fresh) -> Verdict:
     p = min(A.shape)
     if rank != p:
         return refuted("trivial", rank, f"the trivial upper witness proves rank {p}, not {rank}",
@@ -43,7 +43,7 @@ def check_trivial_upper(A: ExactMatrix, w: TrivialUpper, eps: fmpq, rank: int) -
     return verified("trivial", rank, None)
 
 
-def check_trivial_lower(A: ExactMatrix, w: TrivialLower, eps: fmpq, rank: int) -> Verdict:
+def check_trivial_lower(A: ExactMatrix, w: TrivialLower, eps: fmpq, rank: int, cache=fresh) -> Verdict:
     """>>> A = ExactMatrix.from_rationals([["1/2", "1/2"]])
     >>> check_trivial_lower(A, TrivialLower(), fmpq(1, 4), 1).margin
     3/4
@@ -55,7 +55,7 @@ def check_trivial_lower(A: ExactMatrix, w: TrivialLower, eps: fmpq, rank: int) -
     if rank != 1:
         return refuted("trivial", rank, "the trivial lower witness proves at most rank 1",
                        claimed=rank, derived=1)
-    norm = row_l1_norm(A)
+    norm = cache("norm", lambda: row_l1_norm(A))
     margin = norm - eps
     if margin > 0:
         return verified("trivial", 1, margin)

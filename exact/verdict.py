@@ -13,7 +13,7 @@ from flint import fmpq
 
 from .rational import format_rational
 
-__all__ = ["Status", "Verdict", "verified", "refuted"]
+__all__ = ["Status", "Verdict", "verified", "refuted", "fresh"]
 
 
 class Status(Enum):
@@ -43,9 +43,6 @@ class Verdict:
     def verified(self) -> bool:
         return self.status is Status.VERIFIED
 
-    def margin_text(self) -> str:
-        return "-" if self.margin is None else format_rational(self.margin)
-
     def to_json(self) -> dict:
         return {
             "verified": self.verified,
@@ -67,3 +64,13 @@ def refuted(kind: str, rank: int, reason: str, margin: fmpq | None = None,
     return Verdict(Status.REFUTED, kind, rank, margin, reason,
                    None if claimed is None else str(claimed),
                    None if derived is None else str(derived))
+
+
+def fresh(what: str, compute):
+    """The default ``cache`` of a check: compute the derived quantity every time.
+
+    A check asks ``cache(what, compute)`` for each quantity that depends only on
+    the matrices (norms, energies), never on eps or the claimed rank;
+    ``exact.verify`` passes a cache keyed by the tensor names instead.
+    """
+    return compute()

@@ -5,6 +5,11 @@ stored logits, K.5), then the lower side at ``eps + slack`` and the upper
 side at ``eps - slack``, each on its own witness. A cell whose lower rank
 exceeds its upper rank cannot have two valid witnesses: both sides are
 refuted (fail closed).
+
+Work shared by cells is done once per file: each tensor is converted once,
+each (logits, matrix) slack proved once, and each eps-independent quantity
+of a check (a residual norm, a top-k energy) is kept under the names of the
+tensors it comes from. All exact work is metered (``exact.limits``).
 """
 from __future__ import annotations
 
@@ -16,12 +21,14 @@ from flint import fmpq
 from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
 from .certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
+from .errors import LimitExceeded
+from .limits import MAX_WORK, work_limit
 from .matrix import ExactMatrix
 from .rational import format_rational
-from .slack import softmax_slack_bound
+from .slack import SlackProof
 from .verdict import Verdict, refuted
 
-__all__ = ["CellReport", "verify_cell", "verify_file", "verify_bracket_file"]
+__all__ = ["CellReport", "verify_cell", "verify_file", "verify_bracket_file", "judge_file"]
 
 
 @dataclass(frozen=True)
@@ -58,21 +65,37 @@ class CellReport:
 
 
 class _Exact:
-    """Exact images of a file's tensors, converted once and shared by cells."""
+    """A file's tensors as exact matrices and everything derived from them, each made once."""
 
     def __init__(self, tensors: dict):
-        self.tensors, self.cache, self.slack_bounds = tensors, {}, {}
+        self.tensors, self.matrices, self.slacks, self.derived, self.hashes = tensors, {}, {}, {}, {}
 
-    def slack_bound(self, logits: str, matrix: str):
-        """``softmax_slack_bound`` of two named tensors, proved once per pair (K.5)."""
-        if (logits, matrix) not in self.slack_bounds:
-            self.slack_bounds[logits, matrix] = softmax_slack_bound(self.tensors[logits], self.tensors[matrix])
-        return self.slack_bounds[logits, matrix]
+    def sha256(self, name: str | None) -> str | None:
+        """SHA-256 of a tensor's little-endian float64 bytes."""
+        if name is not None and name not in self.hashes:
+            self.hashes[name] = hashlib.sha256(self.tensors[name].tobytes()).hexdigest()
+        return self.hashes.get(name)
+
+    def slack_bound(self, logits: str, matrix: str, slack: fmpq):
+        """A proved bound on the slack of two named tensors, ``<= slack`` when one is found (K.5)."""
+        if (logits, matrix) not in self.slacks:
+            self.slacks[logits, matrix] = SlackProof(self.tensors[logits], self.tensors[matrix])
+        return self.slacks[logits, matrix].bound_for(slack)
+
+    def cache_for(self, side: str, target: str, claim: Claim):
+        """The ``cache`` of one side's check, keyed by the tensor names (and ints) it reads."""
+        key = (side, claim.kind, target, tuple(sorted(claim.fields.items())))
+
+        def cache(what: str, compute):
+            if (key, what) not in self.derived:
+                self.derived[key, what] = compute()
+            return self.derived[key, what]
+        return cache
 
     def __call__(self, name: str) -> ExactMatrix:
-        if name not in self.cache:
-            self.cache[name] = ExactMatrix.from_float64(self.tensors[name], f"tensor {name!r}")
-        return self.cache[name]
+        if name not in self.matrices:
+            self.matrices[name] = ExactMatrix.from_float64(self.tensors[name], f"tensor {name!a}")
+        return self.matrices[name]
 
 
 def _witness(side: str, claim: Claim, exact: _Exact):
@@ -91,10 +114,6 @@ def _witness(side: str, claim: Claim, exact: _Exact):
     raise ValueError(f"unknown {side} witness kind {kind!r}")
 
 
-def _sha(array) -> str:
-    return hashlib.sha256(array.tobytes()).hexdigest()
-
-
 def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: int = 0) -> CellReport:
     exact = exact or _Exact(tensors)
     matrix = tensors[cell.target.matrix]
@@ -105,7 +124,7 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
         if logits.shape != matrix.shape:
             failure = f"target logits {logits.shape} and matrix {matrix.shape} differ in shape"
         else:
-            bound = exact.slack_bound(cell.target.logits, cell.target.matrix)
+            bound = exact.slack_bound(cell.target.logits, cell.target.matrix, slack)
             if bound is None or bound > slack:
                 failure = "target slack not proved"
     eps_lower = cell.eps + (slack or 0)
@@ -120,9 +139,11 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
                            derived=f"slack = {slack}")
         try:
             witness = _witness(side, claim, exact)
+        except (LimitExceeded, MemoryError):
+            raise
         except Exception as exc:   # fail closed
             return refuted(claim.kind, claim.rank, f"witness unreadable: {str(exc)[:120]}")
-        return check(A, witness, max(eps, fmpq(0)), claim.rank)
+        return check(A, witness, max(eps, fmpq(0)), claim.rank, exact.cache_for(side, cell.target.matrix, claim))
 
     lower = judge("lower", cell.lower, check_lower, eps_lower)
     upper = judge("upper", cell.upper, check_upper, eps_upper)
@@ -132,16 +153,24 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
                         lower.margin, claimed=cell.lower.rank, derived=cell.upper.rank)
         upper = refuted(upper.kind, upper.rank, why + ("" if upper.verified else f"; {upper.reason}"),
                         upper.margin, claimed=cell.upper.rank, derived=cell.lower.rank)
-    logits_sha = _sha(tensors[cell.target.logits]) if cell.target.logits is not None else None
-    return CellReport(cell.id, cell.eps, lower, upper, slack, bound, _sha(matrix), logits_sha, matrix.shape, index)
+    return CellReport(cell.id, cell.eps, lower, upper, slack, bound, exact.sha256(cell.target.matrix),
+                      exact.sha256(cell.target.logits), matrix.shape, index)
 
 
-def verify_bracket_file(bf: BracketFile, indices=None) -> list[CellReport]:
+def verify_bracket_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> list[CellReport]:
+    """Judge the cells ``indices`` (default all); raises ``LimitExceeded`` past ``max_work`` units."""
+    return judge_file(bf, indices, max_work)[0]
+
+
+def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple[list[CellReport], int]:
+    """The reports of the cells ``indices`` and the work units they took."""
     exact = _Exact(bf.tensors)
     chosen = range(len(bf.cells)) if indices is None else indices
-    return [verify_cell(bf.cells[i], bf.tensors, exact, index=i) for i in chosen]
+    with work_limit(max_work) as meter:
+        reports = [verify_cell(bf.cells[i], bf.tensors, exact, index=i) for i in chosen]
+    return reports, meter[0]
 
 
-def verify_file(path, indices=None) -> list[CellReport]:
+def verify_file(path, indices=None, max_work: int = MAX_WORK) -> list[CellReport]:
     """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
-    return verify_bracket_file(read_bracket_file(path), indices)
+    return verify_bracket_file(read_bracket_file(path), indices, max_work)

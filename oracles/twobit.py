@@ -525,7 +525,7 @@ def _to_exact_image(M: ExactMatrix) -> ExactMatrix:
 
 
 def export_cells(path, cells: list[CellResult]) -> None:
-    """Write ``cells`` as a bracket file (format v1, ``numeric.search.export``).
+    """Write ``cells`` as a bracket file (format v1, ``exact.bracketfile``).
 
     Only dyadic t and s give a float64 A equal to A(t, s); every witness is
     rounded to float64 and re-checked by the exact tier on exactly the values
@@ -533,7 +533,7 @@ def export_cells(path, cells: list[CellResult]) -> None:
     :class:`ExportRefused` for a cell that cannot be carried.
     """
     import numpy as np
-    from numeric.search.export import write_bracket_file
+    from exact.bracketfile import write_bracket_file
 
     tensors, out = {}, []
     for n, cell in enumerate(cells):

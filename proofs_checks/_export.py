@@ -10,7 +10,8 @@ condition ``delta < (1 - eps)/2`` implies it. The upper bound is the trivial
 cap ``B = A`` (rank n).
 
 The target is the exact softmax of the stored (float-exact) logits; the stored
-matrix is its float64 image and the slack (K.5) is an arb bound, rounded up.
+matrix is its float64 image and the slack (K.5) is the exact tier's own arb
+bound (``exact.slack.softmax_slack_bound``), rounded up to a grid.
 """
 from __future__ import annotations
 
@@ -22,11 +23,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from flint import arb, fmpq
+from flint import fmpq
 
-from numeric.search.export import rational_string, write_bracket_file
-
-from ._core import arb_upper_fmpq, workprec
+from exact.bracketfile import rational_string, write_bracket_file
+from exact.slack import softmax_slack_bound
 
 __all__ = ["neumann_cell", "verify_with_exact", "export_dir", "SLACK_GRID"]
 
@@ -54,18 +54,11 @@ def float_softmax(H: np.ndarray) -> np.ndarray:
     return E / E.sum(axis=1, keepdims=True)
 
 
-def slack_bound(H: np.ndarray, A0: np.ndarray, prec: int = 128) -> fmpq:
-    """Rigorous upper bound on ``||softmax_row(H) - A0||_row1``, rounded up to SLACK_GRID."""
-    with workprec(prec):
-        worst = arb(0)
-        for hrow, arow in zip(H.tolist(), A0.tolist()):
-            top = max(hrow)
-            ex = [(arb(fmpq(*h.as_integer_ratio())) - arb(fmpq(*top.as_integer_ratio()))).exp()
-                  for h in hrow]
-            Z = sum(ex, arb(0))
-            dev = sum((abs(e / Z - arb(fmpq(*a.as_integer_ratio()))) for e, a in zip(ex, arow)), arb(0))
-            worst = worst.max(dev)
-        up = arb_upper_fmpq(worst)
+def slack_bound(H: np.ndarray, A0: np.ndarray) -> fmpq:
+    """Rigorous upper bound on ``||softmax_row(H) - A0||_row1`` (``exact.slack``), rounded up to SLACK_GRID."""
+    up = softmax_slack_bound(np.ascontiguousarray(H, dtype=np.float64), np.ascontiguousarray(A0, dtype=np.float64))
+    if up is None:
+        raise ValueError("the softmax slack bound is not finite")
     steps = (up / SLACK_GRID).ceil() + 1
     return SLACK_GRID * steps
 

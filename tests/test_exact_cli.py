@@ -10,6 +10,7 @@ limit + 1 with the real number where that is cheap, else monkeypatched small.
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import random
 import subprocess
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 import exact.bracketfile
+import exact.cli
 import exact.matrix
 from exact import limits
 from exact.cli import main
@@ -156,6 +158,21 @@ def _malformed_cases() -> dict[str, tuple[bytes, str]]:
                                        "duplicate")
     dup_doc = json.dumps(doc())[:-1] + ', "version": 1}'
     cases["duplicate-json-key-in-document"] = (bracket_bytes(softrank_text=dup_doc), "duplicate")
+    # the data is covered exactly once: no trailing bytes, no hole between tensors
+    cases["trailing-bytes"] = (valid + b"\0" * 8, "trailing")
+    cases["hole-between-tensors"] = (bracket_bytes(tensors={"A": K}, tensor_entries={
+        "B": {"dtype": "F64", "shape": [1, 1], "data_offsets": [40, 48]}}) + b"\0" * 16, "no tensor")
+    # __metadata__: exactly one key, softrank, with a string value
+    header = {"A": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]}}
+    cases["metadata-extra-key"] = (container(dict(header, __metadata__={"softrank": json.dumps(doc()),
+                                                                         "format": "pt"}), raw), "__metadata__")
+    cases["zero-cells"] = (bracket_bytes(doc([])), "nothing to verify")
+    # file strings with newlines and escapes print on one line
+    cases["dtype-with-newline"] = (bracket_bytes(tensors={}, tensor_entries={
+        "A": {"dtype": "F64\nforged: verified", "shape": [2, 2], "data_offsets": [0, 32]}}) + raw, "dtype")
+    cases["version-with-newline"] = (bracket_bytes(doc(version="1\n0/0 cells verified")), "version")
+    cases["tensor-name-with-escape"] = (bracket_bytes(doc([base_cell(target={"matrix": "B\x1b[2K\n"})])),
+                                        "missing tensor")
     return cases
 
 
@@ -428,3 +445,266 @@ def test_exact_imports_no_float_tier():
             "assert not any(m.split('.')[0] in ('torch','transformers','scipy','numeric') for m in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_messages_from_files_are_escaped(malformed_dir, capsys):
+    """Newlines, ESC and other control characters from a file never reach the terminal raw."""
+    for name in ("dtype-with-newline", "version-with-newline", "tensor-name-with-escape"):
+        assert main(["verify", str(malformed_dir[name])]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and all(" " <= ch <= "~" for ch in err.rstrip("\n")), (name, err)
+        assert "\\n" in err or "\\x1b" in err, (name, err)
+
+
+# ---------------------------------------------------------------- reading: header first, regular files only
+def _tiny_valid(tmp_path, name="v.safetensors") -> Path:
+    p = tmp_path / name
+    p.write_bytes(bracket_bytes(doc([base_cell(id="a"), base_cell(id="b", eps="1/8")])))
+    return p
+
+
+def _rss_run(*args, timeout=120):
+    """``exact.cli.main`` in a fresh interpreter: (exit status, stderr, peak resident memory in MiB)."""
+    code = ("import resource, sys; from exact.cli import main; rc = main(sys.argv[1:]); "
+            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    proc = subprocess.run([sys.executable, "-c", code, "verify", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    rc, rss = proc.stdout.split()[-2:]
+    return int(rc), proc.stderr, float(rss)
+
+
+def test_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.safetensors"
+    os.mkfifo(fifo)
+    proc = run_cli(fifo, timeout=30)                  # reading a FIFO would block forever
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_devices_and_directories_are_refused(tmp_path, capsys):
+    assert main(["verify", "/dev/zero"]) == 2          # reading it would never end
+    assert main(["verify", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("not a regular file") == 2 and "Traceback" not in err
+
+
+def test_sparse_file_at_and_over_the_size_limit_is_refused_from_the_header(tmp_path):
+    """MAX_FILE_BYTES of zeros (a sparse file): refused on its header at once, without reading the rest;
+    one byte more: refused on the size limit."""
+    at, over = tmp_path / "at.safetensors", tmp_path / "over.safetensors"
+    for p, size in ((at, limits.MAX_FILE_BYTES), (over, limits.MAX_FILE_BYTES + 1)):
+        with open(p, "wb") as fh:
+            fh.truncate(size)
+    rc, err, rss = _rss_run(at)
+    assert rc == 2 and "header" in err and "limit" not in err and rss < 300, (err, rss)
+    rc, err, rss = _rss_run(over)
+    assert rc == 2 and "limit" in err and rss < 300
+
+
+def test_padded_valid_file_is_refused_on_trailing_bytes(tmp_path):
+    """A valid file padded to 2.5 GiB (sparse): refused for its trailing bytes, read no further."""
+    p = _tiny_valid(tmp_path)
+    with open(p, "r+b") as fh:
+        fh.truncate(5 * 2**29)
+    rc, err, rss = _rss_run(p)
+    assert rc == 2 and "trailing bytes" in err and rss < 300, (err, rss)
+
+
+def test_unreferenced_tensors_are_checked_not_kept(tmp_path, capsys):
+    """A tensor no cell names is still checked for NaN (chunk by chunk) but not loaded."""
+    ok = _write(tmp_path, "ok.safetensors", bracket_bytes(tensors={"A": K, "spare": np.ones((3, 3))}))
+    assert main(["verify", ok]) == 0
+    from exact.bracketfile import read_bracket_file
+    assert set(read_bracket_file(ok).tensors) == {"A"}
+    bad = _write(tmp_path, "bad.safetensors", bracket_bytes(tensors={"A": K, "spare": np.full((3, 3), np.nan)}))
+    assert main(["verify", bad]) == 2 and "NaN" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- out of memory
+def _raise_memory_error(*args, **kwargs):
+    raise MemoryError
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_memory_error_is_one_line(tmp_path, capsys, monkeypatch, workers):
+    p = _tiny_valid(tmp_path)
+    monkeypatch.setattr(exact.cli, "judge_file", _raise_memory_error)     # forked workers inherit it
+    assert main(["verify", str(p), "--workers", workers]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"python -m exact verify: {p}: out of memory"], err
+
+
+def test_memory_error_while_counting_cells(tmp_path, capsys, monkeypatch):
+    p = _tiny_valid(tmp_path)
+    monkeypatch.setattr(exact.cli, "count_cells", _raise_memory_error)
+    monkeypatch.setattr(exact.cli, "judge_file", _raise_memory_error)
+    assert main(["verify", str(p), "--workers", "2"]) == 2
+    assert "out of memory" in capsys.readouterr().err
+
+
+def _die(*args, **kwargs):
+    os._exit(9)                                        # what the kernel's OOM killer leaves behind
+
+
+def test_dead_worker_is_one_line(tmp_path, capsys, monkeypatch):
+    p = _tiny_valid(tmp_path)
+    monkeypatch.setattr(exact.cli, "judge_file", _die)
+    assert main(["verify", str(p), "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "out of memory" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- work: limited, and shared work done once
+def _work(path) -> int:
+    from exact.bracketfile import read_bracket_file
+    from exact.verify import judge_file
+    return judge_file(read_bracket_file(path))[1]
+
+
+def _witness_file(tmp_path, name, cells_of) -> str:
+    rng = np.random.default_rng(3)
+    A = rng.random((24, 24))
+    A /= A.sum(axis=1, keepdims=True)
+    U, s, Vt = np.linalg.svd(A)
+    tensors = {"A": A, "P": U[:, :6] * s[:6], "Q": Vt[:6].T.copy(), "R": np.linalg.inv(A), "I": np.eye(24),
+               "H": np.log(A)}
+    return _write(tmp_path, name, bracket_bytes(doc(cells_of()), tensors))
+
+
+def _factor_cell(i, eps="1/2"):
+    return base_cell(id=f"f{i}", eps=eps, target={"matrix": "A", "logits": "H", "slack": "1/1000000"},
+                     upper={"rank": 6, "witness": {"kind": "factors", "P": "P", "Q": "Q"}},
+                     lower={"rank": 24, "witness": {"kind": "reconstruction", "R": "R", "X": "I", "L": "I"}})
+
+
+def test_work_limit_at_and_over(tmp_path, capsys):
+    path = _witness_file(tmp_path, "w.safetensors", lambda: [_factor_cell(0)])
+    need = _work(path)
+    assert need > 0
+    assert main(["verify", path, "--max-work", str(need)]) in (0, 1)
+    capsys.readouterr()
+    assert main(["verify", path, "--max-work", str(need - 1)]) == 2
+    err = capsys.readouterr().err
+    assert "work limit" in err and "--max-work" in err and len(err.strip().splitlines()) == 1
+
+
+def test_max_work_must_be_positive():
+    proc = subprocess.run([sys.executable, "-m", "exact", "verify", "--max-work", "0", "x"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_shared_work_is_done_once(tmp_path):
+    """200 cells re-checking one (target, factors, reconstruction, slack) at several eps, and 40
+    identical Frobenius cells, cost what one cell costs: every derived quantity is kept by its inputs."""
+    one = _work(_witness_file(tmp_path, "one.safetensors", lambda: [_factor_cell(0)]))
+    many = _work(_witness_file(tmp_path, "many.safetensors",
+                               lambda: [_factor_cell(i, eps=f"{1 + i % 7}/16") for i in range(200)]))
+    assert many == one
+    frob = lambda n: [base_cell(id=f"g{i}", lower={"rank": 3, "witness": {"kind": "frobenius", "k": 2}})  # noqa: E731
+                      for i in range(n)]
+    big = np.random.default_rng(1).random((16, 16))
+    f1 = _work(_write(tmp_path, "f1.safetensors", bracket_bytes(doc(frob(1)), {"A": big})))
+    f40 = _work(_write(tmp_path, "f40.safetensors", bracket_bytes(doc(frob(40)), {"A": big})))
+    assert f40 == f1 > 0
+
+
+def test_exponent_spread_costs_work(tmp_path, capsys):
+    """One subnormal in the target and 1e300 in a witness: the exact integers get long, the work counted
+    grows with them, and the work limit refuses the file at its need + 1 (the worst case is the limit)."""
+    n = 48
+    A = np.full((n, n), 1.0 / n)
+    A[0, 0] = 5e-324
+    R = np.eye(n)
+    R[0, 1] = 1e300
+    cell = base_cell(lower={"rank": n, "witness": {"kind": "reconstruction", "R": "R", "X": "I", "L": "I"}},
+                     upper={"rank": n, "witness": {"kind": "trivial"}})
+    spread = _write(tmp_path, "spread.safetensors", bracket_bytes(doc([cell]), {"A": A, "R": R, "I": np.eye(n)}))
+    A[0, 0], R[0, 1] = 1.0 / n, 0.0
+    plain = _write(tmp_path, "plain.safetensors", bracket_bytes(doc([cell]), {"A": A, "R": R, "I": np.eye(n)}))
+    need = _work(spread)
+    assert need > 3 * _work(plain)
+    assert main(["verify", spread, "--max-work", str(need)]) == 1
+    assert main(["verify", spread, "--max-work", str(need - 1)]) == 2
+    assert "work limit" in capsys.readouterr().err
+
+
+def test_ordinary_cells_never_convert_a_whole_matrix(tmp_path, monkeypatch):
+    """On ordinary float files the float filter picks the rows and exact float products compute them:
+    no n x n tensor is turned into FLINT integers, so the cost follows the float64 work."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from exact_speed import make_cell
+    from exact.bracketfile import write_bracket_file
+    from exact.verify import verify_file
+    cells, tensors, _, _ = make_cell(64, 12, 4)
+    converted = []
+    original = exact.matrix.ExactMatrix._convert
+
+    def spy(self):
+        converted.append(self.shape)
+        original(self)
+    monkeypatch.setattr(exact.matrix.ExactMatrix, "_convert", spy)
+    for cell in cells:
+        (report,) = verify_file(write_bracket_file(tmp_path / f"{cell['id']}.safetensors", [cell], tensors))
+        assert report.lower.verified and report.upper.verified
+    assert converted and (64, 64) not in converted and max(m * n for m, n in converted) < 100 * 64, converted
+
+
+# ---------------------------------------------------------------- output that cannot be forged
+def test_lone_surrogate_id(tmp_path):
+    path = _write(tmp_path, "s.safetensors", bracket_bytes(doc([base_cell(id="\ud800"), base_cell(id="ok")])))
+    table = run_cli(path)
+    assert table.returncode == 0 and "Traceback" not in table.stderr
+    assert "'\\ud800'" in table.stdout and "'ok'" in table.stdout
+    out = json.loads(run_cli(path, "--json").stdout)
+    assert [c["id"] for c in out["cells"]] == ["\ud800", "ok"]           # JSON stays exact
+
+
+def test_id_with_newline_and_ansi_cannot_forge_a_line(tmp_path):
+    forged = "x\n  c1  eps=1/4  [1, 2]  lower: verified\x1b[2K\r\n2/2 cells verified on both sides\x1b[A"
+    bad = base_cell(id=forged, eps="1", lower={"rank": 1, "witness": {"kind": "trivial"}})
+    path = _write(tmp_path, "f.safetensors", bracket_bytes(doc([bad])))
+    proc = run_cli(path)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 and "REFUTED" in lines[1] and lines[2].startswith("0/1 cells verified")
+    assert all(" " <= ch <= "~" for ch in proc.stdout.replace("\n", ""))
+    assert json.loads(run_cli(path, "--json").stdout)["cells"][0]["id"] == forged
+
+
+# ---------------------------------------------------------------- honest summaries
+def test_all_malformed_run_says_nothing_to_verify(tmp_path):
+    a, b = _write(tmp_path, "a.safetensors", b"junk"), _write(tmp_path, "b.safetensors", bracket_bytes(doc([])))
+    proc = run_cli(a, b)
+    assert proc.returncode == 2 and "0/0" not in proc.stdout
+    assert proc.stdout.strip() == "0 cells: nothing to verify (2 file(s) refused)"
+    out = json.loads(run_cli(a, b, "--json").stdout)
+    assert out["all_verified"] is False and out["cells"] == [] and len(out["malformed"]) == 2
+
+
+def test_zero_cell_file_is_refused(tmp_path, capsys):
+    path = _write(tmp_path, "z.safetensors", bracket_bytes(doc([])))
+    assert main(["verify", path, "--json"]) == 2
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["all_verified"] is False and "nothing to verify" in cap.err
+
+
+def test_refused_file_counts_in_the_summary(tmp_path):
+    good, bad = _tiny_valid(tmp_path), _write(tmp_path, "bad.safetensors", b"junk")
+    proc = run_cli(good, bad)
+    assert proc.returncode == 2 and "2/2 cells verified on both sides, 0 closed (L = U); 1 file(s) refused" in proc.stdout
+
+
+def test_table_shows_the_proved_slack_bound(tmp_path):
+    """softmax(0) = J/2 is at distance exactly 1 from A0 = I: a claimed slack of 3/5 is not proved."""
+    cell = base_cell(eps="3/10", target={"matrix": "I", "logits": "H", "slack": "3/5"},
+                     lower={"rank": 2, "witness": {"kind": "reconstruction", "R": "I", "X": "I", "L": "I"}})
+    path = _write(tmp_path, "t.safetensors", bracket_bytes(doc([cell]), {"I": np.eye(2), "H": np.zeros((2, 2))}))
+    proc = run_cli(path)
+    assert proc.returncode == 1
+    assert "slack +6.000e-01 (NOT proved: bound +1.000e+00)" in proc.stdout
+    ok = _write(tmp_path, "ok.safetensors", bracket_bytes(doc([base_cell(
+        target={"matrix": "A", "logits": "H", "slack": "1/1000"})]), {"A": np.full((2, 2), 0.5), "H": np.zeros((2, 2))}))
+    shown = run_cli(ok).stdout
+    assert "slack +1.000e-03 (proved: bound +" in shown
+    assert float(shown.split("(proved: bound ")[1].split(")")[0]) < 1e-12     # the float64 bound

@@ -149,10 +149,17 @@ def test_row_reconstruction_agrees(case):
 @settings(max_examples=N_ROW // 3, **SETTINGS)
 @given(row_reconstruction_cases(), st.data())
 def test_swapped_witness_shapes_are_refuted_by_both(case, data):
-    """A column-side witness handed the row-side matrices (and vice versa) only passes when shapes allow it."""
+    """A column-side witness handed the row-side matrices (and vice versa) only passes when shapes allow it:
+    for a non-square A both checkers refuse it."""
     A, G, Z, M, eps, rank = case
-    agree(check_lower(E(A), ReconstructionWitness(E(G), E(Z), E(M)), q(eps), rank),
-          ind.check_reconstruction(A, G, Z, M, eps, rank))
+    verdict = check_lower(E(A), ReconstructionWitness(E(G), E(Z), E(M)), q(eps), rank)
+    agree(verdict, ind.check_reconstruction(A, G, Z, M, eps, rank))
+    A2, R, X, L, eps2, rank2 = data.draw(reconstruction_cases())
+    swapped = check_lower(E(A2), RowReconstructionWitness(E(R), E(X), E(L)), q(eps2), rank2)
+    agree(swapped, ind.check_row_reconstruction(A2, R, X, L, eps2, rank2))
+    for mat, v in ((A, verdict), (A2, swapped)):
+        if len(mat) != len(mat[0]):                      # refused on the shapes (or the rank, checked first)
+            assert not v.verified and ("shape mismatch" in v.reason or "exceeds min(m, n)" in v.reason), v
 
 
 @settings(max_examples=N_FROB, **SETTINGS)

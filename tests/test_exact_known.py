@@ -19,9 +19,10 @@ from flint import fmpq
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                                 TrivialUpper, UpperFactors, check_lower, check_upper)
 from exact.matrix import ExactMatrix
+from exact.frobenius import top_energy_upper_bound
 from exact.slack import softmax_slack_bound
 from exact.verify import verify_file
-from numeric.search.export import rational_string, write_bracket_file
+from exact.bracketfile import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
 
@@ -388,7 +389,10 @@ def test_slack_charged_on_both_sides(tmp_path):
                               {"A": A0, "H": H, "Kinv": Kinv, "I": np.eye(2), "ones": ones, "half": half})
     rep = {r.id: r for r in verify_file(path)}
     assert rep["two"].lower.verified and rep["two"].upper.verified
-    assert rep["two"].slack_bound == bound
+    proved = rep["two"].slack_bound                      # the float64 bound here (slack 2^-40 is far above it)
+    with mpmath.workdps(60):
+        assert _true_distance(H, A0) <= mpmath.mpf(int(proved.p)) / int(proved.q)
+    assert bound <= proved <= q(slack)
     # the independent check of the row side at eps + slack on the stored matrix
     expected = ind.check_row_reconstruction(a, ind.fractions_of(Kinv.tolist()), I(2), I(2), Fr(1, 4) + slack, 2)
     assert margin(rep["two"].lower) == expected.margin
@@ -420,3 +424,135 @@ def test_slack_bound_encloses_on_random_logits():
             assert true <= b <= true + mpmath.mpf(2) ** -50
 
     prop()
+
+
+# ------------------------------------------------- weakened checks must fail these (issue 14)
+def _slack_cells(slacks):
+    """r_{3/10}(softmax_row(0_{2x2})) >= 2 with A0 = I: softmax_row(0) = J/2 is at distance exactly 1 from I.
+    With the slack proved, the witness R = X = L = I would prove rank 2 for J/2, which has rank 1."""
+    return [{"id": f"slack={s}", "eps": "3/10", "target": {"matrix": "I", "logits": "H", "slack": s},
+             "lower": {"rank": 2, "witness": {"kind": "reconstruction", "R": "I", "X": "I", "L": "I"}},
+             "upper": {"rank": 2, "witness": {"kind": "trivial"}}} for s in slacks]
+
+
+def test_slack_below_the_distance_is_refused(tmp_path):
+    """Every slack in (0, 1) is refused, 3/5 (accepted if the test were ``bound > 2 slack``) included."""
+    slacks = ["3/5", "1/2", "1/1000", "9/10", "999999999/1000000000", "1/1000000000000"]
+    path = write_bracket_file(tmp_path / "s.safetensors", _slack_cells(slacks),
+                              {"I": np.eye(2), "H": np.zeros((2, 2))})
+    for rep in verify_file(path):
+        assert not rep.lower.verified and not rep.upper.verified, rep.id
+        assert "slack" in rep.lower.reason and "slack" in rep.upper.reason
+        assert rep.slack_bound >= 1                    # the true distance is 1
+    (above,) = verify_file(write_bracket_file(tmp_path / "a.safetensors", _slack_cells(["11/10"]),
+                                              {"I": np.eye(2), "H": np.zeros((2, 2))}))
+    assert above.slack_bound <= fmpq(11, 10) and "slack" not in above.lower.reason
+
+
+def test_slack_claimed_at_the_arb_bound_is_proved(tmp_path):
+    """The float tier claims exactly ``softmax_slack_bound`` (numeric.search.slack): proved, through the arb
+    fallback; nine tenths of it, below the true distance, is refused."""
+    rng = np.random.default_rng(7)
+    H = rng.normal(scale=3.0, size=(5, 6))
+    A0 = np.nextafter(_softmax64(H), 1.0)              # a distance of a few ulps per entry
+    bound = softmax_slack_bound(H, A0)
+    true = _true_distance(H, A0)
+    below = Fr(int(bound.p), int(bound.q)) * Fr(9, 10)
+    with mpmath.workdps(60):
+        assert mpmath.mpf(below.numerator) / below.denominator < true
+    cells = [{"id": name, "eps": "1/4", "target": {"matrix": "A", "logits": "H", "slack": rational_string(s)},
+              "lower": {"rank": 0, "witness": {"kind": "trivial"}},
+              "upper": {"rank": 5, "witness": {"kind": "trivial"}}}
+             for name, s in (("at", Fr(int(bound.p), int(bound.q))), ("below", below))]
+    rep = {r.id: r for r in verify_file(write_bracket_file(tmp_path / "b.safetensors", cells, {"A": A0, "H": H}))}
+    assert rep["at"].lower.verified and rep["at"].upper.verified and rep["at"].slack_bound <= bound
+    assert not rep["below"].lower.verified and "slack" in rep["below"].lower.reason
+
+
+def _nearly_diagonal(rng, n):
+    """diag(a permutation of 1..n) plus one entry 2^-30 .. 2^-69 off the diagonal: LAPACK deflates the
+    tiny coupling, the float eigenbasis is exact, and only the Ky Fan term covers the energy it moves."""
+    A = np.diag(rng.permutation(np.arange(1, n + 1)).astype(float))
+    i, j = rng.choice(n, 2, replace=False)
+    A[i, j] = 2.0 ** -int(rng.integers(30, 70))
+    return A
+
+
+def test_frobenius_energy_bound_is_above_the_exact_energy():
+    """``top_energy_upper_bound`` against the exact top-k energy (Fraction bisection of the characteristic
+    polynomial to 2^-160, ``tests/independent_checker.py``), on matrices where dropping the Ky Fan
+    off-diagonal term leaves the bound below the energy by 2^-60 .. 2^-140, and on random ones."""
+    rng = np.random.default_rng(11)
+    probes = [_nearly_diagonal(rng, int(rng.integers(2, 5))) for _ in range(60)]
+    probes += [rng.normal(size=tuple(rng.integers(2, 5, size=2))) for _ in range(20)]
+    for A in probes:
+        exact_A = ExactMatrix.from_float64(A)
+        for k in range(1, min(A.shape)):
+            bound = top_energy_upper_bound(exact_A, k)
+            lo, _ = ind.top_energy_enclosure(ind.fractions_of(A.tolist()), k, steps=160)
+            assert bound is not None and Fr(int(bound.p), int(bound.q)) >= lo, (A, k)
+
+
+@pytest.mark.parametrize("kind", ["factors", "reconstruction", "row_reconstruction"])
+def test_every_wrong_shape_is_named(kind):
+    """A witness matrix one row or column short or long, in each of its dimensions, is refused for its
+    shape (never by an exception in the arithmetic, never accepted)."""
+    A = E([[Fr(3, 4), Fr(1, 4), 0], [Fr(1, 4), Fr(3, 4), 0]])             # 2 x 3
+    shapes = {"factors": [(2, 1), (3, 1)], "reconstruction": [(3, 2), (3, 2), (2, 3)],
+              "row_reconstruction": [(3, 2), (2, 2), (2, 2)]}[kind]
+    build = {"factors": UpperFactors, "reconstruction": ReconstructionWitness,
+             "row_reconstruction": RowReconstructionWitness}[kind]
+    check = check_upper if kind == "factors" else check_lower
+    for which in range(len(shapes)):
+        for axis in (0, 1):
+            for delta in (-1, 1):
+                dims = [list(s) for s in shapes]
+                dims[which][axis] += delta
+                if 0 in dims[which]:
+                    continue
+                witness = build(*(ExactMatrix.zeros(*d) for d in dims))
+                rank = dims[0][1] if kind == "factors" else dims[1][1]
+                verdict = check(A, witness, q(Fr(1, 4)), min(rank, 2))
+                assert not verdict.verified and "shape mismatch" in verdict.reason, (kind, dims, verdict)
+
+
+@pytest.mark.parametrize("hint", [np.array([[1.0, 1.0], [0.0, 0.0]]), 2 * np.eye(2)])
+def test_frobenius_refuses_a_basis_hint_that_is_not_near_orthonormal(monkeypatch, hint):
+    """``g = ||V^T V - I||_row1`` of 1 (a singular hint) or 3 (a scaled one): no bound, the claim is refused."""
+    import exact.frobenius as frob
+    monkeypatch.setattr(frob.np.linalg, "eigh", lambda S: (np.ones(2), hint))
+    A = E([[2, 0], [0, 1]])
+    assert frob.top_energy_upper_bound(A, 1) is None
+    verdict = check_lower(A, FrobeniusTail(1), q(Fr(1, 100)), 2)
+    assert not verdict.verified and "could not bound" in verdict.reason
+
+
+def test_witness_rank_must_equal_the_claimed_rank():
+    """Factors with more columns than the claimed rank prove nothing about that rank (B = I has error 0
+    but rank 2); fewer columns are refused too. Likewise for the lower witnesses' d and k + 1."""
+    A, I2 = E(I(2)), E(I(2))
+    for claimed in (1, 0):
+        v = check_upper(A, UpperFactors(I2, I2), q(Fr(1, 2)), claimed)
+        assert not v.verified and "columns" in v.reason
+    one = E([[1], [0]])
+    assert not check_upper(A, UpperFactors(one, one), q(Fr(1, 2)), 2).verified
+    assert not check_lower(A, ReconstructionWitness(I2, I2, I2), q(Fr(1, 4)), 1).verified
+    assert not check_lower(A, RowReconstructionWitness(I2, I2, I2), q(Fr(1, 4)), 1).verified
+    assert not check_lower(A, FrobeniusTail(1), q(Fr(1, 4)), 1).verified
+    col = E([[1], [0]])                               # d = 1 columns cannot prove rank 2
+    assert not check_lower(A, ReconstructionWitness(E([[1, 0]]).T @ E([[1, 0]]), col, E([[1, 0]])),
+                           q(Fr(1, 4)), 2).verified
+    assert not check_lower(A, RowReconstructionWitness(col @ E([[1, 0]]), col, E([[1, 0]])), q(Fr(1, 4)), 2).verified
+    # the trivial witnesses prove min(m, n) above and at most rank 1 below, nothing else
+    assert not check_upper(A, TrivialUpper(), q(Fr(1, 4)), 1).verified
+    assert not check_lower(A, TrivialLower(), q(Fr(1, 4)), 2).verified
+
+
+def test_reconstruction_at_the_defect_boundaries():
+    """||F|| = 1 exactly (L = 0, F = -I): refused as a basis defect; eta = 1 exactly (A = diag(0, 1),
+    R = X = L = I, E = A - I): refused as a reconstruction defect, each with its exact derived value."""
+    I2 = E(I(2))
+    v = check_lower(E(I(2)), ReconstructionWitness(I2, I2, ExactMatrix.zeros(2, 2)), q(Fr(1, 4)), 2)
+    assert not v.verified and "basis defect" in v.reason and v.derived == "||F|| = 1", v
+    v = check_lower(E([[0, 0], [0, 1]]), ReconstructionWitness(I2, I2, I2), q(0), 2)
+    assert not v.verified and "reconstruction defect" in v.reason and v.derived == "eta = 1", v

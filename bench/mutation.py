@@ -1,0 +1,219 @@
+"""Mutation run of the trusted core: does a test catch every weakened comparison or rounding?
+
+Every single-operator mutant of the comparison and rounding lines of
+``exact/`` is applied, one at a time, to a private copy of the repository,
+and a fast targeted subset of the exact tier's tests runs against it. A
+mutant is *killed* when that subset fails (or runs past the timeout).
+
+* Comparison mutants: each operator of each comparison (``ast.Compare``) is
+  replaced by each other relational operator (``<``, ``<=``, ``>``, ``>=``,
+  ``==``, ``!=``), ``in`` by ``not in``, ``is`` by ``is not`` (and back).
+* Rounding mutants, on the lines that round (a line that calls ``up``,
+  ``down``, ``nextafter``, ``rint``, ``ceil``, ``floor``, ``.upper``/``.lower``
+  or names ``TINY``, ``_REL_P``, ``2.0**``): each ``+``/``-`` swapped, each
+  ``*``/``/`` swapped, and ``up``/``down``, ``upper``/``lower``,
+  ``ceil``/``floor``, ``maximum``/``minimum`` exchanged.
+
+Mutants listed in ``EQUIVALENT`` change no behaviour (reason given) and are
+reported apart. The run is not part of the pytest suite: about 10 s per
+killed mutant and a minute per survivor on the shared 2-core machine.
+
+    python bench/mutation.py [--jobs 2] [--only floats.py] [--list] [--timeout 300]
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXACT = ROOT / "exact"
+
+RELATIONAL = ["<", "<=", ">", ">=", "==", "!="]
+SWAPS = {"in": ["not in"], "not in": ["in"], "is": ["is not"], "is not": ["is"]}
+NAME_SWAPS = {"up": "down", "down": "up", "upper": "lower", "lower": "upper", "ceil": "floor", "floor": "ceil",
+              "maximum": "minimum", "minimum": "maximum"}
+ROUNDING = re.compile(r"\b(up|down)\(|nextafter|\brint\b|\.ceil\(|\.floor\(|\.upper\(|\.lower\(|\bTINY\b|_REL_P|2\.0\s*\*\*")
+OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+       ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+BINOPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*")}
+
+#: (file, line, original, mutant) -> why the mutant computes the same thing.
+EQUIVALENT = {
+    ("floats.py", "while k * (2 ** (52 - tau) + 1) ** 2 > 2**53:", ">", ">="):
+        "k (2^(52 - tau) + 1)^2 is never 2^53: the squared factor is odd",
+    ("slack.py", "if exponent >= 0:", ">=", ">"):
+        "at exponent 0 both branches give fmpq(mantissa)",
+    ("norms.py", "if m == 0:", "==", "<="):
+        "a shape is never negative",
+    ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
+        "a shape is never negative",
+}
+
+#: Tests per module: the fast subset that should kill its mutants.
+KNOWN = ["tests/test_exact_known.py", "tests/test_exact_mutation.py"]
+SUBSETS = {
+    "bracketfile.py": ["tests/test_exact_cli.py", "exact/bracketfile.py"],
+    "cli.py": ["tests/test_exact_cli.py"],
+    "limits.py": ["tests/test_exact_cli.py"],
+    "rational.py": ["tests/test_exact_cli.py", "exact/rational.py"] + KNOWN,
+    "floats.py": ["tests/test_exact_floats.py"] + KNOWN,
+    "norms.py": ["tests/test_exact_floats.py", "exact/norms.py"] + KNOWN,
+    "matrix.py": ["tests/test_exact_floats.py", "exact/matrix.py", "tests/test_exact_cli.py"] + KNOWN,
+    "slack.py": ["tests/test_exact_floats.py", "exact/slack.py"] + KNOWN,
+}
+#: The certificate checks (factors, reconstruction, trivial, frobenius, certificates, verdict, verify):
+#: the known answers (margins exactly 0 at the boundaries, shapes, slack) and the mutation suite.
+DEFAULT_SUBSET = KNOWN
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str
+    line: int
+    start: int            # column span of the operator or name on that line
+    end: int
+    original: str
+    replacement: str
+    text: str             # the source line, stripped
+
+    def key(self):
+        return (self.file, self.text, self.original, self.replacement)
+
+    def apply(self, source: str) -> str:
+        lines = source.splitlines(keepends=True)
+        line = lines[self.line - 1]
+        assert line[self.start:self.end] == self.original, (self, line)
+        lines[self.line - 1] = line[:self.start] + self.replacement + line[self.end:]
+        return "".join(lines)
+
+
+def _between(lines, a, b, word: str):
+    """The span of ``word`` in the source between the end of node a and the start of node b (one line)."""
+    if a.end_lineno != b.lineno:
+        return None
+    segment = lines[b.lineno - 1][a.end_col_offset:b.col_offset]
+    match = re.search(r"not\s+in|is\s+not|<=|>=|==|!=|<|>|\bin\b|\bis\b|[-+*/]", segment)
+    if match is None or re.sub(r"\s+", " ", match.group()) != word:
+        return None
+    return a.end_col_offset + match.start(), a.end_col_offset + match.end()
+
+
+def mutants_of(path: Path) -> list[Mutant]:
+    source = path.read_text()
+    lines = source.splitlines()
+    out = []
+
+    def add(line, span, original, replacements):
+        if span is None:
+            return
+        for new in replacements:
+            out.append(Mutant(path.name, line, span[0], span[1], original, new, lines[line - 1].strip()))
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                word = OPS[type(op)]
+                others = [o for o in RELATIONAL if o != word] if word in RELATIONAL else SWAPS[word]
+                add(right.lineno, _between(lines, left, right, word), word, others)
+                left = right
+        rounding = hasattr(node, "lineno") and ROUNDING.search(lines[node.lineno - 1])
+        if not rounding:
+            continue
+        if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
+            word, other = BINOPS[type(node.op)]
+            add(node.right.lineno, _between(lines, node.left, node.right, word), word, [other])
+        elif isinstance(node, ast.Name) and node.id in NAME_SWAPS:
+            add(node.lineno, (node.col_offset, node.end_col_offset), node.id, [NAME_SWAPS[node.id]])
+        elif isinstance(node, ast.Attribute) and node.attr in NAME_SWAPS and node.end_lineno == node.lineno:
+            end = node.end_col_offset
+            add(node.lineno, (end - len(node.attr), end), node.attr, [NAME_SWAPS[node.attr]])
+    return sorted(set(out), key=lambda m: (m.file, m.line, m.start, m.replacement))
+
+
+def _copy(dest: Path) -> Path:
+    for name in ("exact", "tests", "bench"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def run_one(mutant: Mutant, repo: Path, timeout: float) -> tuple[bool, float, str]:
+    """(killed, seconds, how) for one mutant applied in the copy ``repo`` (restored afterwards)."""
+    target = repo / "exact" / mutant.file
+    original = target.read_text()
+    target.write_text(mutant.apply(original))
+    tests = SUBSETS.get(mutant.file, DEFAULT_SUBSET)
+    env = dict(os.environ, PYTHONPATH=str(repo), PYTHONDONTWRITEBYTECODE="1")
+    t0 = time.time()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                               "--hypothesis-seed=0", *tests], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        killed, how = proc.returncode != 0, (proc.stdout.strip().splitlines() or ["?"])[-1]
+    except subprocess.TimeoutExpired:
+        killed, how = True, f"timeout after {timeout:.0f} s"
+    finally:
+        target.write_text(original)
+    return killed, time.time() - t0, how
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python bench/mutation.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=2, help="mutants run in parallel, each in its own copy")
+    ap.add_argument("--only", action="append", default=[], metavar="FILE", help="only these exact/ files")
+    ap.add_argument("--match", default=None, metavar="REGEX", help="only mutants whose 'file:line' matches")
+    ap.add_argument("--list", action="store_true", help="list the mutants and stop")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (past it: killed)")
+    args = ap.parse_args(argv)
+    files = sorted(p for p in EXACT.glob("*.py") if not args.only or p.name in args.only)
+    mutants = [m for p in files for m in mutants_of(p) if not args.match or re.search(args.match, f"{m.file}:{m.line}")]
+    equivalent = [m for m in mutants if m.key() in EQUIVALENT]
+    live = [m for m in mutants if m.key() not in EQUIVALENT]
+    if args.list:
+        for m in mutants:
+            tag = "  (equivalent)" if m in equivalent else ""
+            print(f"{m.file}:{m.line}: {m.original!r} -> {m.replacement!r}  {m.text}{tag}")
+        print(f"{len(mutants)} mutants, {len(equivalent)} equivalent")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = [_copy(Path(tmp) / f"copy{j}") for j in range(max(1, args.jobs))]
+        free = list(copies)
+
+        def job(m):
+            repo = free.pop()
+            try:
+                return m, run_one(m, repo, args.timeout)
+            finally:
+                free.append(repo)
+        t0 = time.time()
+        survivors = []
+        with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+            for n, (m, (killed, seconds, how)) in enumerate(pool.map(job, live), start=1):
+                if not killed:
+                    survivors.append(m)
+                print(f"[{n}/{len(live)}] {'killed ' if killed else 'SURVIVED'} {seconds:6.1f} s  "
+                      f"{m.file}:{m.line}: {m.original!r} -> {m.replacement!r}  {m.text[:70]}", flush=True)
+    killed = len(live) - len(survivors)
+    print(f"\n{len(mutants)} mutants of {len(files)} files ({len(equivalent)} equivalent, not run): "
+          f"{killed}/{len(live)} killed ({100 * killed / max(len(live), 1):.1f} %) in {time.time() - t0:.0f} s")
+    for m in equivalent:
+        print(f"  equivalent: {m.file}:{m.line}: {m.original!r} -> {m.replacement!r}: {EQUIVALENT[m.key()]}")
+    for m in survivors:
+        print(f"  SURVIVED: {m.file}:{m.line}: {m.original!r} -> {m.replacement!r}  {m.text}")
+    return 0 if not survivors else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
