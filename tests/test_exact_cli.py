@@ -464,9 +464,14 @@ def _tiny_valid(tmp_path, name="v.safetensors") -> Path:
 
 
 def _rss_run(*args, timeout=120):
-    """``exact.cli.main`` in a fresh interpreter: (exit status, stderr, peak resident memory in MiB)."""
-    code = ("import resource, sys; from exact.cli import main; rc = main(sys.argv[1:]); "
-            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    """``exact.cli.main`` in a fresh interpreter: (exit status, stderr, peak resident memory in MiB).
+
+    The peak is the interpreter's own ``VmHWM`` (per address space): ``ru_maxrss`` would
+    also count the parent's resident set at fork, which Linux carries across ``exec``.
+    """
+    code = ("import re, sys; from exact.cli import main; rc = main(sys.argv[1:]); "
+            "hwm = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1); "
+            "print(rc, int(hwm) / 1024)")
     proc = subprocess.run([sys.executable, "-c", code, "verify", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
     rc, rss = proc.stdout.split()[-2:]

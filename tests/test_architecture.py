@@ -1,0 +1,69 @@
+"""The import rules of docs/architecture.md, read from the source with ``ast``."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ("exact", "numeric", "oracles", "proofs_checks")
+#: package -> project packages it may import (prefix match on the imported module)
+ALLOWED = {
+    "exact": ("exact",),
+    "oracles": ("exact", "oracles"),
+    "proofs_checks": ("exact", "proofs_checks"),
+    "numeric.heads": ("exact", "numeric.heads"),
+    "numeric.search": ("exact", "numeric.heads", "numeric.search"),
+    "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry"),
+}
+FORBIDDEN_IN_CORE = ("torch", "transformers", "scipy", "sklearn", "highspy", "numeric")
+
+
+def _imports(path: Path):
+    """Absolute module names imported anywhere in ``path`` (function-level imports included)."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+            if node.module in PROJECT:      # "from numeric import search" names a submodule
+                yield from (f"{node.module}.{a.name}" for a in node.names)
+
+
+def _modules(package: str):
+    folder = ROOT.joinpath(*package.split("."))
+    return sorted(folder.rglob("*.py"))
+
+
+def _project(name: str) -> bool:
+    return name.split(".")[0] in PROJECT
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_package_imports_only_what_the_rules_allow(package):
+    bad = [f"{p.relative_to(ROOT)} imports {name}"
+           for p in _modules(package) for name in _imports(p)
+           if _project(name) and not any(name == a or name.startswith(a + ".") for a in ALLOWED[package])]
+    assert not bad, "\n".join(bad)
+
+
+def test_trusted_core_imports_no_float_machinery():
+    bad = [f"{p.relative_to(ROOT)} imports {name}" for p in _modules("exact") for name in _imports(p)
+           if name.split(".")[0] in FORBIDDEN_IN_CORE]
+    assert not bad, "\n".join(bad)
+
+
+def test_nothing_below_the_panel_imports_it():
+    bad = [f"{p.relative_to(ROOT)} imports {name}"
+           for pkg in ("exact", "oracles", "proofs_checks", "numeric.heads", "numeric.search", "numeric.geometry")
+           for p in _modules(pkg) for name in _imports(p)
+           if name == "numeric.panel" or name.startswith("numeric.panel.")]
+    assert not bad, "\n".join(bad)
+
+
+def test_rules_catch_a_violation(tmp_path):
+    """The checker itself sees a forbidden import (a test that could not fail would prove nothing)."""
+    f = tmp_path / "m.py"
+    f.write_text("def f():\n    from numeric.panel import cli\n    import torch\n")
+    assert set(_imports(f)) == {"numeric.panel", "torch"}
