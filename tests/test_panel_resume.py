@@ -141,18 +141,3 @@ def resumes_to_reference(out, reference, done):
     assert len(rows) == N_CELLS * len(EPS) and len({r["cell_id"] for r in rows}) == len(rows)
     assert rows == table(reference)
     assert bracket_files(out) == bracket_files(reference)
-
-
-def test_kill_worker_mid_panel_and_resume(reference, tmp_path):
-    out = tmp_path / "killed"
-    rc, err, done = start_and_kill(out, "workers")
-    assert rc == 3, err            # a worker died: the run stops, resumable
-    assert "Traceback" not in err and "resume" in err
-    resumes_to_reference(out, reference, done)
-
-
-def test_kill_main_process_mid_panel_and_resume(reference, tmp_path):
-    out = tmp_path / "killed"
-    rc, _, done = start_and_kill(out, "main")
-    assert rc == -signal.SIGKILL
-    resumes_to_reference(out, reference, done)
