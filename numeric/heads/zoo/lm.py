@@ -35,7 +35,7 @@ class LMRecipe:
     heads: int = 4
     kv_heads: int = 2    # Qwen2 only: grouped-query attention, 2 query heads per key head
     context: int = 256   # covers the panel's prefix 128 + block 128
-    steps: int = 250     # 0.5 M tokens, ~1.6 passes over the 0.32 M training tokens
+    steps: int = 250     # 0.5 M tokens, ~1.4 passes over the 0.37 M training tokens
     batch: int = 8
     lr: float = 2e-3     # peak AdamW rate, large for a 1 M-parameter model
     warmup: int = 25
