@@ -212,9 +212,12 @@ def load_model(spec: str) -> LoadedModel:
             model = AutoModel.from_pretrained(path, add_pooling_layer=False, **common)
             processor = None
         else:
-            from transformers import AutoModel, AutoTokenizer
+            from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerFast
             model = AutoModel.from_pretrained(path, **common)
-            processor = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            # a zoo model's tokenizer is exactly its tokenizer.json: AutoTokenizer
+            # would swap in the architecture's own pre-tokenizer (Qwen2's regex)
+            tok_class = PreTrainedTokenizerFast if manifest else AutoTokenizer
+            processor = tok_class.from_pretrained(path, local_files_only=True)
     except Exception as e:  # noqa: BLE001
         raise ModelInputError(f"cannot load model from {path}: {str(e).splitlines()[0]}") from None
     model.eval()
