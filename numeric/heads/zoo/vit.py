@@ -1,10 +1,9 @@
 """Train ``digitvit``: a ``ViTForImageClassification`` on scikit-learn's digits.
 
 Pixels, split and data check are :mod:`numeric.heads.zoo.digits`'s. A batch is
-``batch`` training images drawn with a seeded generator, each shifted by up to
-``MAX_SHIFT`` grey pixels (of the 8x8 original) in each direction, a cheap
-augmentation against the 1,437-image training set's overfitting. The held-out
-accuracy is over all 360 held-out images.
+``batch`` training images drawn with a seeded generator (no augmentation: it
+slowed the early learning of this small ViT). The held-out accuracy is over
+all 360 held-out images.
 """
 from __future__ import annotations
 
@@ -19,20 +18,17 @@ from numeric.heads.zoo import digits as D
 
 __all__ = ["ViTRecipe", "RECIPE", "tiny_recipe", "build_vit", "evaluate", "train_vit", "train_digit_vit"]
 
-MAX_SHIFT = 1  # 8x8 pixels; one pixel keeps every digit inside the frame
-
-
 @dataclass(frozen=True)
 class ViTRecipe:
     image_size: int = D.IMAGE_SIZE
     patch: int = D.PATCH
     width: int = 64
-    layers: int = 4
+    layers: int = 3
     heads: int = 4
     steps: int = 500     # ~11 passes over the 1,437 training images
     batch: int = 32
-    lr: float = 1e-3
-    warmup: int = 50
+    lr: float = 3e-3     # 1e-3 left the loss at chance for 150 steps
+    warmup: int = 20
     seed: int = 20260103
 
 
@@ -54,19 +50,6 @@ def build_vit(r: ViTRecipe):
                                  attention_probs_dropout_prob=0.0, num_labels=10,
                                  id2label={i: str(i) for i in range(10)}, label2id={str(i): i for i in range(10)})
     return transformers.ViTForImageClassification(cfg)
-
-
-def _shifted(images: np.ndarray, gen) -> np.ndarray:
-    """Each 8x8 image moved by (dy, dx) in -MAX_SHIFT..MAX_SHIFT, zero-filled."""
-    import torch
-
-    out = np.zeros_like(images)
-    shifts = torch.randint(-MAX_SHIFT, MAX_SHIFT + 1, (len(images), 2), generator=gen).tolist()
-    n = images.shape[1]
-    for i, (dy, dx) in enumerate(shifts):
-        src = images[i, max(0, -dy):n - max(0, dy), max(0, -dx):n - max(0, dx)]
-        out[i, max(0, dy):max(0, dy) + src.shape[0], max(0, dx):max(0, dx) + src.shape[1]] = src
-    return out
 
 
 def evaluate(model, px: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -96,7 +79,7 @@ def train_vit(r: ViTRecipe, *, log=None):
     losses = []
     for step in range(r.steps):
         pick = tr[torch.randint(0, len(tr), (r.batch,), generator=gen).numpy()]
-        px = torch.from_numpy(D.pixels(_shifted(x[pick], gen), r.image_size))
+        px = torch.from_numpy(D.pixels(x[pick], r.image_size))
         out = model(pixel_values=px, labels=torch.from_numpy(y[pick].astype(np.int64)))
         losses.append(train_step(model, opt, lr_at(step, r.steps, r.warmup, r.lr), out.loss))
         if log is not None and (step % 50 == 0 or step == r.steps - 1):
@@ -135,5 +118,5 @@ def train_digit_vit(out: Path, *, steps: int | None = None, tiny: bool = False, 
               "data": {"name": "sklearn.datasets.load_digits", "sha256": D.DIGITS_SHA256,
                        "heldout": f"stratified {D.HELDOUT_FRACTION:g}, seed {D.SPLIT_SEED}",
                        "pixels": f"0..16 -> [0, 1], bilinear to {r.image_size}x{r.image_size}, (x - 0.5) / 0.5",
-                       "augmentation": f"random shift up to {MAX_SHIFT} px of 8", "tiny": tiny}}
+                       "tiny": tiny}}
     return write_manifest(out, record)
