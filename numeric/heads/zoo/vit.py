@@ -25,7 +25,7 @@ class ViTRecipe:
     width: int = 64
     layers: int = 3
     heads: int = 4
-    steps: int = 500     # ~11 passes over the 1,437 training images
+    steps: int = 1000    # ~22 passes over the 1,437 training images (500 reached 82 %)
     batch: int = 32
     lr: float = 3e-3     # 1e-3 left the loss at chance for 150 steps
     warmup: int = 20
