@@ -69,10 +69,10 @@ def parse_eps(text: str) -> tuple:
 
 
 def _read_config(model: str) -> dict:
-    from numeric.heads.models import PRESETS, minilm_path
+    from numeric.heads.models import PRESETS, preset_path
 
     if model in PRESETS:
-        path = minilm_path()
+        path = preset_path(model)       # a zoo preset's files are checked against its manifest
     else:
         path = Path(model).expanduser()
         if not path.exists():
@@ -174,7 +174,9 @@ def _tasks(args) -> tuple[list, dict, Path]:
         raise PanelError(f"image directory {args.images!r} does not exist")
     _preflight(args.model, heads, prefix=args.prefix, block=args.block, length=args.length)
     out = Path(args.out)
-    model = args.model if args.model == "minilm" else str(Path(args.model).expanduser().resolve())
+    from numeric.heads.models import PRESETS
+
+    model = args.model if args.model in PRESETS else str(Path(args.model).expanduser().resolve())
     identity = run_identity(model=model, eps=eps, prefix=args.prefix, block=args.block, length=args.length,
                             min_mass=args.min_mass, screen=args.screen, attack=args.attack,
                             geometry=args.geometry, effort=effort)
