@@ -112,3 +112,10 @@ def test_cross_fit_predicts_a_linear_target_held_out():
     groups = np.repeat(np.arange(6), 4)
     pred = cross_fit(x, 3 * x[:, 0] - 1, groups, 3).pred
     assert np.allclose(pred, 3 * x[:, 0] - 1, atol=0.05)
+
+
+def test_parallel_bootstrap_gives_the_same_answer():
+    data = _table(5)
+    one = compare(data, COMPS, replicates=4, seed=2)
+    two = compare(data, COMPS, replicates=4, seed=2, jobs=2)
+    assert [r.estimates for r in one] == [r.estimates for r in two]

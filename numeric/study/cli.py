@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
+    p.add_argument("--jobs", type=int, default=1, help="bootstrap processes (the answer does not depend on it)")
     p.add_argument("--json", action="store_true", help="print study.json's summary on stdout")
     return p
 
@@ -54,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _check(args) -> None:
     if args.replicates < 1:
         raise StudyError("--replicates must be >= 1")
+    if args.jobs < 1:
+        raise StudyError("--jobs must be >= 1")
     if args.folds < 2:
         raise StudyError("--folds must be >= 2")
     if args.workers is not None and args.workers < 1:
@@ -66,7 +69,8 @@ def run(args, command: str) -> dict:
     t0 = time.perf_counter()
     data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers)
     data = with_placebo(data, args.seed)
-    results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds)
+    results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
+                      jobs=args.jobs)
     gauge = gauge_audit(data, folds=args.folds)
     setup = {"panel": str(args.dir), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),

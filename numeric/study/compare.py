@@ -122,14 +122,29 @@ def _interval(values) -> tuple:
     return float(lo), float(hi)
 
 
-def compare(data: StudyData, comparisons, *, replicates: int, seed: int, folds: int = FOLDS) -> list:
-    """Point estimates and bootstrap intervals of every comparison (one shared draw per replicate)."""
+def _replicates(data, comparisons, folds, draws) -> list:
+    with one_blas_thread():   # small matrices: threads only contend
+        return [_replicate(data, rows, comparisons, folds) for rows in draws]
+
+
+def compare(data: StudyData, comparisons, *, replicates: int, seed: int, folds: int = FOLDS,
+            jobs: int = 1) -> list:
+    """Point estimates and bootstrap intervals of every comparison (one shared draw per replicate).
+
+    The draws are made up front from ``seed``, so ``jobs`` (processes) does not change the answer."""
     if replicates < 1:
         raise ValueError("the bootstrap needs at least one replicate")
     rng = np.random.default_rng(seed)
-    with one_blas_thread():   # small matrices: threads only contend
-        point = _replicate(data, np.arange(len(data)), comparisons, folds)
-        boot = [_replicate(data, resample_rows(data, rng), comparisons, folds) for _ in range(replicates)]
+    draws = [resample_rows(data, rng) for _ in range(replicates)]
+    point = _replicates(data, comparisons, folds, [np.arange(len(data))])[0]
+    if jobs > 1:
+        from joblib import Parallel, delayed
+
+        chunks = [draws[i::jobs] for i in range(jobs)]
+        parts = Parallel(n_jobs=jobs)(delayed(_replicates)(data, comparisons, folds, c) for c in chunks)
+        boot = [parts[i % jobs][i // jobs] for i in range(replicates)]
+    else:
+        boot = _replicates(data, comparisons, folds, draws)
     results = []
     for i, c in enumerate(comparisons):
         est = {}
