@@ -4,7 +4,7 @@ The rows come from ``numeric.panel.audit.audit``: every bracket file is
 re-verified with the exact tier and every record checked against that pass,
 so L and U are the exact pass's. Any error of that audit, an unverified cell
 at the study's tolerance, a tolerance the panel did not run, a missing column,
-fewer than ``MIN_SOURCES`` sources or ``MIN_HEADS`` heads is a ``StudyError``:
+fewer than ``MIN_SOURCES`` sources or ``MIN_HEADS`` heads in a family is a ``StudyError``:
 unverified cells are never targets. Cells the panel dropped (decoder mass or
 locality screen) have no bracket and are not study rows.
 """
@@ -108,11 +108,15 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
                          "(rerun the panel with this version and --geometry)")
     sources = [str(r["source"]) for r in rows]
     heads = [f"{r.get('family', '')}:{r['layer']}.{r['head']}" for r in rows]
-    if len(set(sources)) < MIN_SOURCES:
-        raise StudyError(f"the study needs >= {MIN_SOURCES} sources; the panel has {len(set(sources))}")
-    if len(set(heads)) < MIN_HEADS:
-        raise StudyError(f"the study needs >= {MIN_HEADS} heads; the panel has {len(set(heads))}")
+    families = [str(r.get("family", "")) for r in rows]
+    for f in sorted(set(families)):
+        n_src = len({s for s, g in zip(sources, families) if g == f})
+        n_heads = len({h for h, g in zip(heads, families) if g == f})
+        if n_src < MIN_SOURCES:
+            raise StudyError(f"the study needs >= {MIN_SOURCES} sources; the panel has {n_src} ({f})")
+        if n_heads < MIN_HEADS:
+            raise StudyError(f"the study needs >= {MIN_HEADS} heads; the panel has {n_heads} ({f})")
     numeric = {c: [_number(r.get(c)) for r in rows] for c in cols if c not in CATEGORICAL}
     categorical = {c: [str(r.get(c, "")) for r in rows] for c in CATEGORICAL}
-    return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads,
-                           [str(r.get("family", "")) for r in rows], [str(r.get("cell_id", "")) for r in rows])
+    return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads, families,
+                           [str(r.get("cell_id", "")) for r in rows])
