@@ -1,4 +1,4 @@
-"""Write the study's outputs: ``study.json``, ``study.md``, ``predictions.csv``, ``figures/gains.png``.
+"""Write the study's outputs: ``study.json``, ``study.md``, ``predictions.csv``, ``figures/*.png``.
 
 Every number in ``study.md`` is in ``study.json``; the command that
 reproduces them is at the top of both.
@@ -89,15 +89,46 @@ def _markdown(doc: dict) -> str:
             "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
     gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in U/n)", ""]
     return "\n".join(head + _table(doc) + gauge + _gauge_table(doc)
-                     + ["", "![gains](figures/gains.png)", ""])
+                     + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
-def _figure(doc: dict, path: Path) -> None:
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    _pyplot().close(fig)
+    atomic_write(path, buf.getvalue())
+
+
+#: Models drawn in the held-out scatter figure.
+SCATTER_MODELS = ("B1", "B1+G", "B1+I")
+
+
+def _scatter(data: StudyData, preds: dict, path: Path) -> None:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(SCATTER_MODELS), figsize=(4 * len(SCATTER_MODELS), 4), sharey=True)
+    lo, hi = float(data.y.min()), float(data.y.max())
+    for ax, m in zip(axes, SCATTER_MODELS):
+        ax.scatter(data.y, preds[m], s=6, alpha=0.6)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+        ax.set_title(f"{m}: held-out MAE {np.mean(np.abs(preds[m] - data.y)):.4f}")
+        ax.set_xlabel("target")
+    axes[0].set_ylabel("held-out prediction")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _figure(doc: dict, path: Path) -> None:
+    plt = _pyplot()
     comps = doc["comparisons"]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
     for i, c in enumerate(comps):
@@ -108,11 +139,7 @@ def _figure(doc: dict, path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("relative gain rho (aggregate, 95% source-cluster bootstrap)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())
+    _save(fig, path)
 
 
 def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str) -> dict:
@@ -123,7 +150,9 @@ def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: st
                            for r in results],
            "gauge": [asdict(g) for g in gauge]}
     atomic_write(out / "study.json", json.dumps(doc, indent=1, default=jsonable))
-    atomic_write(out / "predictions.csv", _predictions_csv(data, predictions(data, setup["folds"])))
+    preds = predictions(data, setup["folds"])
+    atomic_write(out / "predictions.csv", _predictions_csv(data, preds))
     _figure(doc, out / "figures" / "gains.png")
+    _scatter(data, preds, out / "figures" / "heldout.png")
     atomic_write(out / "study.md", _markdown(doc))
     return doc
