@@ -55,6 +55,7 @@ def test_study_end_to_end(panel, study):
     assert summary["setup"]["cells"] == len(HEADS) * SOURCES and doc["setup"]["sources"] == SOURCES
     assert {c["name"] for c in doc["comparisons"]} >= {"B1 vs B1+G", "B1 vs B1+I", "B1+G vs B1+G+I"}
     assert (out / "study.md").read_text().count("| B1 vs B1+G |") >= 1 and (out / "figures" / "gains.png").is_file()
+    assert (out / "figures" / "heldout.png").is_file()
     # the targets are U/n of the table's rows at eps 1/4, read here independently of the study
     table = {r["cell_id"]: r for r in csv.DictReader(open(panel[1] / "cells.csv")) if r["eps"] == "1/4"}
     preds = list(csv.DictReader(open(out / "predictions.csv")))
