@@ -67,6 +67,10 @@ def _head_weights(attn, head: int, kv_head: int, d: int) -> tuple[np.ndarray, np
             wq = getattr(attn, qn).weight.detach().double().numpy()
             wk = getattr(attn, kn).weight.detach().double().numpy()
             return wq[head * d:(head + 1) * d].T, wk[kv_head * d:(kv_head + 1) * d].T
+    if hasattr(attn, "c_attn"):   # GPT-2: one Conv1D [model_dim, 3 * model_dim], x -> x W, q then k then v
+        w = attn.c_attn.weight.detach().double().numpy()
+        D = w.shape[1] // 3
+        return w[:, head * d:(head + 1) * d], w[:, D + kv_head * d:D + (kv_head + 1) * d]
     raise ValueError(f"no query/key projections on {type(attn).__name__}")
 
 

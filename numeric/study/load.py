@@ -102,10 +102,13 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
     rows = study_rows(out, eps, workers)
     _with_profile(rows, _eps(eps))
     cols = _needed()
-    missing = [c for c in cols if c not in CATEGORICAL and all(c not in r for r in rows)]
+    missing = [c for c in cols if c not in CATEGORICAL and any(c not in r for r in rows)]
     if missing:
+        lacking = next(r for r in rows if missing[0] not in r)
+        why = lacking.get("study_error") or lacking.get("native_error") or lacking.get("geometry_error") or \
+            "rerun the panel with this version and --geometry"
         raise StudyError(f"the panel table lacks {len(missing)} study columns, first: {missing[0]} "
-                         "(rerun the panel with this version and --geometry)")
+                         f"(cell {lacking.get('cell_id')}: {why})")
     sources = [str(r["source"]) for r in rows]
     heads = [f"{r.get('family', '')}:{r['layer']}.{r['head']}" for r in rows]
     families = [str(r.get("family", "")) for r in rows]
