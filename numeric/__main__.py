@@ -4,6 +4,7 @@ Commands:
   bracket   search and export brackets for one matrix or logit file
   panel     run the learned-head panel (extract, search, export, verify)
   report    re-verify a panel directory and write its Markdown report
+  study     the held-out study of a panel directory (does geometry explain rank demand?)
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ COMMANDS = {
     "bracket": "numeric.search.cli",
     "panel": "numeric.panel.cli",
     "report": "numeric.panel.report",
+    "study": "numeric.study.cli",
 }
 
 

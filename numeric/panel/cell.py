@@ -103,6 +103,16 @@ def _geometry_columns(cap) -> dict:
     return cols
 
 
+def _study_columns(lm, cap, task: CellTask) -> tuple[dict, dict]:
+    """The held-out study's columns (``numeric.panel.features``); a failure is recorded, not raised."""
+    from numeric.panel.features import study_columns
+
+    try:
+        return study_columns(lm, cap, task.layer, [_eps_key(e) for e in task.eps])
+    except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
+        return {"study_error": f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"}, {}
+
+
 def direct_upper_check(cell: dict, tensors: dict) -> bool | None:
     """||A - P Q^T||_row1 <= eps - slack, recomputed exactly from the file's tensors
     (K.1 with the slack of K.5), outside the certificate code. None when the
@@ -177,6 +187,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     _save_head(out / "heads" / f"{task.key}.safetensors", cap)
     reports = _verify(path)
     geo = _geometry_columns(cap) if task.geometry else {}
+    study, study_eps = _study_columns(lm, cap, task) if task.geometry else ({}, {})
     by_eps = {_eps_key(c["eps"]): c for c in res.cells}
     rows = []
     for rec in res.results:
@@ -196,6 +207,8 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
                    capped=bool(getattr(rec, "capped", False) or search_prov.get("capped", False)),
                    cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank)
         row.update(geo)
+        row.update(study)
+        row.update(study_eps.get(e, {}))
         rows.append(row)
         if rec.attack_success:
             raise SoundnessError(f"SOUNDNESS BUG: rank-{rec.lower - 1} attack succeeded on {task.key} "

@@ -14,6 +14,7 @@ cluster instead.
 
   python -m numeric panel --model minilm --demo --out runs/demo
   python -m numeric panel --model minilm --sources 64 --effort thorough --out runs/full
+  python -m numeric panel --model minilm --preset study --effort quick --out runs/study
   python -m numeric panel --model PATH --heads 0.1,3.5 --sources 8 --eps 0.25 --out DIR
 """
 from __future__ import annotations
@@ -41,6 +42,12 @@ PROG = "python -m numeric panel"
 DEMO_HEADS = ((0, 1), (0, 7), (1, 3), (2, 5), (3, 8), (4, 2), (5, 4), (5, 11))
 DEMO_SOURCES = 2
 DEFAULT_EPS = "0.1,0.25,0.5"  # the paper's three tolerances (section 6)
+# The held-out study's preset (issue 15, docs/study.md), fixed before its run:
+# in every layer the heads k * H // STUDY_PER_LAYER, k = 0..3 (MiniLM: 0, 3, 6, 9),
+# on STUDY_SOURCES sources at eps STUDY_EPS.
+STUDY_PER_LAYER = 4
+STUDY_SOURCES = 16
+STUDY_EPS = "1/4"
 MIN_MASS = 0.1  # decoders: drop cells whose mean retained prefix mass is below (project choice)
 #: Exit status when some bracket was not verified (as ``python -m exact verify``).
 EXIT_UNVERIFIED = 1
@@ -114,11 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="preset (minilm) or a local model directory")
     p.add_argument("--heads", help="LAYER.HEAD list, e.g. 0.1,3.5 (default with --demo: the demo roster)")
     p.add_argument("--sources", type=int, help=f"number of sources (default {DEMO_SOURCES})")
-    p.add_argument("--eps", default=DEFAULT_EPS, help=f"tolerances (default {DEFAULT_EPS})")
+    p.add_argument("--eps", help=f"tolerances (default {DEFAULT_EPS}; --preset study: {STUDY_EPS})")
     p.add_argument("--effort", default=DEFAULT_EFFORT,
                    help=f"search effort preset: {', '.join(EFFORTS)} (default {DEFAULT_EFFORT})")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--demo", action="store_true", help="the MiniLM demo roster (8 heads, 2 sources) and report")
+    p.add_argument("--preset", choices=("study",), help=f"study: {STUDY_PER_LAYER} heads per layer, "
+                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (issue 15)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
     p.add_argument("--scheduler", help="Dask scheduler address: run the cells on that cluster")
     p.add_argument("--prefix", type=int, default=PREFIX, help=f"decoders: prefix length P (default {PREFIX})")
@@ -150,9 +159,21 @@ def _heads(args) -> list:
             raise PanelError(str(e)) from None
     elif args.demo:
         heads = list(DEMO_HEADS)
+    elif args.preset == "study":
+        heads = study_roster(args.model)
     else:
-        raise PanelError("give --heads LAYER.HEAD,... or --demo")
+        raise PanelError("give --heads LAYER.HEAD,... or --demo or --preset study")
     return list(dict.fromkeys(heads))   # a head named twice is one cell, run once
+
+
+def study_roster(model: str) -> list:
+    """The study preset's heads: in every layer, ``k * H // STUDY_PER_LAYER`` for k < STUDY_PER_LAYER."""
+    cfg = _read_config(model)
+    layers = cfg.get("num_hidden_layers") or cfg.get("n_layer") or 0
+    n_heads = cfg.get("num_attention_heads") or cfg.get("n_head") or 0
+    if n_heads < STUDY_PER_LAYER:
+        raise PanelError(f"--preset study needs >= {STUDY_PER_LAYER} heads per layer; the model has {n_heads}")
+    return [(l, k * n_heads // STUDY_PER_LAYER) for l in range(layers) for k in range(STUDY_PER_LAYER)]
 
 
 def _tasks(args) -> tuple[list, dict, Path]:
@@ -160,7 +181,8 @@ def _tasks(args) -> tuple[list, dict, Path]:
     from numeric.heads.sources import MAX_SOURCES
 
     heads = _heads(args)
-    n_sources = args.sources if args.sources is not None else DEMO_SOURCES
+    study = args.preset == "study"
+    n_sources = args.sources if args.sources is not None else (STUDY_SOURCES if study else DEMO_SOURCES)
     if not 1 <= n_sources <= MAX_SOURCES:
         raise PanelError(f"--sources must be in 1..{MAX_SOURCES}")
     if args.workers < 1:
@@ -169,7 +191,7 @@ def _tasks(args) -> tuple[list, dict, Path]:
         effort = parse_effort(args.effort)
     except ValueError as e:
         raise PanelError(str(e)) from None
-    eps = parse_eps(args.eps)
+    eps = parse_eps(args.eps or (STUDY_EPS if study else DEFAULT_EPS))
     if args.images and not Path(args.images).is_dir():
         raise PanelError(f"image directory {args.images!r} does not exist")
     _preflight(args.model, heads, prefix=args.prefix, block=args.block, length=args.length)

@@ -1,0 +1,125 @@
+"""Read a panel directory into the study's table (issue 15 items 1 and 3).
+
+The rows come from ``numeric.panel.audit.audit``: every bracket file is
+re-verified with the exact tier and every record checked against that pass,
+so L and U are the exact pass's. Any error of that audit, an unverified cell
+at the study's tolerance, a tolerance the panel did not run, a missing column,
+fewer than ``MIN_SOURCES`` sources or ``MIN_HEADS`` heads in a family is a ``StudyError``:
+unverified cells are never targets. Cells the panel dropped (decoder mass or
+locality screen) have no bracket and are not study rows.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from numeric.geometry import intrinsic_profile_score
+from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
+from numeric.study.data import StudyData, StudyError
+
+__all__ = ["TARGETS", "MIN_SOURCES", "MIN_HEADS", "load_study", "study_rows", "target_values"]
+
+#: Targets: the normalised certified upper budget (primary), L/n, log bracket midpoint.
+TARGETS = ("u_over_n", "l_over_n", "log_mid")
+#: Source-cluster cross-fitting and its bootstrap need at least 3 sources.
+MIN_SOURCES = 3
+#: Leave-one-head-out and within-head demeaning need at least 2 heads.
+MIN_HEADS = 2
+
+
+def _eps(text) -> Fraction:
+    try:
+        return Fraction(str(text))
+    except (ValueError, ZeroDivisionError):
+        raise StudyError(f"bad tolerance {text!r}") from None
+
+
+def study_rows(out, eps, workers: int | None = None) -> list:
+    """The audited rows of a panel directory at tolerance ``eps`` (all verified)."""
+    from numeric.panel.audit import audit
+
+    out = Path(out)
+    if not out.is_dir():
+        raise StudyError(f"panel directory {out} does not exist")
+    if not (out / "panel.json").is_file():
+        raise StudyError(f"{out} is not a panel directory (no panel.json)")
+    a = audit(out, workers)
+    if a.errors:
+        raise StudyError(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
+    e = _eps(eps)
+    run_eps = sorted({Fraction(str(r["eps"])) for r in a.rows})
+    rows = [r for r in a.rows if Fraction(str(r["eps"])) == e and r.get("status") == "ok"]
+    if not rows:
+        raise StudyError(f"the panel did not run eps {e} (it ran {', '.join(map(str, run_eps)) or 'nothing'})")
+    bad = [r.get("cell_id") for r in rows if not r.get("verified")]
+    if bad:
+        raise StudyError(f"{len(bad)} cells at eps {e} are not verified by the exact pass, first: {bad[0]}")
+    return rows
+
+
+def target_values(rows, target: str) -> np.ndarray:
+    """U/n, L/n or log((L + U) / 2) per row (n = the number of keys)."""
+    L = np.array([float(r["L"]) for r in rows])
+    U = np.array([float(r["U"]) for r in rows])
+    n = np.array([float(r["n_cols"]) for r in rows])
+    if target == "u_over_n":
+        return U / n
+    if target == "l_over_n":
+        return L / n
+    if target == "log_mid":
+        return np.log((L + U) / 2)
+    raise StudyError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+
+
+def _number(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _with_profile(rows, eps: Fraction) -> None:
+    """The I block's profile score at eps: its finite value (0 when infinite) and a finiteness flag."""
+    for r in rows:
+        s = intrinsic_profile_score(r, float(eps))
+        r["profile_finite"] = float(math.isfinite(s))
+        r["profile_score"] = s if math.isfinite(s) else 0.0
+
+
+def _needed() -> list:
+    cols = [c for b in BLOCKS.values() for c in b]
+    gauged = [gauged_column(c, g) for c in cols for g in (4, 16)]
+    return list(dict.fromkeys(cols + [g for g in gauged if g]))
+
+
+def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None) -> StudyData:
+    """The study's table of a panel directory (see the module docstring)."""
+    if target not in TARGETS:
+        raise StudyError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+    rows = study_rows(out, eps, workers)
+    _with_profile(rows, _eps(eps))
+    cols = _needed()
+    missing = [c for c in cols if c not in CATEGORICAL and any(c not in r for r in rows)]
+    if missing:
+        lacking = next(r for r in rows if missing[0] not in r)
+        why = lacking.get("study_error") or lacking.get("native_error") or lacking.get("geometry_error") or \
+            "rerun the panel with this version and --geometry"
+        raise StudyError(f"the panel table lacks {len(missing)} study columns, first: {missing[0]} "
+                         f"(cell {lacking.get('cell_id')}: {why})")
+    sources = [str(r["source"]) for r in rows]
+    heads = [f"{r.get('family', '')}:{r['layer']}.{r['head']}" for r in rows]
+    families = [str(r.get("family", "")) for r in rows]
+    for f in sorted(set(families)):
+        n_src = len({s for s, g in zip(sources, families) if g == f})
+        n_heads = len({h for h, g in zip(heads, families) if g == f})
+        if n_src < MIN_SOURCES:
+            raise StudyError(f"the study needs >= {MIN_SOURCES} sources; the panel has {n_src} ({f})")
+        if n_heads < MIN_HEADS:
+            raise StudyError(f"the study needs >= {MIN_HEADS} heads; the panel has {n_heads} ({f})")
+    numeric = {c: [_number(r.get(c)) for r in rows] for c in cols if c not in CATEGORICAL}
+    categorical = {c: [str(r.get(c, "")) for r in rows] for c in CATEGORICAL}
+    return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads, families,
+                           [str(r.get("cell_id", "")) for r in rows])

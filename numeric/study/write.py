@@ -1,0 +1,158 @@
+"""Write the study's outputs: ``study.json``, ``study.md``, ``predictions.csv``, ``figures/*.png``.
+
+Every number in ``study.md`` is in ``study.json``; the command that
+reproduces them is at the top of both.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from numeric.panel.table import atomic_write, jsonable
+from numeric.study.blocks import block_columns
+from numeric.study.compare import AGGREGATE
+from numeric.study.data import StudyData
+from numeric.study.fit import FOLDS, cross_fit
+from numeric.study.gauge import RESOLUTION
+
+__all__ = ["PREDICTION_MODELS", "predictions", "write_outputs"]
+
+#: Models whose cross-fitted held-out predictions are written per cell.
+PREDICTION_MODELS = ("B0", "B1", "B2", "B0+G", "B1+G", "B2+G", "B0+I", "B1+I", "B1+G+I")
+
+
+def predictions(data: StudyData, folds: int = FOLDS) -> dict:
+    """``{model: held-out prediction per row}`` (per family, source folds)."""
+    out = {}
+    for spec in PREDICTION_MODELS:
+        cols = block_columns(spec)
+        pred = np.zeros(len(data))
+        for f in np.unique(data.families):
+            r = np.flatnonzero(data.families == f)
+            pred[r] = cross_fit(data.matrix(cols, r), data.y[r], data.sources[r], folds).pred
+        out[spec] = pred
+    return out
+
+
+def _predictions_csv(data: StudyData, preds: dict) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["cell_id", "family", "head", "source", "target"] + [f"pred_{m}" for m in preds])
+    for i in range(len(data)):
+        w.writerow([data.cell_ids[i], data.families[i], data.heads[i], data.sources[i], repr(float(data.y[i]))]
+                   + [repr(float(preds[m][i])) for m in preds])
+    return buf.getvalue()
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.4f}"
+
+
+def _ci(t) -> str:
+    return f"[{t[0]:+.4f}, {t[1]:+.4f}]"
+
+
+def _table(doc: dict) -> list:
+    lines = ["| comparison | family | MAE base | MAE +block | Delta | 95% CI | rho | 95% CI |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in doc["comparisons"]:
+        fams = [f for f in c["estimates"] if f != AGGREGATE] + [AGGREGATE]
+        for f in fams if len(fams) > 2 else [AGGREGATE]:
+            e = c["estimates"][f]
+            lines.append(f"| {c['name']} | {f} | {e['mae_base']:.4f} | {e['mae_aug']:.4f} | {_fmt(e['delta'])} | "
+                         f"{_ci(e['delta_ci'])} | {_fmt(e['rho'])} | {_ci(e['rho_ci'])} |")
+    return lines
+
+
+def _gauge_table(doc: dict) -> list:
+    lines = [f"| model | gauge ratio | max move | median move | cells moved > {RESOLUTION} | max input move |",
+             "|---|---|---|---|---|---|"]
+    for g in doc["gauge"]:
+        lines.append(f"| {g['model']} | {g['ratio']} | {g['max_move']:.3g} | {g['median_move']:.3g} | "
+                     f"{100 * g['over_resolution']:.1f}% | {g['max_feature_move']:.3g} |")
+    return lines
+
+
+def _markdown(doc: dict) -> str:
+    s = doc["setup"]
+    head = [f"# Held-out study of {s['panel']}", "",
+            f"`{doc['command']}`", "",
+            f"Target {s['target']} at eps {s['eps']}: {s['cells']} verified cells, {s['sources']} sources, "
+            f"{s['heads']} heads, families {', '.join(s['families'])}. Ridge (penalty by inner leave-one-out "
+            f"CV), {s['folds']}-fold source cross-fitting; 95% source-cluster bootstrap, "
+            f"{s['replicates']} resamples, seed {s['seed']}. {s['seconds']:.1f} s.", "",
+            "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
+    gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in U/n)", ""]
+    return "\n".join(head + _table(doc) + gauge + _gauge_table(doc)
+                     + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    _pyplot().close(fig)
+    atomic_write(path, buf.getvalue())
+
+
+#: Models drawn in the held-out scatter figure.
+SCATTER_MODELS = ("B1", "B1+G", "B1+I")
+
+
+def _scatter(data: StudyData, preds: dict, path: Path) -> None:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(SCATTER_MODELS), figsize=(4 * len(SCATTER_MODELS), 4), sharey=True)
+    lo, hi = float(data.y.min()), float(data.y.max())
+    for ax, m in zip(axes, SCATTER_MODELS):
+        ax.scatter(data.y, preds[m], s=6, alpha=0.6)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+        ax.set_title(f"{m}: held-out MAE {np.mean(np.abs(preds[m] - data.y)):.4f}")
+        ax.set_xlabel("target")
+    axes[0].set_ylabel("held-out prediction")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _figure(doc: dict, path: Path) -> None:
+    plt = _pyplot()
+    comps = doc["comparisons"]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
+    for i, c in enumerate(comps):
+        e = c["estimates"][AGGREGATE]
+        ax.errorbar(e["rho"], i, xerr=[[e["rho"] - e["rho_ci"][0]], [e["rho_ci"][1] - e["rho"]]], fmt="o", color="k")
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(range(len(comps)), [c["name"] for c in comps])
+    ax.invert_yaxis()
+    ax.set_xlabel("relative gain rho (aggregate, 95% source-cluster bootstrap)")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str) -> dict:
+    """Write the files under ``out``; return the JSON document."""
+    out = Path(out)
+    doc = {"command": command, "setup": setup,
+           "comparisons": [dict(asdict(r.comparison), estimates={f: asdict(e) for f, e in r.estimates.items()})
+                           for r in results],
+           "gauge": [asdict(g) for g in gauge]}
+    atomic_write(out / "study.json", json.dumps(doc, indent=1, default=jsonable))
+    preds = predictions(data, setup["folds"])
+    atomic_write(out / "predictions.csv", _predictions_csv(data, preds))
+    _figure(doc, out / "figures" / "gains.png")
+    _scatter(data, preds, out / "figures" / "heldout.png")
+    atomic_write(out / "study.md", _markdown(doc))
+    return doc

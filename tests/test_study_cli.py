@@ -1,0 +1,130 @@
+"""The study end to end on a tiny BERT (panel with the study columns, then study),
+its bad input (one-line errors, exit 2) and the study preset's roster."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tests.test_panel import cli, one_line_error, save_tiny  # noqa: E402
+
+HEADS, SOURCES = ("0.1", "1.2"), 3
+PANEL = ["--heads", ",".join(HEADS), "--sources", str(SOURCES), "--length", "12", "--eps", "1/4,1/2",
+         "--effort", "quick", "--workers", "1", "--quiet", "--no-attack"]
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory):
+    from numeric.panel.cli import main
+
+    model = save_tiny(tmp_path_factory.mktemp("bert"), "bert")
+    out = tmp_path_factory.mktemp("panel")
+    assert main(["--model", str(model), "--out", str(out), *PANEL]) == 0
+    return model, out
+
+
+@pytest.fixture(scope="module")
+def study(panel, tmp_path_factory):
+    out = tmp_path_factory.mktemp("study")
+    proc = cli("study", panel[1], "--out", out, "--replicates", "4", "--workers", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return out, json.loads(proc.stdout)
+
+
+def test_panel_rows_carry_the_study_columns(panel):
+    rows = list(csv.DictReader(open(panel[1] / "cells.csv")))
+    assert len(rows) == len(HEADS) * SOURCES * 2
+    for r in rows:
+        assert "study_error" not in r or not r["study_error"]
+        assert 0 <= int(r["b1_logit_rank"]) <= 8          # head_dim of the tiny BERT is 32 / 4
+        assert 0 <= float(r["b0_depth"]) <= 1 and r["b0_domain"] == "text"
+        assert float(r["b1_entropy_min"]) <= float(r["b1_entropy_q50"])
+        assert float(r["iaudit_q_residual_g4"]) == pytest.approx(float(r["q_residual"]), rel=1e-9, abs=1e-12)
+
+
+def test_study_end_to_end(panel, study):
+    out, summary = study
+    doc = json.loads((out / "study.json").read_text())
+    assert summary["setup"]["cells"] == len(HEADS) * SOURCES and doc["setup"]["sources"] == SOURCES
+    assert {c["name"] for c in doc["comparisons"]} >= {"B1 vs B1+G", "B1 vs B1+I", "B1+G vs B1+G+I"}
+    assert (out / "study.md").read_text().count("| B1 vs B1+G |") >= 1 and (out / "figures" / "gains.png").is_file()
+    assert (out / "figures" / "heldout.png").is_file()
+    # the targets are U/n of the table's rows at eps 1/4, read here independently of the study
+    table = {r["cell_id"]: r for r in csv.DictReader(open(panel[1] / "cells.csv")) if r["eps"] == "1/4"}
+    preds = list(csv.DictReader(open(out / "predictions.csv")))
+    assert {p["cell_id"] for p in preds} == set(table)
+    for p in preds:
+        assert float(p["target"]) == float(table[p["cell_id"]]["U"]) / float(table[p["cell_id"]]["n_cols"])
+        assert np.isfinite(float(p["pred_B1+G+I"]))
+    assert {g["ratio"] for g in doc["gauge"]} == {4, 16}
+
+
+def study_main(capsys, *args):
+    """``python -m numeric study ARGS`` in this process: (exit status, stderr)."""
+    from numeric.study.cli import main
+
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    return rc, capsys.readouterr().err
+
+
+def bad(capsys, needle, *args):
+    rc, err = study_main(capsys, *args, "--workers", "1")
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and needle in lines[0], err
+
+
+def test_study_is_reproducible(panel, study, tmp_path, capsys):
+    assert study_main(capsys, panel[1], "--out", tmp_path, "--replicates", "4", "--workers", "1")[0] == 0
+    a = json.loads((study[0] / "study.json").read_text())["comparisons"]
+    assert json.loads((tmp_path / "study.json").read_text())["comparisons"] == a
+
+
+def _without(src: Path, dst: Path, drop) -> Path:
+    """A copy of a panel directory without the cells whose key satisfies ``drop``."""
+    shutil.copytree(src, dst)
+    for sub in ("cells", "brackets", "heads"):
+        for p in (dst / sub).iterdir():
+            if drop(p.stem):
+                p.unlink()
+    return dst
+
+
+def test_bad_input(panel, tmp_path, capsys):
+    out = panel[1]
+    one_line_error(cli("study", tmp_path / "none"), "does not exist")
+    bad(capsys, "did not run eps 1/8", out, "--eps", "1/8")
+    bad(capsys, "--replicates", out, "--replicates", "0")
+    bad(capsys, ">= 3 sources", _without(out, tmp_path / "s", lambda k: k.endswith("_s02")))
+    bad(capsys, ">= 2 heads", _without(out, tmp_path / "h", lambda k: k.startswith("L1H2")))
+    missing = shutil.copytree(out, tmp_path / "m")
+    for p in (missing / "cells").glob("*.json"):
+        doc = json.loads(p.read_text())
+        for r in doc["rows"]:
+            r.pop("b1_logit_rank", None)
+        p.write_text(json.dumps(doc))
+    bad(capsys, "b1_logit_rank", missing)
+    forged = shutil.copytree(out, tmp_path / "f")
+    rec = sorted((forged / "cells").glob("*.json"))[0]
+    doc = json.loads(rec.read_text())
+    doc["rows"][0]["U"] = int(doc["rows"][0]["U"]) + 1   # a record the exact pass does not back
+    rec.write_text(json.dumps(doc))
+    bad(capsys, "audit failed", forged)
+
+
+def test_study_roster_rule(tmp_path):
+    from numeric.panel.cli import study_roster
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "num_hidden_layers": 2,
+                                                       "num_attention_heads": 8}))
+    assert study_roster(str(tmp_path)) == [(l, h) for l in range(2) for h in (0, 2, 4, 6)]
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "num_hidden_layers": 6,
+                                                       "num_attention_heads": 12}))
+    assert study_roster(str(tmp_path))[:4] == [(0, 0), (0, 3), (0, 6), (0, 9)] and len(study_roster(str(tmp_path))) == 24
