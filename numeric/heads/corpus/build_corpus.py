@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-import sys
 
 # A fixed roster of pure-Python stdlib modules with long, prose-like
 # docstrings; the order here is the order in the corpus.
