@@ -16,6 +16,8 @@ ALLOWED = {
     "numeric.heads": ("exact", "numeric.heads"),
     "numeric.search": ("exact", "numeric.heads", "numeric.search"),
     "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry"),
+    "numeric.panel": ("exact", "numeric.heads", "numeric.search", "numeric.geometry", "numeric.panel"),
+    "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study"),
 }
 FORBIDDEN_IN_CORE = ("torch", "transformers", "scipy", "sklearn", "highspy", "numeric")
 
