@@ -148,9 +148,11 @@ def _save_head(path: Path, cap) -> None:
     import numpy as np
     from safetensors.numpy import save
 
+    # one metadata key: safetensors writes a metadata map in no fixed order, so two keys
+    # would make the bytes of equal head files differ between runs (the scale is in the provenance)
     data = save({"Q": np.ascontiguousarray(cap.Q), "K": np.ascontiguousarray(cap.K),
                  "logits": np.ascontiguousarray(cap.logits)},
-                metadata={"scale": repr(cap.scale), "provenance": json.dumps(cap.provenance)})
+                metadata={"provenance": json.dumps(cap.provenance, sort_keys=True)})
     atomic_write(path, data)
 
 
