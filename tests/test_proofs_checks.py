@@ -38,7 +38,6 @@ def test_check_passes(entry):
     result = run_check(entry)
     assert result.passed, result.failures
     assert result.label == entry.label and result.numbers
-    assert result.seconds < 30
 
 
 def _cli(*args, timeout=120):
