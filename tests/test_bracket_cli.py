@@ -87,9 +87,9 @@ def _bad_inputs(tmp_path):
     ok = ["--matrix", tmp_path / "good.npy", "--eps", "0.1"]
     cases["effort"] = ([*ok, "--effort", "fast"], "unknown effort 'fast'")
     cases["budget_name"] = ([*ok, "--budget", "steps=10"], "unknown budget 'steps'")
-    cases["budget_zero"] = ([*ok, "--budget", "upper_steps=0"], "positive integer")
-    cases["budget_negative"] = ([*ok, "--budget", "upper_steps=-3"], "positive integer")
-    cases["budget_float"] = ([*ok, "--budget", "upper_steps=2.5"], "positive integer")
+    cases["budget_zero"] = ([*ok, "--budget", "upper_work=0"], "positive integer")
+    cases["budget_negative"] = ([*ok, "--budget", "upper_work=-3"], "positive integer")
+    cases["budget_float"] = ([*ok, "--budget", "upper_work=2.5"], "positive integer")
     cases["seed"] = ([*ok, "--seed", "-1"], "non-negative integer")
     return cases
 
@@ -118,13 +118,13 @@ def test_effort_seed_and_budgets_are_recorded_in_the_file(tmp_path):
     np.save(tmp_path / "a.npy", twobit(0.75, 0.5))
     out = tmp_path / "b.safetensors"
     r = run("--matrix", tmp_path / "a.npy", "--eps", "7/16", "--out", out, "--effort", "quick", "--seed", "42",
-            "--budget", "upper_steps=1234", "--json")
+            "--budget", "upper_work=1234", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["capped"] is False
     with safe_open(str(out), framework="numpy") as f:
         doc = json.loads(f.metadata()["softrank"])
     s = doc["cells"][0]["provenance"]["search"]
     assert s["effort"] == "quick" and s["seed"] == 42 and isinstance(s["cell_seed"], int)
-    assert s["budgets"]["upper_steps"] == 1234 and s["budgets"]["swap_solves"] > 0
+    assert s["budgets"]["upper_work"] == 1234 and s["budgets"]["swap_work"] > 0
     assert s["tolerances"]["upper_safety"] > 0 and s["capped"] is False
     assert {"numpy", "torch", "python-flint", "highspy"} <= set(s["versions"])

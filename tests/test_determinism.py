@@ -71,7 +71,7 @@ def test_the_reference_search_is_not_trivial(reference):
     for c in cells:
         s = c["provenance"]["search"]
         assert s["effort"] == "quick" and s["seed"] == 5 and s["capped"] is False
-        assert {"upper_steps", "swap_solves", "lp_iterations"} <= set(s["budgets"])
+        assert {"upper_work", "swap_work", "lp_iterations"} <= set(s["budgets"])
         assert {"lower_safety", "upper_safety"} <= set(s["tolerances"])
         assert s["versions"]["numpy"] == np.__version__
     assert len({c["provenance"]["search"]["cell_seed"] for c in cells}) == 2

@@ -77,7 +77,7 @@ def test_lp_growth_certifies_rows_the_descent_misses():
     _, S = far_rows(A, float(eps), far_order(A))
     g = rows_greedy(A, float(eps), S, voronoi_map(A, S)[0], Budget(20_000))
     S2 = rows_of(g)
-    c = rows_lp_append(A, float(eps), S2, g.tensors["G"][:, S2], Budget(200))
+    c = rows_lp_append(A, float(eps), S2, g.tensors["G"][:, S2], Budget(200_000))  # LP work units (lp.decoder_work)
     assert c is not None and c.rank > g.rank
     assert c.family == "row_reconstruction/greedy-lp"
     assert rows_of(c)[:g.rank] == S2
@@ -94,7 +94,7 @@ def test_rows_swap_certifies_a_set_the_far_order_misses():
     _, S = far_rows(A, float(eps), order)
     _, nu = min_norm_row_decoder(A[order[:len(S) + 1]])
     assert nu * float(eps) >= 1                 # the far prefix of size |S| + 1 cannot certify
-    c = rows_swap(A, float(eps), S, Budget(300), seed=0)
+    c = rows_swap(A, float(eps), S, Budget(300_000), seed=0)  # LP work units
     assert c is not None and c.rank >= len(S) + 1
     assert c.family == "row_reconstruction/swap"
     assert c.norm * float(eps) < 1
@@ -111,7 +111,7 @@ def test_start_witness_is_reused_at_a_smaller_tolerance():
     """A row witness found at eps' stays valid at eps < eps' and is offered as it is."""
     A = sink_head(2)
     svd = np.linalg.svd(A)
-    greedy_only = replace(PRESETS["default"], descent_steps=0, swap_solves=0)
+    greedy_only = replace(PRESETS["default"], descent_steps=0, swap_work=0)
     big = lower_candidates(A, 0.5, svd, greedy_only, lp=False)
     start = max((c for c in big if c.kind == "row_reconstruction"), key=lambda c: c.rank)
     small = lower_candidates(A, 0.25, svd, replace(greedy_only, greedy_steps=0), lp=False, start=start)

@@ -10,7 +10,7 @@ from numeric.search.attack import attack_rank
 from numeric.search.budget import Budget
 
 #: Adam steps for a rank search in these tests: far more than a 48 x 48 head needs.
-STEPS = 200_000
+STEPS = 16_000_000  # Adam work units (refine.step_work): about 200,000 steps
 
 
 def _softmax(h):

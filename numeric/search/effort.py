@@ -88,10 +88,12 @@ class Effort:
     """
 
     name: str
-    #: Adam steps of the upper rank bisection and polish (trials start while steps are left; was 10 s).
-    upper_steps: int
-    #: LP solves of the far-rows LP extension (was 3 s of HiGHS).
-    far_lp_solves: int
+    #: Adam work units (``refine.step_work``: 64 per step plus the rank, at 256 x 256) of the upper
+    #: rank bisection and polish (trials start while units are left; was 10 s).
+    upper_work: int
+    #: LP work units (``lp.decoder_work``: a solve of d rows costs about (d/16)^3 thousand) of the
+    #: far-rows LP extension (was 3 s of HiGHS).
+    far_lp_work: int
     #: HiGHS iterations per LP solve (interior point and simplex each): a solve that needs more fails.
     lp_iterations: int
     #: Adam steps of the far-rows descent extension (was 3 s).
@@ -100,10 +102,10 @@ class Effort:
     greedy_steps: int
     #: Candidate rows the screened greedy growth may try in all.
     greedy_rows: int
-    #: LP solves of the swap search on small row sets (was 3 s).
-    swap_solves: int
-    #: LP solves of the LP growth of mid-sized row sets (was 2 s).
-    lp_append_solves: int
+    #: LP work units of the swap search on small row sets (was 3 s).
+    swap_work: int
+    #: LP work units of the LP growth of mid-sized row sets (was 2 s).
+    lp_append_work: int
     #: Row LPs of the LP on singular subspaces (was 1.5 s).
     lp_svd_solves: int
     #: Outer wall-clock safety cap per cell, seconds (no normal cell comes near it).
@@ -124,30 +126,33 @@ class Effort:
         return dataclasses.replace(self, **budgets)
 
 
-#: The presets. Default: the most work any MiniLM cell of ``bench/quality.py`` (8 heads x 3
-#: tolerances) did under the former wall-clock budgets, counted with ``time.process_time``
-#: (so another process's load did not shrink it), rounded up: upper 7,823 Adam steps (10 s),
-#: far-rows LP 12 solves (3 s), descent 4,000 steps (3 s), greedy 2,689 steps and 10 rows (2 s),
-#: swap 66 solves (3 s), LP growth 3 solves (2 s), LP on singular subspaces 81 row LPs
-#: (1.5 s), at most 1,162 HiGHS iterations per solve (crossover). Quick is about a quarter
-#: of it, thorough four times (not tuned). The cap: the slowest cell took 13 s of CPU.
+#: The presets. Default: the former wall-clock budgets on an idle core (issue 12), in work
+#: units that grow with the size of each unit of work as its time does, so a large LP or a
+#: high-rank descent spends more of its budget, as it spent more seconds: upper 640,000 Adam
+#: units (``refine.step_work``; 8,000 steps at rank 16 on 256 x 256; was 10 s), far-rows LP
+#: 7,000 and swap 7,000 LP units (``lp.decoder_work``; seven LPs of 16 rows; were 3 s each),
+#: LP growth 4,000 (was 2 s), descent 4,000 steps (3 s), greedy 3,000 steps and 12 rows
+#: (2 s), LP on singular subspaces 100 row LPs (1.5 s), at most 5,000 HiGHS iterations per
+#: solve. Chosen side by side with the old clock budgets on the MiniLM heads of
+#: ``bench/quality.py`` (docs/benchmarks.md 2.2). Quick is a quarter of it, thorough four
+#: times (not tuned). The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
-    "default": Effort("default", upper_steps=8000, far_lp_solves=12, lp_iterations=5000, descent_steps=4000,
-                      greedy_steps=3000, greedy_rows=12, swap_solves=70, lp_append_solves=4,
+    "default": Effort("default", upper_work=640000, far_lp_work=7000, lp_iterations=5000, descent_steps=4000,
+                      greedy_steps=3000, greedy_rows=12, swap_work=7000, lp_append_work=4000,
                       lp_svd_solves=100, cap_seconds=900.0),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_steps=2000, far_lp_solves=3, descent_steps=1000, greedy_steps=750, greedy_rows=3, swap_solves=18,
-    lp_append_solves=1, lp_svd_solves=25), name="quick", cap_seconds=300.0)
+    upper_work=160000, far_lp_work=1750, descent_steps=1000, greedy_steps=750, greedy_rows=3, swap_work=1750,
+    lp_append_work=1000, lp_svd_solves=25), name="quick", cap_seconds=300.0)
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_steps=32000, far_lp_solves=48, descent_steps=16000, greedy_steps=12000, greedy_rows=48,
-    swap_solves=280, lp_append_solves=16, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
+    upper_work=2560000, far_lp_work=28000, descent_steps=16000, greedy_steps=12000, greedy_rows=48,
+    swap_work=28000, lp_append_work=16000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
 
 
 def effort_budgets(effort) -> Effort:
     """The ``Effort`` of a preset name (``parse_effort``) or an ``Effort`` itself.
 
-    >>> effort_budgets("quick").upper_steps < effort_budgets("default").upper_steps
+    >>> effort_budgets("quick").upper_work < effort_budgets("default").upper_work
     True
     """
     if isinstance(effort, Effort):

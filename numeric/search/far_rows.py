@@ -18,7 +18,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.candidate import SAFETY, LowerCandidate, certifies_rows, row_witness
-from numeric.search.lp import LPFailed, min_norm_row_decoder
+from numeric.search.lp import LPFailed, decoder_work, min_norm_row_decoder
 from numeric.search.row_map import descend_row_map, initial_row_map, voronoi_map
 
 __all__ = ["LP_MAX_ROWS", "far_order", "far_rows", "far_rows_lp", "far_rows_descent"]
@@ -70,7 +70,8 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int], budge
                 iterations: int | None = None) -> LowerCandidate | None:
     """Extend S with the next far rows as long as the LP-optimal G certifies (doubling steps).
 
-    One unit of ``budget`` per LP solve; ``iterations``: HiGHS iterations per solve.
+    ``budget``: LP work units (``lp.decoder_work`` per solve); ``iterations``: HiGHS
+    iterations per solve.
     """
     rest = [i for i in order if i not in set(S)]
     best = None
@@ -81,7 +82,7 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int], budge
         trial = base + rest[:min(step, LP_MAX_ROWS - len(base))]
         if len(trial) == len(base):
             break
-        budget.spend()
+        budget.spend(decoder_work(A.shape[1], len(trial)))
         try:
             GS, v = min_norm_row_decoder(A[trial], iterations=iterations)
         except LPFailed:

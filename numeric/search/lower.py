@@ -56,8 +56,8 @@ def _row_sets(A: np.ndarray, eps: float, out: list, effort: Effort, lp: bool, se
     fr, Srows = far_rows(A, eps, order)
     if fr is not None:
         out.append(fr)
-    if lp and Srows and len(Srows) < LP_MAX_ROWS and effort.far_lp_solves:
-        out.append(far_rows_lp(A, eps, Srows, order, Budget(effort.far_lp_solves, cap), its))
+    if lp and Srows and len(Srows) < LP_MAX_ROWS and effort.far_lp_work:
+        out.append(far_rows_lp(A, eps, Srows, order, Budget(effort.far_lp_work, cap), its))
     top = strongest_rows([c for c in out if c is not None])
     if effort.descent_steps and top is not None:
         S0, G0 = rows_and_map(top, n)
@@ -67,11 +67,11 @@ def _row_sets(A: np.ndarray, eps: float, out: list, effort: Effort, lp: bool, se
         out.append(rows_greedy(A, eps, *rows_and_map(top, n), Budget(effort.greedy_steps, cap),
                                Budget(effort.greedy_rows, cap)))
     top = strongest_rows([c for c in out if c is not None])
-    if lp and effort.swap_solves and top is not None and top.rank < SWAP_MAX_ROWS:
-        out.append(rows_swap(A, eps, rows_of(top), Budget(effort.swap_solves, cap), seed=seed, iterations=its))
+    if lp and effort.swap_work and top is not None and top.rank < SWAP_MAX_ROWS:
+        out.append(rows_swap(A, eps, rows_of(top), Budget(effort.swap_work, cap), seed=seed, iterations=its))
     top = strongest_rows([c for c in out if c is not None])
-    if lp and effort.lp_append_solves and top is not None and SWAP_MAX_ROWS <= top.rank < LP_APPEND_MAX_ROWS - 1:
-        out.append(rows_lp_append(A, eps, *rows_and_map(top, n), Budget(effort.lp_append_solves, cap), its))
+    if lp and effort.lp_append_work and top is not None and SWAP_MAX_ROWS <= top.rank < LP_APPEND_MAX_ROWS - 1:
+        out.append(rows_lp_append(A, eps, *rows_and_map(top, n), Budget(effort.lp_append_work, cap), its))
 
 
 def lower_candidates(A: np.ndarray, eps: float, svd, effort: Effort, *, lp: bool = True,

@@ -18,7 +18,7 @@ from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_error
 from numeric.search.threads import torch_threads
 
-__all__ = ["DEFAULT_ITERS", "refine", "snap_dyadic"]
+__all__ = ["DEFAULT_ITERS", "refine", "snap_dyadic", "step_work"]
 
 #: Adam step as a fraction of the mean absolute factor entry (tuned on MiniLM heads:
 #: 3e-2 beat 3e-3, 1e-2 and 1e-1 at 600 steps on layer-0 head 0 at eps = 0.1).
@@ -42,16 +42,32 @@ LSE_T1 = 0.003
 #: Torch threads for the CPU descent: these products are small (256 x 256 x k),
 #: and on a shared 2-core machine two threads ran 20 times slower than one.
 CPU_THREADS = 1
+#: Work units of one Adam step (``step_work``): a fixed part for the step's overhead plus
+#: the size of the product ``P Q^T`` in units of 256 x 256 x 1. On one core a step over
+#: 256 x 256 took about 1.3 ms plus 0.016 ms per unit of rank (ranks 8 to 128), so a
+#: budget of these units spends about the same time at every rank and size, as the
+#: former wall-clock budget did.
+STEP_OVERHEAD_UNITS = 64
+STEP_UNIT_ENTRIES = 256 * 256
 #: Grid exponents tried by ``snap_dyadic`` (2^-4 to 2^-30).
 SNAP_BITS = tuple(range(4, 31, 2))
+
+
+def step_work(m: int, n: int, k: int) -> int:
+    """Work units of one Adam step on rank-``k`` factors of an m x n matrix.
+
+    >>> step_work(256, 256, 16), step_work(256, 256, 86), step_work(128, 128, 16)
+    (80, 150, 68)
+    """
+    return STEP_OVERHEAD_UNITS + -(-m * n * k // STEP_UNIT_ENTRIES)
 
 
 def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int = DEFAULT_ITERS,
            device=None, stall_gain: float | None = None, budget: Budget | None = None):
     """Refine rank-k factors to bring the max row-l1 error to ``eps`` or below (K.1).
 
-    Each Adam step spends one unit of ``budget`` (the trial itself is bounded
-    by ``iters``; only the budget's safety cap stops it early). Returns
+    Each Adam step spends ``step_work`` units of ``budget`` (the trial itself is
+    bounded by ``iters`` steps; only the budget's safety cap stops it early). Returns
     (P, Q, err) of the best iterate by float64 max row-l1 error. The torch
     thread count is set for the call and restored.
     """
@@ -62,7 +78,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     dev = pick_device(device)
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         return _refine(torch, A, P0, Q0, eps, iters, dev, STALL_GAIN if stall_gain is None else stall_gain,
-                       budget if budget is not None else Budget(iters))
+                       budget if budget is not None else Budget(iters * step_work(*A.shape, P0.shape[1])))
 
 
 def _stalled(it, window_start, best_err, eps, stall_gain) -> bool:
@@ -81,6 +97,7 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, stall_gain, budget):
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(iters, 1))
     best_err, best = np.inf, (P0, Q0)
     window_start = np.inf
+    units = step_work(*A.shape, P0.shape[1])
     for it in range(iters):
         e = (At - P @ Q.T).abs().sum(1)
         m = float(e.detach().max())
@@ -92,7 +109,7 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, stall_gain, budget):
             if _stalled(it, window_start, best_err, eps, stall_gain) or (budget.cap and budget.cap.expired()):
                 break
             window_start = best_err
-        budget.spend()
+        budget.spend(units)
         T = eps * LSE_T0 * (LSE_T1 / LSE_T0) ** (it / iters)
         loss = T * torch.logsumexp(e / T, 0)
         opt.zero_grad()

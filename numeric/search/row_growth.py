@@ -18,7 +18,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.candidate import SAFETY, LowerCandidate, certifies_rows, row_witness
-from numeric.search.lp import LPFailed, min_norm_row_decoder
+from numeric.search.lp import LPFailed, decoder_work, min_norm_row_decoder
 from numeric.search.row_map import descend_row_map
 
 __all__ = ["GREEDY_TRIES", "LP_APPEND_MAX_ROWS", "append_bounds", "rows_greedy", "rows_lp_append"]
@@ -122,11 +122,12 @@ def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, solv
     The rows screened best by ``append_bounds`` are tried in turn; the LP
     gives the least norm ``1/gamma_row`` of the enlarged set, so it certifies
     rows that the descent (within a few per cent of the optimum) just misses.
-    Only up to ``LP_APPEND_MAX_ROWS - 1`` rows; one unit of ``solves`` per LP;
+    Only up to ``LP_APPEND_MAX_ROWS - 1`` rows; ``solves`` counts LP work units
+    (``lp.decoder_work`` per solve);
     returns a witness only if a row was added.
     """
     def lp(trial, G):
-        solves.spend()
+        solves.spend(decoder_work(A.shape[1], len(trial)))
         try:
             return min_norm_row_decoder(A[trial], iterations=iterations)[0]
         except LPFailed:

@@ -7,8 +7,9 @@ row is exchanged. The rows with the largest LP duals (those in the
 near-dependency that limits ``gamma_row``) are swapped for the rows
 farthest from the rest, and the first exchange that lowers the norm is
 kept; at a local optimum random exchanges from the far rows are tried
-instead (iterated local search). Each LP solve spends one unit of the
-budget; the random exchanges draw from a generator seeded by the cell.
+instead (iterated local search). Each LP solve spends its size in LP work
+units (``lp.decoder_work``); the random exchanges draw from a generator
+seeded by the cell.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.candidate import SAFETY, LowerCandidate, certifies_rows, row_witness
-from numeric.search.lp import LPFailed, min_norm_row_decoder
+from numeric.search.lp import LPFailed, decoder_work, min_norm_row_decoder
 
 __all__ = ["SWAP_MAX_ROWS", "rows_swap"]
 
@@ -31,7 +32,7 @@ SWAP_POOL = 40
 
 
 class _Solver:
-    """LP-optimal maps of row sets, one budget unit per solve (None once spent or failed)."""
+    """LP-optimal maps of row sets, ``lp.decoder_work`` units per solve (None once spent or failed)."""
 
     def __init__(self, A, budget: Budget, iterations):
         self.A, self.budget, self.iterations = A, budget, iterations
@@ -39,7 +40,7 @@ class _Solver:
     def __call__(self, rows):
         if self.budget.exhausted:
             return None
-        self.budget.spend()
+        self.budget.spend(decoder_work(self.A.shape[1], len(rows)))
         try:
             return min_norm_row_decoder(self.A[rows], iterations=self.iterations, duals=True)
         except LPFailed:

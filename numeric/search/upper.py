@@ -154,7 +154,7 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     The list always ends with the SVD baseline rank (or is empty when no
     truncation reaches eps: the caller falls back to the trivial upper).
     Bisection over ranks in ``[max(lower, 1), k_svd - 1]`` with warm starts,
-    then the polish; a trial starts only while ``budget`` (Adam steps) lasts.
+    then the polish; a trial starts only while ``budget`` (Adam work units, ``refine.step_work``) lasts.
     Rank 0 is returned directly (B = 0) when no singular direction is needed.
     """
     if svd is None:
