@@ -128,3 +128,22 @@ def test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps(eps):
     by_eps = sorted(out.results, key=lambda r: r.eps)
     assert all(a.lower >= b.lower for a, b in zip(by_eps, by_eps[1:]))
     assert all(r.lower <= r.upper for r in out.results)
+
+
+def test_lp_budgets_count_work_by_the_size_of_each_lp():
+    """Issue 12: an LP budget is spent in ``decoder_work`` units, which grow with the row set
+    (a large LP costs more of it, as it cost more seconds); a budget of exactly one solve's
+    units allows that solve and no second one."""
+    from numeric.search.far_rows import far_rows_lp
+    from numeric.search.lp import decoder_work
+
+    assert decoder_work(256, 8) < decoder_work(256, 16) < decoder_work(256, 24)
+    assert decoder_work(128, 16) < decoder_work(256, 16)
+    A = sink_head(0)
+    eps = 0.5
+    order = far_order(A)
+    _, S = far_rows(A, eps, order)
+    one = decoder_work(A.shape[1], len(S) + 1)
+    budget = Budget(one)
+    far_rows_lp(A, eps, S, order, budget)
+    assert budget.used == one                  # the first trial adds one row; then the budget is spent

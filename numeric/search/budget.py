@@ -1,6 +1,6 @@
 """Counted work and the outer safety cap (issue 12 item 1).
 
-A search stops when its ``Budget`` of work units (descent steps, LP solves,
+A search stops when its ``Budget`` of work units (descent steps, LP work by size,
 candidate rows) is spent, never on a clock, so a bracket does not depend
 on the load of the machine. The one clock left is ``SafetyCap``: an outer
 limit per cell for pathological input. No normal cell reaches it; when it

@@ -1,7 +1,7 @@
 """Effort presets, per-cell seeds and run provenance (issue 12).
 
 A bracket depends on the input, the code, the seed and the effort preset,
-and on nothing else: budgets count work (steps, LP solves, rows tried),
+and on nothing else: budgets count work (steps, LP work by size, rows tried),
 never seconds. This module names the presets, derives the seed of a cell
 from its identity, and records what produced a run.
 

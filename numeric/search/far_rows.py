@@ -10,7 +10,7 @@ large tolerances (the rows must be nearly disjoint); three maps G with
 - ``far_rows_descent``: extended further with descent-found maps
   (``row_map.descend_row_map``).
 
-The extensions spend counted budgets (LP solves, descent steps).
+The extensions spend counted budgets (LP work units, ``lp.decoder_work`` per solve; descent steps).
 """
 from __future__ import annotations
 

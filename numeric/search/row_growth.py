@@ -10,7 +10,7 @@ set is re-optimised:
 - ``rows_lp_append``: by the LP-optimal map (``lp.min_norm_row_decoder``),
   mid-sized sets only (the LP grows as ``n d^2``).
 
-Both spend counted budgets (descent steps or LP solves, candidate rows).
+Both spend counted budgets (descent steps or LP work units, candidate rows).
 """
 from __future__ import annotations
 
