@@ -106,6 +106,22 @@ def test_bad_input_of_the_family_options(tmp_path, tiny_models):
     one_line_error(cli("report", tmp_path, "--gate", "2"), "--gate")
 
 
+def test_damaged_zoo_copy_refused_before_any_work(tmp_path):
+    import shutil
+
+    from numeric.heads.zoo.train import WEIGHTS_DIR
+
+    path = tmp_path / "docgpt2"
+    shutil.copytree(WEIGHTS_DIR / "docgpt2", path)
+    w = path / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[100] ^= 1
+    w.write_bytes(bytes(data))
+    one_line_error(cli("panel", "--model", f"minilm,{path}", "--heads", "0.0", "--out", tmp_path / "o"),
+                   "stale or damaged")
+    assert not (tmp_path / "o").exists()
+
+
 def test_two_families_and_native_cells_in_one_run(tmp_path, tiny_models, capsys):
     """A tiny decoder and encoder in one directory, with native-causal cells; the report's family section."""
     out = tmp_path / "run"

@@ -58,6 +58,17 @@ class ModelShape:
     patch_size: int | None  # ViT
 
 
+def _check_manifest(path: Path) -> None:
+    """A directory with a manifest (a zoo model, or a copy of one) must match it before any work."""
+    from numeric.heads.zoo.common import MANIFEST, ManifestError, verify_manifest
+
+    if (path / MANIFEST).is_file():
+        try:
+            verify_manifest(path)
+        except ManifestError as e:
+            raise PanelError(str(e)) from None
+
+
 def read_config(model: str) -> dict:
     """``config.json`` of a preset (a zoo preset checked against its manifest first) or a directory."""
     from numeric.heads.models import PRESETS, preset_path
@@ -68,6 +79,7 @@ def read_config(model: str) -> dict:
         path = Path(model).expanduser()
         if not path.exists():
             raise PanelError(f"model path {model!r} does not exist (presets: {', '.join(PRESETS)})")
+        _check_manifest(path)
     cfg_path = path / "config.json"
     if not cfg_path.is_file():
         raise PanelError(f"model path {model!r} has no config.json")
