@@ -288,9 +288,12 @@ def main(argv=None) -> int:
 
 
 def _print_rows(rows) -> None:
-    print(f"{'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<30} {'upper':<18} {'s':>7} ok")
+    w = max([len(str(r.get("model", ""))) for r in rows] + [5])
+    print(f"{'model':<{w}} {'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<30} {'upper':<18} "
+          f"{'s':>7} ok")
     for r in rows:
-        print(f"{r['layer']:>3}.{r['head']:<2} {r['source']:>10} {r['eps']:>6} {r['L']:>4} {r['U']:>4}  "
+        print(f"{str(r.get('model', '')):<{w}} {r['layer']:>3}.{r['head']:<2} {r['source']:>10} {r['eps']:>6} "
+              f"{r['L']:>4} {r['U']:>4}  "
               f"{str(r['lower_witness']):<30} {str(r['upper_witness']):<18} {r['seconds']:>7.1f} "
               f"{'yes' if r['verified'] else 'NO'}" + ("  CAPPED" if r.get("capped") else ""))
 
