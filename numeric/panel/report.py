@@ -191,9 +191,11 @@ def _figures_and_drops(s, out: Path) -> list:
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
     if s["dropped"]:
         L.append("## Dropped cells\n")
-        seen = sorted({(r["layer"], r["head"], r["source"], r["status"], round(r.get("mass") or 0, MASS_DIGITS))
+        seen = sorted({(str(r.get("model", "")), r["layer"], r["head"], r["source"], r["status"],
+                        round(r.get("mass") or 0, MASS_DIGITS), _fmt(r.get("local_mass"), MASS_DIGITS))
                        for r in s["dropped"]})
-        L.extend(f"- {layer}.{head} on {src}: {status} (mass {mass})" for layer, head, src, status, mass in seen)
+        L.extend(f"- {model} {layer}.{head} on {src}: {status} (retained mass {mass}, local mass {local})"
+                 for model, layer, head, src, status, mass, local in seen)
         L.append("")
     return L
 
