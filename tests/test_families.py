@@ -98,7 +98,8 @@ def test_bad_input_of_the_family_options(tmp_path, tiny_models):
                        "--out", o),
                    "--native is for decoders")
     one_line_error(cli("panel", "--model", f"{tiny_models['bert']},{tiny_models['gpt2']}", "--heads", "0.0",
-                       "--length", "16", "--prefix", "40", "--block", "40", "--out", o), "80 tokens exceeds", "64 positions")
+                       "--length", "16", "--prefix", "40", "--block", "40", "--out", o),
+                   "80 tokens exceeds", "64 positions")
     one_line_error(cli("panel", "--model", f"{tiny_models['bert']},{tiny_models['gpt2']}", "--heads", "2.0",
                        "--length", "16", "--out", o, *SMALL), "outside model", "layers 0..1")
     one_line_error(cli("panel", "--preset", "common-shape", "--model", "docgpt2", "--per-family", "17",

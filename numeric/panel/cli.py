@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="preset (minilm, docgpt2, docqwen2, digitvit) or a local model directory; "
                    f"a comma-separated list runs several (default with --preset common-shape: "
                    f"{','.join(COMMON_MODELS)})")
-    p.add_argument("--heads", help="LAYER.HEAD list, e.g. 0.1,3.5, for every model (default with --demo: the demo roster)")
+    p.add_argument("--heads", help="LAYER.HEAD list, e.g. 0.1,3.5, for every model "
+                   "(default with --demo: the demo roster)")
     p.add_argument("--sources", type=int, help=f"number of sources (default {DEMO_SOURCES}; --preset study "
                    f"{STUDY_SOURCES}; --preset common-shape {COMMON_SOURCES})")
     p.add_argument("--eps", help=f"tolerances (default {DEFAULT_EPS}; --preset study / common-shape: {STUDY_EPS})")

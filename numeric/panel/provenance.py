@@ -53,7 +53,8 @@ def _search_tolerances() -> dict:
 
 
 def run_identity(*, model, eps, prefix: int, block: int, length: int, min_mass: float, screen: bool,
-                 attack: bool, geometry: bool, effort: str, native: bool = False, image_size: int | None = None) -> dict:
+                 attack: bool, geometry: bool, effort: str, native: bool = False,
+                 image_size: int | None = None) -> dict:
     """The identity every cell of a directory shares (JSON-normalised); ``model`` is one
     spec, or the list of them when several models share the directory."""
     from numeric.search.effort import package_versions

@@ -12,7 +12,8 @@ the run (``DIR/panel.json``). It writes ``DIR/report.md`` with PNG plots
 under ``DIR/figures``: bracket intervals per head, the U/L distribution, the
 resolved (L = U) fraction per layer, U/n per family, and the integrity
 figures; and, per family, the head screen, the common-shape audit and the
-identification gate (``numeric.panel.report_families``, ``--gate``). Exit 2 when DIR is not a panel directory or holds no cells.
+identification gate (``numeric.panel.report_families``, ``--gate``).
+Exit 2 when DIR is not a panel directory or holds no cells.
 """
 from __future__ import annotations
 

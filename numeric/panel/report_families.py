@@ -123,8 +123,8 @@ def _audit(fams: dict, rng) -> list:
             by_src_u[str(r["source"])].append(r["U"] / n)
             by_src_l[str(r["source"])].append(r["L"] / n)
         paper = PAPER_U_OVER_N.get(_paper_key(rs[0].get("family", "")), "not given")
-        L.append(f"| {fam} | {', '.join(shapes)} | {len(rs)} | {len(by_src_u)} | {_ci(bootstrap_median(by_src_u, rng))} | "
-                 f"{_ci(bootstrap_median(by_src_l, rng))} | {paper} |")
+        u, l_ = bootstrap_median(by_src_u, rng), bootstrap_median(by_src_l, rng)
+        L.append(f"| {fam} | {', '.join(shapes)} | {len(rs)} | {len(by_src_u)} | {_ci(u)} | {_ci(l_)} | {paper} |")
     return L + [""]
 
 
