@@ -115,11 +115,16 @@ def summarise(rows: list[dict]) -> dict:
 
 def _header(rows, s, run) -> list:
     models = sorted({(r["family"], r["model"]) for r in rows})
-    sources = sorted({r["source"] for r in rows})
-    heads = sorted({(r["layer"], r["head"]) for r in rows})
+    shape = []
+    for f, m in models:
+        rs = [r for r in rows if (r["family"], r["model"]) == (f, m)]
+        kinds = sorted({str(r.get("cell_kind") or "") for r in rs} - {""})
+        heads = len({(r["layer"], r["head"]) for r in rs})
+        shape.append(f"{m} ({f}{'; ' + ', '.join(kinds) if kinds else ''}): {heads} heads x "
+                     f"{len({r['source'] for r in rs})} sources")
     L = ["# Learned-head panel report\n",
-         f"Models: {', '.join(f'{m} ({f})' for f, m in models)}. {len(heads)} heads x {len(sources)} sources; "
-         f"{s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass or locality screen.\n"]
+         f"Models: {'; '.join(shape)}. {s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass "
+         "or locality screen.\n"]
     info = run_summary(run)
     code = info["code"]
     L.append(f"Produced with effort preset `{info['effort'] or 'unknown'}`, code "
