@@ -9,8 +9,9 @@ Every file is written atomically (a temporary file in the same directory,
 then ``os.replace``), so a process killed at any point leaves either the old
 file or the new one, never half of one.
 
->>> sort_key({"family": "encoder", "layer": 1, "head": 2, "source": "text:0", "eps": "1/4"})
-('encoder', 1, 2, 'text:0', Fraction(1, 4))
+>>> sort_key({"family": "encoder", "model": "m", "cell_kind": "full", "layer": 1, "head": 2,
+...           "source": "text:0", "eps": "1/4"})
+('encoder', 'm', 'full', 1, 2, 'text:0', Fraction(1, 4))
 """
 from __future__ import annotations
 
