@@ -124,7 +124,7 @@ def test_decoder_panel_end_to_end(decoder_run):
     for r in rows:
         assert (r["n_rows"], r["n_cols"]) == ("16", "16")
         assert 1 <= int(r["L"]) <= int(r["U"]) <= 16
-        assert r["verified"] == "True" and r["family"] == "decoder"
+        assert r["verified"] == "True" and r["family"] == "decoder-gpt2" and r["cell_kind"] == "prefix-block"
         assert 0 < float(r["mass"]) <= 1 and r["attack_success"] == "False"
     assert len({r["seed"] for r in rows}) == 4 and {r["capped"] for r in rows} == {"False"}
     assert {r["effort"] for r in rows} == {"default"}

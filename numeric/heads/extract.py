@@ -23,7 +23,8 @@ Targets by family:
            prefix logits (= the causal row renormalised over the prefix). The
            retained prefix mass ``sum_{j<P} A_ij`` of the causal row is
            recorded, and a locality screen: the mean causal mass within
-           ``LOCAL_WINDOW`` tokens behind the query.
+           ``LOCAL_WINDOW`` tokens behind the query; with ``native=True`` the
+           full causal matrix of the window instead (``numeric.heads.blocks``).
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from numeric.heads.blocks import (LOCAL_MASS_MAX, LOCAL_WINDOW, ExtractionError, Target, decoder_block,
+                                  full_block, native_block)
 from numeric.heads.models import LoadedModel, ModelInputError
 
 __all__ = [
@@ -46,15 +49,9 @@ __all__ = [
 PREFIX = 128          # P: common-prefix length (paper section 6 / MATH.md 6)
 BLOCK = 128           # queries P .. P+127 (paper: 128 x 128 decoder blocks)
 ENCODER_LENGTH = 256  # BERT-base panel shape, 256 x 256 (paper section 6)
-LOCAL_WINDOW = 8      # tokens behind the query that count as "local" (project choice)
-LOCAL_MASS_MAX = 0.5  # a head is local when over half its causal mass is that close (project choice)
 HF_TOLERANCE = 1e-5   # the tests' bound on |our float64 softmax - HF probabilities| (tiny float32 models)
 HF_ABS_FLOOR = 1e-6   # absolute floor of the run-time bound (float32 softmax rounding of p <= 1)
 HF_SAFETY = 2.0       # the run-time bound allows twice the first-order rounding estimate
-
-
-class ExtractionError(ValueError):
-    """Extraction cannot proceed (no attention captured, short sequence; exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +72,7 @@ class HeadCapture:
     nonlocal_head: bool | None
     hf_max_abs_diff: float | None
     provenance: dict = field(default_factory=dict)
+    kind: str = "full"       # numeric.heads.blocks.KINDS
 
 
 def softmax_rows(h: np.ndarray) -> np.ndarray:
@@ -266,51 +264,12 @@ def _compare_hf(att, layer: int, head: int, probs: np.ndarray, h: _Head, c: _Cal
     return hf_diff
 
 
-@dataclass(frozen=True)
-class _Target:
-    """The extracted block: logits [query, key] and its projections, the
-    retained prefix mass per row, the locality screen (decoders) and the span."""
-
-    logits: np.ndarray
-    Q: np.ndarray
-    K: np.ndarray
-    row_mass: np.ndarray
-    local: float | None
-    nonlocal_head: bool | None
-    span: dict
-
-
-def _decoder_block(h: _Head, probs: np.ndarray, scaling: float, layer: int, prefix: int, block: int) -> _Target:
-    """Queries ``prefix .. prefix+block-1`` over keys ``0 .. prefix-1`` (MATH.md section 6)."""
-    n = h.q.shape[0]
-    rows = slice(prefix, prefix + block)
-    if h.mask is not None and np.any(h.mask[rows, :prefix] != 0):
-        raise ExtractionError(f"layer {layer}: the model masks part of the prefix block")
-    idx = np.arange(prefix, prefix + block)
-    cols = np.arange(n)
-    near = (cols[None, :] <= idx[:, None]) & (cols[None, :] > idx[:, None] - LOCAL_WINDOW)
-    local = float(np.mean((probs[rows] * near).sum(axis=1)))
-    return _Target(logits=scaling * (h.q[rows] @ h.k[:prefix].T), Q=h.q[rows], K=h.k[:prefix],
-                   row_mass=probs[rows, :prefix].sum(axis=1), local=local,
-                   nonlocal_head=local <= LOCAL_MASS_MAX,
-                   span={"queries": [prefix, prefix + block], "keys": [0, prefix]})
-
-
-def _full_block(h: _Head, scaling: float, layer: int) -> _Target:
-    """Full self-attention over all n tokens (encoders, ViT)."""
-    if h.mask is not None and np.any(h.mask != 0):
-        raise ExtractionError(f"layer {layer}: the model masks part of the full attention")
-    n = h.q.shape[0]
-    return _Target(logits=scaling * (h.q @ h.k.T), Q=h.q, K=h.k, row_mass=np.ones(n), local=None,
-                   nonlocal_head=None, span={"queries": [0, n], "keys": [0, n]})
-
-
 def _provenance(loaded: LoadedModel, source, layer: int, head: int, module: str, kv_head: int,
-                t: _Target, dtype: str, scaling: float, hf_diff) -> dict:
+                t: Target, dtype: str, scaling: float, hf_diff) -> dict:
     """What a report needs to trace one capture back to its model, weights and input."""
     prov = {
         "model": loaded.name, "model_type": loaded.model_type, "weights_sha256": loaded.weights_sha256,
-        "family": loaded.family, "layer": layer, "head": head, "module": module,
+        "family": loaded.family, "cell_kind": t.kind, "layer": layer, "head": head, "module": module,
         "kv_head": kv_head, "source": source.source_id, "block": t.span,
         "mass": float(t.row_mass.mean()), "min_mass": float(t.row_mass.min()),
         "attn_implementation": "eager (captured eager_attention_forward)", "dtype": dtype,
@@ -327,13 +286,19 @@ def _provenance(loaded: LoadedModel, source, layer: int, head: int, module: str,
 
 
 def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, block: int = BLOCK,
-                  compare: bool = True) -> list[HeadCapture]:
+                  compare: bool = True, native: bool = False) -> list[HeadCapture]:
     """Run ``source`` through the model once and capture ``heads`` [(layer, head)].
+
+    Decoders give the common-prefix block, or with ``native`` the full causal
+    matrix of the window (``numeric.heads.blocks``); ``native`` is refused for
+    other families.
 
     The capture is checked against the model's ``output_attentions`` (max
     absolute difference recorded; above :func:`hf_tolerance` is an error).
     """
     _check_request(loaded, source, heads, prefix, block)
+    if native and loaded.family != "decoder":
+        raise ExtractionError(f"native-causal cells are for decoders; model {loaded.name} is {loaded.family}")
     with capture_attention(loaded.model) as calls:
         att = _forward(loaded, source)
     _check_calls(loaded, calls, att, compare)
@@ -346,7 +311,11 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
         h = _head_logits(c, layer, head, (prefix, block) if decoder else None)
         probs = softmax_rows(h.full)
         hf_diff = _compare_hf(att, layer, head, probs, h, c) if compare else None
-        t = _decoder_block(h, probs, c.scaling, layer, prefix, block) if decoder else _full_block(h, c.scaling, layer)
+        if decoder:
+            cut = native_block if native else decoder_block
+            t = cut(h.q, h.k, h.mask, probs, c.scaling, layer, prefix, block)
+        else:
+            t = full_block(h.q, h.k, h.mask, c.scaling, layer)
         if not np.all(np.isfinite(t.logits)):
             raise ExtractionError(f"layer {layer} head {head}: non-finite logits")
         prov = _provenance(loaded, source, layer, head, paths.get(id(c.module), "?"), h.kv_head, t, dtype,
@@ -354,7 +323,7 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
         out.append(HeadCapture(layer=layer, head=head, module_path=prov["module"], logits=t.logits,
                                matrix=softmax_rows(t.logits), Q=t.Q, K=t.K, scale=c.scaling, mass=prov["mass"],
                                min_mass=prov["min_mass"], local_mass=t.local, nonlocal_head=t.nonlocal_head,
-                               hf_max_abs_diff=hf_diff, provenance=prov))
+                               hf_max_abs_diff=hf_diff, provenance=prov, kind=t.kind))
     return out
 
 

@@ -29,7 +29,7 @@ from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, cell_seed
 from numeric.panel.table import atomic_write, read_record, record_path, write_record
 
-__all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check"]
+__all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check", "family_label"]
 
 #: Characters kept of an exception message in a table column.
 ERROR_CHARS = 120
@@ -58,17 +58,22 @@ class CellTask:
     image_dir: str | None
     effort: str = DEFAULT_EFFORT
     identity: str = "{}"
+    native: bool = False     # decoders: the native-causal matrix of the window, not the prefix block
+    tag: str = ""            # several models in one run: the model's name, prefixed to the key
+    image_size: int | None = None
 
     @property
     def key(self) -> str:
-        return f"L{self.layer}H{self.head}_s{self.source:02d}"
+        base = f"L{self.layer}H{self.head}_s{self.source:02d}" + ("_nc" if self.native else "")
+        return f"{self.tag}_{base}" if self.tag else base
 
     def signature(self) -> dict:
         """What a finished record must match to be reused (JSON-normalised)."""
         return json.loads(json.dumps({
             "model": self.model, "eps": list(self.eps), "prefix": self.prefix, "block": self.block,
             "length": self.length, "min_mass": self.min_mass, "screen": self.screen, "attack": self.attack,
-            "geometry": self.geometry, "effort": self.effort, "identity": json.loads(self.identity)}))
+            "geometry": self.geometry, "effort": self.effort, "identity": json.loads(self.identity),
+            "native": self.native, "image_size": self.image_size}))
 
 
 _MODELS: dict = {}
@@ -135,6 +140,12 @@ def _eps_key(s) -> str:
     return str(Fraction(s))
 
 
+def family_label(lm) -> str:
+    """The panel's family of a model: ``encoder``, ``vit``, or ``decoder-<model_type>``
+    (GPT-2 and Qwen2 are two families, as in the paper's Table 1)."""
+    return f"decoder-{lm.model_type}" if lm.family == "decoder" else lm.family
+
+
 def _status(task: CellTask, lm, cap) -> str:
     if lm.family == "decoder" and cap.mass < task.min_mass:
         return "dropped_mass"
@@ -188,8 +199,10 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     _write_brackets(path, res)
     _save_head(out / "heads" / f"{task.key}.safetensors", cap)
     reports = _verify(path)
-    geo = _geometry_columns(cap) if task.geometry else {}
-    study, study_eps = _study_columns(lm, cap, task) if task.geometry else ({}, {})
+    # native-causal logits carry the finite mask (numeric.heads.blocks): no geometry (paper L.1)
+    geometry = task.geometry and not task.native
+    geo = _geometry_columns(cap) if geometry else {}
+    study, study_eps = _study_columns(lm, cap, task) if geometry else ({}, {})
     by_eps = {_eps_key(c["eps"]): c for c in res.cells}
     rows = []
     for rec in res.results:
@@ -224,13 +237,15 @@ def run_cell(task: CellTask) -> list[dict]:
 
     lm = _model(task.model)
     src = source_for(lm, task.source, length=task.length, prefix=task.prefix, block=task.block,
-                     image_dir=task.image_dir)
+                     image_dir=task.image_dir, image_size=task.image_size)
     t0 = time.perf_counter()
     with _EXTRACT_LOCK:
-        cap = extract_heads(lm, src, [(task.layer, task.head)], prefix=task.prefix, block=task.block)[0]
-    seed = cell_seed(lm.weights_sha256, task.layer, task.head, src.source_id)
-    base = {"family": lm.family, "model": lm.name, "layer": task.layer, "head": task.head,
-            "source": src.source_id, "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
+        cap = extract_heads(lm, src, [(task.layer, task.head)], prefix=task.prefix, block=task.block,
+                            native=task.native)[0]
+    kind = ("native-causal",) if task.native else ()     # prefix-block and full cells keep their seeds
+    seed = cell_seed(lm.weights_sha256, task.layer, task.head, src.source_id, *kind)
+    base = {"family": family_label(lm), "model": lm.name, "cell_kind": cap.kind, "layer": task.layer,
+            "head": task.head, "source": src.source_id, "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
             "mass": cap.mass, "min_mass": cap.min_mass, "local_mass": cap.local_mass,
             "hf_max_abs_diff": cap.hf_max_abs_diff, "effort": task.effort, "seed": seed}
     status = _status(task, lm, cap)

@@ -16,6 +16,12 @@ cluster instead.
   python -m numeric panel --model minilm --sources 64 --effort thorough --out runs/full
   python -m numeric panel --model minilm --preset study --effort quick --out runs/study
   python -m numeric panel --model PATH --heads 0.1,3.5 --sources 8 --eps 0.25 --out DIR
+  python -m numeric panel --preset common-shape --out runs/common      # every family at 128 x 128 (L.4)
+  python -m numeric panel --model docgpt2,docqwen2 --heads 1.0 --native --eps 1/4 --out DIR
+
+``--model`` takes a comma-separated list: the cells of every model go into one
+directory (file names prefixed with the model's name), and the report compares
+the families (architecture audit, identification gate).
 """
 from __future__ import annotations
 
@@ -28,27 +34,21 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from numeric.panel.cell import CellTask
+from numeric.panel.presets import (COMMON_EPS, COMMON_LENGTH, COMMON_MODELS, COMMON_PER_FAMILY, COMMON_SOURCES,
+                                   DEFAULT_EPS, DEMO_HEADS, DEMO_SOURCES, STUDY_EPS, STUDY_PER_LAYER, STUDY_SOURCES,
+                                   preflight, spread_roster, study_roster)
 from numeric.panel.provenance import PanelError, check_resume, run_identity, write_run
 from numeric.panel.runner import run_panel
 from numeric.panel.table import read_rows, write_table
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, EFFORTS, parse_effort
 
-__all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "MIN_MASS", "parse_eps", "build_parser", "main"]
+__all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "MIN_MASS", "parse_eps", "build_parser", "main",
+           "study_roster"]
 
 PROG = "python -m numeric panel"
-# The demo roster: 8 MiniLM heads spread over all 6 layers (layers 0 and 5
-# twice), chosen once by hand before any result was seen.
-DEMO_HEADS = ((0, 1), (0, 7), (1, 3), (2, 5), (3, 8), (4, 2), (5, 4), (5, 11))
-DEMO_SOURCES = 2
-DEFAULT_EPS = "0.1,0.25,0.5"  # the paper's three tolerances (section 6)
-# The held-out study's preset (issue 15, docs/study.md), fixed before its run:
-# in every layer the heads k * H // STUDY_PER_LAYER, k = 0..3 (MiniLM: 0, 3, 6, 9),
-# on STUDY_SOURCES sources at eps STUDY_EPS.
-STUDY_PER_LAYER = 4
-STUDY_SOURCES = 16
-STUDY_EPS = "1/4"
 MIN_MASS = 0.1  # decoders: drop cells whose mean retained prefix mass is below (project choice)
+PRESETS = ("study", "common-shape")
 #: Exit status when some bracket was not verified (as ``python -m exact verify``).
 EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
@@ -75,65 +75,37 @@ def parse_eps(text: str) -> tuple:
     return tuple(out)
 
 
-def _read_config(model: str) -> dict:
-    from numeric.heads.models import PRESETS, preset_path
-
-    if model in PRESETS:
-        path = preset_path(model)       # a zoo preset's files are checked against its manifest
-    else:
-        path = Path(model).expanduser()
-        if not path.exists():
-            raise PanelError(f"model path {model!r} does not exist (presets: {', '.join(PRESETS)})")
-    cfg_path = path / "config.json"
-    if not cfg_path.is_file():
-        raise PanelError(f"model path {model!r} has no config.json")
-    try:
-        return json.loads(cfg_path.read_text())
-    except ValueError:
-        raise PanelError(f"{cfg_path} is not JSON") from None
-
-
-def _preflight(model: str, heads, *, prefix: int, block: int, length: int) -> str:
-    """Check the model spec, its config and the head roster before any work (exit 2 on error)."""
-    from numeric.heads.models import family_of
-
-    cfg = _read_config(model)
-    family = family_of(cfg.get("model_type", "?"))
-    layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")
-    n_heads = cfg.get("num_attention_heads") or cfg.get("n_head")
-    if not layers or not n_heads:
-        raise PanelError(f"model {model!r} has no attention layers in its config")
-    for layer, head in heads:
-        if not (0 <= layer < layers and 0 <= head < n_heads):
-            raise PanelError(f"head {layer}.{head} outside the model's {layers} layers x {n_heads} heads")
-    max_pos = cfg.get("max_position_embeddings") or cfg.get("n_positions")
-    need = prefix + block if family == "decoder" else (length if family == "encoder" else None)
-    if need is not None and max_pos and need > max_pos:
-        what = f"prefix {prefix} + block {block}" if family == "decoder" else f"sequence length {length}"
-        raise PanelError(f"{what} = {need} tokens exceeds the model's {max_pos} positions")
-    return family
-
-
 def build_parser() -> argparse.ArgumentParser:
     from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="preset (minilm) or a local model directory")
-    p.add_argument("--heads", help="LAYER.HEAD list, e.g. 0.1,3.5 (default with --demo: the demo roster)")
-    p.add_argument("--sources", type=int, help=f"number of sources (default {DEMO_SOURCES})")
-    p.add_argument("--eps", help=f"tolerances (default {DEFAULT_EPS}; --preset study: {STUDY_EPS})")
+    p.add_argument("--model", help="preset (minilm, docgpt2, docqwen2, digitvit) or a local model directory; "
+                   f"a comma-separated list runs several (default with --preset common-shape: "
+                   f"{','.join(COMMON_MODELS)})")
+    p.add_argument("--heads", help="LAYER.HEAD list, e.g. 0.1,3.5, for every model "
+                   "(default with --demo: the demo roster)")
+    p.add_argument("--sources", type=int, help=f"number of sources (default {DEMO_SOURCES}; --preset study "
+                   f"{STUDY_SOURCES}; --preset common-shape {COMMON_SOURCES})")
+    p.add_argument("--eps", help=f"tolerances (default {DEFAULT_EPS}; --preset study / common-shape: {STUDY_EPS})")
     p.add_argument("--effort", default=DEFAULT_EFFORT,
                    help=f"search effort preset: {', '.join(EFFORTS)} (default {DEFAULT_EFFORT})")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--demo", action="store_true", help="the MiniLM demo roster (8 heads, 2 sources) and report")
-    p.add_argument("--preset", choices=("study",), help=f"study: {STUDY_PER_LAYER} heads per layer, "
-                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (issue 15)")
+    p.add_argument("--preset", choices=PRESETS, help=f"study: {STUDY_PER_LAYER} heads per layer, "
+                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (issue 15); common-shape: every family at "
+                   f"128 x 128, --per-family heads per model, {COMMON_SOURCES} sources, eps {COMMON_EPS}, "
+                   "with the report (Appendix L.4)")
+    p.add_argument("--per-family", type=int, default=COMMON_PER_FAMILY,
+                   help=f"--preset common-shape: heads per model (default {COMMON_PER_FAMILY})")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
     p.add_argument("--scheduler", help="Dask scheduler address: run the cells on that cluster")
     p.add_argument("--prefix", type=int, default=PREFIX, help=f"decoders: prefix length P (default {PREFIX})")
     p.add_argument("--block", type=int, default=BLOCK, help=f"decoders: block queries (default {BLOCK})")
-    p.add_argument("--length", type=int, default=ENCODER_LENGTH,
-                   help=f"encoders: sequence length (default {ENCODER_LENGTH})")
+    p.add_argument("--length", type=int, help=f"encoders: sequence length (default {ENCODER_LENGTH}; "
+                   f"--preset common-shape {COMMON_LENGTH})")
+    p.add_argument("--image-size", type=int, help="ViT: image side in pixels (default and only choice: the model's)")
+    p.add_argument("--native", action="store_true",
+                   help="decoders: add the native-causal cell of the whole P + B window (integrity cells)")
     p.add_argument("--min-mass", type=float, default=MIN_MASS, help=f"decoders: mass threshold ({MIN_MASS})")
     p.add_argument("--no-screen", dest="screen", action="store_false", help="decoders: keep local heads")
     p.add_argument("--no-attack", dest="attack", action="store_false", help="skip rank-(L-1) attacks")
@@ -149,7 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _heads(args) -> list:
+def _models(args) -> list:
+    """The model specs of the run (presets by name, directories resolved), in the order given."""
+    from numeric.heads.models import PRESETS as MODEL_PRESETS
+
+    if args.model:
+        names = [m.strip() for m in args.model.split(",") if m.strip()]
+    elif args.preset == "common-shape":
+        names = list(COMMON_MODELS)
+    else:
+        raise PanelError("give --model (or --preset common-shape)")
+    if not names:
+        raise PanelError("--model names no model")
+    models = [m if m in MODEL_PRESETS else str(Path(m).expanduser().resolve()) for m in names]
+    if len(set(models)) != len(models):
+        raise PanelError("a model is listed twice")
+    return models
+
+
+def _heads(args, model: str) -> list:
     from numeric.heads.extract import parse_heads
 
     if args.heads:
@@ -160,29 +150,38 @@ def _heads(args) -> list:
     elif args.demo:
         heads = list(DEMO_HEADS)
     elif args.preset == "study":
-        heads = study_roster(args.model)
+        heads = study_roster(model)
+    elif args.preset == "common-shape":
+        heads = spread_roster(model, args.per_family)
     else:
-        raise PanelError("give --heads LAYER.HEAD,... or --demo or --preset study")
+        raise PanelError("give --heads LAYER.HEAD,... or --demo or --preset study|common-shape")
     return list(dict.fromkeys(heads))   # a head named twice is one cell, run once
 
 
-def study_roster(model: str) -> list:
-    """The study preset's heads: in every layer, ``k * H // STUDY_PER_LAYER`` for k < STUDY_PER_LAYER."""
-    cfg = _read_config(model)
-    layers = cfg.get("num_hidden_layers") or cfg.get("n_layer") or 0
-    n_heads = cfg.get("num_attention_heads") or cfg.get("n_head") or 0
-    if n_heads < STUDY_PER_LAYER:
-        raise PanelError(f"--preset study needs >= {STUDY_PER_LAYER} heads per layer; the model has {n_heads}")
-    return [(l, k * n_heads // STUDY_PER_LAYER) for l in range(layers) for k in range(STUDY_PER_LAYER)]
+def _tag(model: str, several: bool) -> str:
+    """The key prefix of a model's cells when several share the directory (its name, file-safe)."""
+    if not several:
+        return ""
+    name = Path(model).name or model
+    return "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in name)
+
+
+def _defaults(args) -> tuple[int, str, int]:
+    """Sources, tolerance text and encoder length after the preset's defaults."""
+    from numeric.heads.extract import ENCODER_LENGTH
+
+    per = {"study": (STUDY_SOURCES, STUDY_EPS, ENCODER_LENGTH),
+           "common-shape": (COMMON_SOURCES, COMMON_EPS, COMMON_LENGTH)}.get(args.preset,
+                                                                          (DEMO_SOURCES, DEFAULT_EPS, ENCODER_LENGTH))
+    return (args.sources if args.sources is not None else per[0], args.eps or per[1],
+            args.length if args.length is not None else per[2])
 
 
 def _tasks(args) -> tuple[list, dict, Path]:
     """Validate the arguments; the cell tasks, the run identity and the output directory."""
     from numeric.heads.sources import MAX_SOURCES
 
-    heads = _heads(args)
-    study = args.preset == "study"
-    n_sources = args.sources if args.sources is not None else (STUDY_SOURCES if study else DEMO_SOURCES)
+    n_sources, eps_text, length = _defaults(args)
     if not 1 <= n_sources <= MAX_SOURCES:
         raise PanelError(f"--sources must be in 1..{MAX_SOURCES}")
     if args.workers < 1:
@@ -191,22 +190,30 @@ def _tasks(args) -> tuple[list, dict, Path]:
         effort = parse_effort(args.effort)
     except ValueError as e:
         raise PanelError(str(e)) from None
-    eps = parse_eps(args.eps or (STUDY_EPS if study else DEFAULT_EPS))
+    eps = parse_eps(eps_text)
     if args.images and not Path(args.images).is_dir():
         raise PanelError(f"image directory {args.images!r} does not exist")
-    _preflight(args.model, heads, prefix=args.prefix, block=args.block, length=args.length)
+    models = _models(args)
+    plan = []
+    for model in models:
+        heads = _heads(args, model)
+        shape = preflight(model, heads, prefix=args.prefix, block=args.block, length=length,
+                          image_size=args.image_size)
+        plan.append((model, heads, shape.family == "decoder"))
+    if args.native and not any(dec for _, _, dec in plan):
+        raise PanelError("--native is for decoders (GPT-2, Qwen2): no decoder among the models")
     out = Path(args.out)
-    from numeric.heads.models import PRESETS
-
-    model = args.model if args.model in PRESETS else str(Path(args.model).expanduser().resolve())
-    identity = run_identity(model=model, eps=eps, prefix=args.prefix, block=args.block, length=args.length,
-                            min_mass=args.min_mass, screen=args.screen, attack=args.attack,
-                            geometry=args.geometry, effort=effort)
+    identity = run_identity(model=models[0] if len(models) == 1 else models, eps=eps, prefix=args.prefix,
+                            block=args.block, length=length, min_mass=args.min_mass, screen=args.screen,
+                            attack=args.attack, geometry=args.geometry, effort=effort, native=args.native,
+                            image_size=args.image_size)
     ident = json.dumps(identity, sort_keys=True)
     tasks = [CellTask(model=model, layer=l, head=h, source=s, eps=eps, out=str(out.resolve()), prefix=args.prefix,
-                      block=args.block, length=args.length, min_mass=args.min_mass, screen=args.screen,
+                      block=args.block, length=length, min_mass=args.min_mass, screen=args.screen,
                       attack=args.attack, geometry=args.geometry, device=args.device, image_dir=args.images,
-                      effort=effort, identity=ident)
+                      effort=effort, identity=ident, native=native, tag=_tag(model, len(models) > 1),
+                      image_size=args.image_size)
+             for model, heads, decoder in plan for native in ((False, True) if decoder and args.native else (False,))
              for s in range(n_sources) for (l, h) in heads]
     return tasks, identity, out
 
@@ -226,9 +233,16 @@ def _summary(out: Path, counts: dict, seconds: float) -> tuple[dict, list]:
     return {"out": str(out), "cells": counts["cells"], "run": counts["run"], "skipped": counts["skipped"],
             "brackets": len(ok), "verified": sum(bool(r.get("verified")) for r in ok),
             "dropped": len(rows) - len(ok), "capped": [r["cell_id"] for r in ok if r.get("capped")],
-            "seeds": {f"L{r['layer']}H{r['head']} {r['source']}": r.get("seed") for r in rows},
+            "seeds": _seeds(rows),
             "all_verified": all(r.get("verified") for r in ok), "seconds": round(seconds, 2),
             "table": str(table)}, ok
+
+
+def _seeds(rows) -> dict:
+    """The cells' seeds by cell (the model's name first when several models share the run)."""
+    several = len({r.get("model") for r in rows}) > 1
+    return {(f"{r.get('model')} " if several else "") + f"L{r['layer']}H{r['head']} {r['source']}"
+            + (" native" if r.get("cell_kind") == "native-causal" else ""): r.get("seed") for r in rows}
 
 
 def main(argv=None) -> int:
@@ -257,7 +271,7 @@ def main(argv=None) -> int:
         return EXIT_INTERRUPTED
     summary, ok = _summary(out, counts, seconds)
     write_run(out, identity, argv=argv, summary=summary)
-    if args.report if args.report is not None else args.demo:
+    if args.report if args.report is not None else (args.demo or args.preset == "common-shape"):
         from numeric.panel.report import write_report
 
         rep = write_report(out)
@@ -275,9 +289,12 @@ def main(argv=None) -> int:
 
 
 def _print_rows(rows) -> None:
-    print(f"{'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<30} {'upper':<18} {'s':>7} ok")
+    w = max([len(str(r.get("model", ""))) for r in rows] + [5])
+    print(f"{'model':<{w}} {'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<30} {'upper':<18} "
+          f"{'s':>7} ok")
     for r in rows:
-        print(f"{r['layer']:>3}.{r['head']:<2} {r['source']:>10} {r['eps']:>6} {r['L']:>4} {r['U']:>4}  "
+        print(f"{str(r.get('model', '')):<{w}} {r['layer']:>3}.{r['head']:<2} {r['source']:>10} {r['eps']:>6} "
+              f"{r['L']:>4} {r['U']:>4}  "
               f"{str(r['lower_witness']):<30} {str(r['upper_witness']):<18} {r['seconds']:>7.1f} "
               f"{'yes' if r['verified'] else 'NO'}" + ("  CAPPED" if r.get("capped") else ""))
 

@@ -52,9 +52,11 @@ def _search_tolerances() -> dict:
     return {name: getattr(driver, name) for name in ("STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY")}
 
 
-def run_identity(*, model: str, eps, prefix: int, block: int, length: int, min_mass: float, screen: bool,
-                 attack: bool, geometry: bool, effort: str) -> dict:
-    """The identity every cell of a directory shares (JSON-normalised)."""
+def run_identity(*, model, eps, prefix: int, block: int, length: int, min_mass: float, screen: bool,
+                 attack: bool, geometry: bool, effort: str, native: bool = False,
+                 image_size: int | None = None) -> dict:
+    """The identity every cell of a directory shares (JSON-normalised); ``model`` is one
+    spec, or the list of them when several models share the directory."""
     from numeric.search.effort import package_versions
 
     versions = package_versions()
@@ -62,6 +64,7 @@ def run_identity(*, model: str, eps, prefix: int, block: int, length: int, min_m
     return json.loads(json.dumps({
         "model": model, "eps": list(eps), "prefix": prefix, "block": block, "length": length,
         "min_mass": min_mass, "screen": screen, "attack": attack, "geometry": geometry, "effort": effort,
+        "native": native, "image_size": image_size,
         "tolerances": _search_tolerances(), "versions": versions, "code": code}))
 
 

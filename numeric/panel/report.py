@@ -11,7 +11,9 @@ report states the effort preset, package versions and code that produced
 the run (``DIR/panel.json``). It writes ``DIR/report.md`` with PNG plots
 under ``DIR/figures``: bracket intervals per head, the U/L distribution, the
 resolved (L = U) fraction per layer, U/n per family, and the integrity
-figures. Exit 2 when DIR is not a panel directory or holds no cells.
+figures; and, per family, the head screen, the common-shape audit and the
+identification gate (``numeric.panel.report_families``, ``--gate``).
+Exit 2 when DIR is not a panel directory or holds no cells.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
+from numeric.panel.report_families import GATE
 from numeric.panel.table import CELLS_DIR
 
 __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
@@ -112,11 +115,16 @@ def summarise(rows: list[dict]) -> dict:
 
 def _header(rows, s, run) -> list:
     models = sorted({(r["family"], r["model"]) for r in rows})
-    sources = sorted({r["source"] for r in rows})
-    heads = sorted({(r["layer"], r["head"]) for r in rows})
+    shape = []
+    for f, m in models:
+        rs = [r for r in rows if (r["family"], r["model"]) == (f, m)]
+        kinds = sorted({str(r.get("cell_kind") or "") for r in rs} - {""})
+        heads = len({(r["layer"], r["head"]) for r in rs})
+        shape.append(f"{m} ({f}{'; ' + ', '.join(kinds) if kinds else ''}): {heads} heads x "
+                     f"{len({r['source'] for r in rs})} sources")
     L = ["# Learned-head panel report\n",
-         f"Models: {', '.join(f'{m} ({f})' for f, m in models)}. {len(heads)} heads x {len(sources)} sources; "
-         f"{s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass or locality screen.\n"]
+         f"Models: {'; '.join(shape)}. {s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass "
+         "or locality screen.\n"]
     info = run_summary(run)
     code = info["code"]
     L.append(f"Produced with effort preset `{info['effort'] or 'unknown'}`, code "
@@ -189,9 +197,11 @@ def _figures_and_drops(s, out: Path) -> list:
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
     if s["dropped"]:
         L.append("## Dropped cells\n")
-        seen = sorted({(r["layer"], r["head"], r["source"], r["status"], round(r.get("mass") or 0, MASS_DIGITS))
+        seen = sorted({(str(r.get("model", "")), r["layer"], r["head"], r["source"], r["status"],
+                        round(r.get("mass") or 0, MASS_DIGITS), _fmt(r.get("local_mass"), MASS_DIGITS))
                        for r in s["dropped"]})
-        L.extend(f"- {layer}.{head} on {src}: {status} (mass {mass})" for layer, head, src, status, mass in seen)
+        L.extend(f"- {model} {layer}.{head} on {src}: {status} (retained mass {mass}, local mass {local})"
+                 for model, layer, head, src, status, mass, local in seen)
         L.append("")
     return L
 
@@ -208,8 +218,21 @@ def _geometry_section(rows, out: Path) -> str:
         return f"## Geometry\n\nThe geometry section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}\n"
 
 
-def write_report(out, workers: int | None = None) -> Report:
-    """Re-verify ``out`` and write ``out/report.md`` and its figures."""
+def _families(out: Path, checked, s, gate: float, errors: list) -> list:
+    """The family comparison (``numeric.panel.report_families``); a failure is listed as an error."""
+    from numeric.panel.report_families import families_section
+
+    try:
+        section = families_section(out, checked.rows, s["verified_rows"], REFERENCE_EPS, gate)
+    except Exception as e:  # noqa: BLE001 - the brackets stay; the failure is an error of the report
+        errors.append(f"the family section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}")
+        return []
+    return [section] if section else []
+
+
+def write_report(out, workers: int | None = None, gate: float = GATE) -> Report:
+    """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the
+    identification gate's threshold (``numeric.panel.report_families``)."""
     out = Path(out)
     if not (out / CELLS_DIR).is_dir():
         raise ReportError(f"{out} is not a panel directory (no {CELLS_DIR}/ in it)")
@@ -217,26 +240,34 @@ def write_report(out, workers: int | None = None) -> Report:
         raise ReportError(f"{out} has no finished cells")
     checked = audit(out, workers)
     s = summarise(checked.rows)
-    L = _header(checked.rows, s, checked.run) + _integrity(s, checked.errors) + _tables(s)
+    errors = list(checked.errors)
+    families = _families(out, checked, s, gate, errors)
+    L = _header(checked.rows, s, checked.run) + _integrity(s, errors) + _tables(s) + families
     L += _figures_and_drops(s, out)
     section = _geometry_section(s["verified_rows"], out)
     if section:
         L.append(section.rstrip() + "\n")
     path = out / "report.md"
     path.write_text("\n".join(L))
-    return Report(path, list(checked.errors), s["brackets"], s["verified"])
+    return Report(path, errors, s["brackets"], s["verified"])
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", help="panel output directory")
     p.add_argument("--workers", type=int, default=None, help="verification processes (default: one per core)")
+    p.add_argument("--gate", type=float, default=GATE,
+                   help=f"identification gate: the resolved fraction and ordering coverage each family needs "
+                        f"(default {GATE}, the paper's 50 %%)")
     args = p.parse_args(argv)
     if args.workers is not None and args.workers < 1:
         print(f"{PROG}: error: --workers must be >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not 0 <= args.gate <= 1:
+        print(f"{PROG}: error: --gate must be in [0, 1]", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
-        rep = write_report(args.dir, args.workers)
+        rep = write_report(args.dir, args.workers, args.gate)
     except ReportError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -9,8 +9,9 @@ Every file is written atomically (a temporary file in the same directory,
 then ``os.replace``), so a process killed at any point leaves either the old
 file or the new one, never half of one.
 
->>> sort_key({"family": "encoder", "layer": 1, "head": 2, "source": "text:0", "eps": "1/4"})
-('encoder', 1, 2, 'text:0', Fraction(1, 4))
+>>> sort_key({"family": "encoder", "model": "m", "cell_kind": "full", "layer": 1, "head": 2,
+...           "source": "text:0", "eps": "1/4"})
+('encoder', 'm', 'full', 1, 2, 'text:0', Fraction(1, 4))
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ __all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError",
            "write_record", "read_record", "read_rows", "write_table", "sort_key", "jsonable"]
 
 BASE_COLUMNS = [
-    "family", "model", "layer", "head", "source", "eps", "n_rows", "n_cols", "L", "U",
+    "family", "model", "cell_kind", "layer", "head", "source", "eps", "n_rows", "n_cols", "L", "U",
     "lower_witness", "upper_witness", "seconds", "slack", "mass", "min_mass", "local_mass",
     "status", "verified", "lower_verified", "upper_verified", "attack_run", "attack_success",
     "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "effort", "seed", "capped",
@@ -84,7 +85,8 @@ def read_record(path) -> dict:
 
 
 def sort_key(r: dict) -> tuple:
-    return (r.get("family", ""), r["layer"], r["head"], str(r["source"]), Fraction(r["eps"]))
+    return (r.get("family", ""), str(r.get("model", "")), str(r.get("cell_kind") or ""), r["layer"], r["head"],
+            str(r["source"]), Fraction(r["eps"]))
 
 
 def read_rows(out, errors: list | None = None) -> list[dict]:

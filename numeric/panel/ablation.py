@@ -1,0 +1,121 @@
+"""Lower brackets without one lower family, from certificates the exact tier verifies (paper L.2).
+
+The paper says the decoder ordering depends on the decoded-inverse lower
+witness (K.3). :func:`ablated_lowers` recomputes each cell's L as if that
+family did not exist, from certificates only:
+
+- a cell whose verified lower certificate is of another family keeps its L;
+- a cell whose certificate is of the dropped family (``provenance.search.lower_family``
+  in its bracket file) takes the largest of (a) the verified L of another cell
+  of the same file at a tolerance ``eps' >= eps`` whose certificate is of
+  another family (``r_eps`` does not increase with eps), and (b) the direct
+  families rebuilt from the file's own target: the trivial bound, the
+  Frobenius tail (K.2) and the truncated pseudo-inverse (K.3). These are
+  written to ``DIR/ablation/<file>`` with the target's logits and slack and
+  verified by ``exact.verify.verify_file``; only verified ranks count.
+
+The budgeted row-set searches are not re-run without the family, so the
+ablated L is a lower bound on what a search without it would certify; the
+report says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["DECODED", "ABLATION_DIR", "Ablated", "ablated_lowers"]
+
+DECODED = "reconstruction/decoded"   # numeric.search.inverse.decoded's family name
+ABLATION_DIR = "ablation"
+#: The float margin the fallback candidates are searched at, above eps + slack (the exact tier decides).
+FALLBACK_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class Ablated:
+    """One cell's L without the family: the rank, and where it came from."""
+
+    L: int
+    source: str          # "kept" | "other tolerance" | the fallback family | "none"
+
+
+def _family(cell) -> str | None:
+    """The lower family a bracket cell's certificate came from (its search provenance)."""
+    return ((cell.provenance or {}).get("search") or {}).get("lower_family")
+
+
+def _lower_json(c, prefix: str) -> tuple[dict, dict]:
+    if c.kind == "trivial":
+        return {"kind": "trivial"}, {}
+    if c.kind == "frobenius":
+        return {"kind": "frobenius", "k": int(c.k)}, {}
+    names = {k: f"{prefix}/{k}" for k in c.tensors}
+    return {"kind": c.kind, **names}, {names[k]: v for k, v in c.tensors.items()}
+
+
+def _fallback(out: Path, bf, cell) -> tuple[int, str]:
+    """The best verified direct certificate (trivial, K.2, pinv) on the cell's own target."""
+    from exact.bracketfile import write_bracket_file
+    from exact.rational import format_rational
+    from exact.verify import verify_file
+    from numeric.search.frobenius import frobenius, trivial
+    from numeric.search.inverse import pinv
+
+    A = np.asarray(bf.tensors[cell.target.matrix], dtype=np.float64)
+    slack = cell.target.slack
+    eps_lo = float(Fraction(cell.eps_text)) + (float(Fraction(int(slack.p), int(slack.q))) if slack else 0.0)
+    eps_lo *= 1 + FALLBACK_MARGIN
+    U, S, Vt = np.linalg.svd(A)
+    cands = [c for c in (trivial(A, eps_lo), frobenius(S, A.shape[0], eps_lo), pinv(U, S, Vt, eps_lo))
+             if c is not None and c.rank > 0]
+    if not cands:
+        return 0, "none"
+    tensors = {"A": A}
+    target = {"matrix": "A"}
+    if cell.target.logits is not None:
+        tensors["H"] = np.asarray(bf.tensors[cell.target.logits], dtype=np.float64)
+        target.update({"logits": "H", "slack": format_rational(slack)})
+    cells = []
+    for i, c in enumerate(cands):
+        lower, extra = _lower_json(c, f"c{i}")
+        tensors.update(extra)
+        cells.append({"id": f"{cell.id}/without-decoded/{c.family}", "eps": cell.eps_text, "target": target,
+                      "lower": {"rank": int(c.rank), "witness": lower},
+                      "upper": {"rank": int(min(A.shape)), "witness": {"kind": "trivial"}}})
+    path = out / ABLATION_DIR / f"{cell.id.replace('/', '_')}.safetensors"
+    write_bracket_file(path, cells, tensors)
+    best = (0, "none")
+    for c, rep in zip(cands, verify_file(path)):
+        if rep.lower.verified and rep.lower.rank > best[0]:
+            best = (int(rep.lower.rank), c.family)
+    return best
+
+
+def ablated_lowers(out, rows: list, eps: Fraction, family: str = DECODED) -> dict:
+    """``{cell_id: Ablated}`` for the verified ``rows`` at ``eps`` (rows of ``numeric.panel.audit``)."""
+    from exact.bracketfile import read_bracket_file
+
+    out = Path(out)
+    verified = [r for r in rows if r.get("status") == "ok" and r.get("verified")]
+    result = {}
+    files: dict = {}
+    for r in verified:
+        if Fraction(r["eps"]) != eps:
+            continue
+        if r["file"] not in files:
+            bf = read_bracket_file(out / r["file"])
+            files[r["file"]] = (bf, {c.id: c for c in bf.cells})
+        bf, cells = files[r["file"]]
+        cell = cells[r["cell_id"]]
+        if _family(cell) != family:
+            result[r["cell_id"]] = Ablated(int(r["L"]), "kept")
+            continue
+        others = [int(o["L"]) for o in verified if o["file"] == r["file"] and o["cell_id"] != r["cell_id"]
+                  and Fraction(o["eps"]) >= eps and _family(cells[o["cell_id"]]) != family]
+        best = Ablated(max(others), "other tolerance") if others else Ablated(0, "none")
+        L, how = _fallback(out, bf, cell)
+        result[r["cell_id"]] = best if best.L >= L else Ablated(L, how)
+    return result
