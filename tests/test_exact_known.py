@@ -493,6 +493,35 @@ def test_frobenius_energy_bound_is_above_the_exact_energy():
             assert bound is not None and Fr(int(bound.p), int(bound.q)) >= lo, (A, k)
 
 
+def _path_coupled(n, hub, c):
+    """``I + c N`` with ``N`` coupling the hub to its two neighbours (upper triangle): ``S = A^T A`` is
+    ``I`` plus ``c`` on a path through the hub plus ``c^2`` on the diagonal, so the off-diagonal mass of
+    S sits in the hub's row; every row of one triangle of S holds at most one coupling."""
+    A = np.eye(n)
+    for other in (hub - 1, hub + 1):
+        A[min(hub, other), max(hub, other)] = c
+    return A
+
+
+@pytest.mark.parametrize("c", [2.0 ** -60, 2.0 ** -20, 0.25])
+def test_frobenius_ky_fan_term_takes_whole_rows_of_d(monkeypatch, c):
+    """The Ky Fan term must be the row-l1 norm of the whole off-diagonal part of D, not of one triangle.
+    With a hint that does not diagonalise S (the identity: what LAPACK itself returns at c = 2^-60, where it
+    deflates the coupling; forced for larger c) D = S, and the top eigenvalue of S is near
+    1 + sqrt(2) c, above ``max diag + c`` (one triangle's row norm) and below ``max diag + 2 c`` (the
+    whole rows). Reference: Fraction bisection of the characteristic polynomial to 2^-160."""
+    import exact.frobenius as frob
+    if c > 2.0 ** -53:
+        monkeypatch.setattr(frob.np.linalg, "eigh", lambda S: (np.diag(S), np.eye(len(S))))
+    for n, hub in ((3, 1), (4, 1), (4, 2), (5, 2)):
+        A = _path_coupled(n, hub, c)
+        lo, _ = ind.top_energy_enclosure(ind.fractions_of(A.tolist()), 1, steps=160)
+        bound = top_energy_upper_bound(ExactMatrix.from_float64(A), 1)
+        one_triangle = 1 + Fr(c) ** 2 + Fr(c)             # what a one-triangle Ky Fan term would give
+        assert lo > one_triangle, (n, hub)                # so the test can see that weakening
+        assert bound is not None and Fr(int(bound.p), int(bound.q)) >= lo, (n, hub, c)
+
+
 @pytest.mark.parametrize("kind", ["factors", "reconstruction", "row_reconstruction"])
 def test_every_wrong_shape_is_named(kind):
     """A witness matrix one row or column short or long, in each of its dimensions, is refused for its
