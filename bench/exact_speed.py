@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.verify import verify_file  # noqa: E402
-from exact.bracketfile import rational_string, write_bracket_file  # noqa: E402
+from numeric.bracketwriter import rational_string, write_bracket_file  # noqa: E402
 
 
 def make_cell(n: int, k_up: int, d_low: int, seed: int = 0):

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
+import pytest
 from flint import fmpq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -37,6 +38,42 @@ EXPONENTS = [-1074, -1060, -1000, -600, -300, -60, -20, -1, 0, 1, 3, 20, 60, 300
 
 def test_the_machine_has_the_arithmetic_the_bounds_assume():
     assert floats.FAST                       # otherwise the fast paths are off and these tests test FLINT only
+
+
+def _in_environment(mode: str, probe):
+    """``probe()`` under another IEEE rounding mode or with flush-to-zero / denormals-are-zero set in MXCSR
+    (glibc on x86-64: ``fenv_t`` ends with the MXCSR word), the environment restored afterwards."""
+    import ctypes
+    import platform
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the floating-point environment is set through glibc's x86-64 fenv_t")
+    libm = ctypes.CDLL("libm.so.6")
+    saved = ctypes.create_string_buffer(64)
+    libm.fegetenv(saved)
+    try:
+        if mode in ("ftz", "daz"):
+            env = ctypes.create_string_buffer(saved.raw, 64)
+            mxcsr = int.from_bytes(env.raw[28:32], "little") | (0x8000 if mode == "ftz" else 0x0040)
+            ctypes.memmove(ctypes.addressof(env) + 28, mxcsr.to_bytes(4, "little"), 4)
+            libm.fesetenv(env)
+        else:
+            libm.fesetround({"down": 0x400, "up": 0x800, "zero": 0xC00}[mode])
+        return probe()
+    finally:
+        libm.fesetenv(saved)
+
+
+@pytest.mark.parametrize("mode", ["down", "up", "zero", "ftz", "daz"])
+def test_the_arithmetic_probe_refuses_every_other_environment(mode):
+    """``FAST`` is the probe's verdict; under a directed rounding mode, or with subnormals flushed, it is false
+    (and the fast paths would be off), and only then."""
+    one, sub = np.ones(1), np.full(1, 2.0**-1074)
+    effect = {"down": lambda: one + 3 * 2.0**-54 == 1.0, "up": lambda: one + 2.0**-54 > 1.0,
+              "zero": lambda: -one - 3 * 2.0**-54 == -1.0, "ftz": lambda: np.full(1, 2.0**-1022) / 4 == 0.0,
+              "daz": lambda: sub * 2 == 0.0}[mode]
+    assert not effect()[0] and _in_environment(mode, effect)[0]        # the environment took effect
+    assert not _in_environment(mode, floats._ieee_round_to_nearest_with_subnormals)
+    assert floats._ieee_round_to_nearest_with_subnormals()
 
 
 @st.composite
