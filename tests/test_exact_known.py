@@ -450,8 +450,8 @@ def test_slack_below_the_distance_is_refused(tmp_path):
 
 
 def test_slack_claimed_at_the_arb_bound_is_proved(tmp_path):
-    """The float tier claims exactly ``softmax_slack_bound`` (numeric.search.slack): proved, through the arb
-    fallback; nine tenths of it, below the true distance, is refused."""
+    """A producer may claim exactly ``softmax_slack_bound``: proved, through the arb fallback (the float
+    bound of every row lies above it); nine tenths of it, below the true distance, is refused."""
     rng = np.random.default_rng(7)
     H = rng.normal(scale=3.0, size=(5, 6))
     A0 = np.nextafter(_softmax64(H), 1.0)              # a distance of a few ulps per entry
