@@ -577,6 +577,23 @@ def test_witness_rank_must_equal_the_claimed_rank():
     assert not check_lower(A, TrivialLower(), q(Fr(1, 4)), 2).verified
 
 
+@pytest.mark.parametrize("floats", [False, True])
+def test_rank_zero_reconstruction_with_an_empty_basis(floats):
+    """d = 0 (X of shape n x 0, L of 0 x n): F is 0 x 0, eta = 0, so rank 0 is proved with margin
+    1 - ||R|| eps, on exact and on float-backed matrices alike (the residual norms of empty matrices are 0)."""
+    make = (lambda a: ExactMatrix.from_float64(np.asarray(a, dtype=float))) if floats else E
+    A, R = make([[1, 0, 0], [0, 1, 0]]), make([[1, 0], [0, 1], [1, 1]])          # ||R|| = 2
+    X, L = make(np.zeros((3, 0))) if floats else ExactMatrix.zeros(3, 0), \
+        make(np.zeros((0, 3))) if floats else ExactMatrix.zeros(0, 3)
+    v = check_lower(A, ReconstructionWitness(R, X, L), q(Fr(1, 4)), 0)
+    assert v.verified and margin(v) == Fr(1, 2), v
+    Z, M = make(np.zeros((2, 0))) if floats else ExactMatrix.zeros(2, 0), \
+        make(np.zeros((0, 2))) if floats else ExactMatrix.zeros(0, 2)
+    v = check_lower(A, RowReconstructionWitness(R, Z, M), q(Fr(1, 4)), 0)
+    assert v.verified and margin(v) == Fr(1, 2), v
+    assert not check_lower(A, ReconstructionWitness(R, X, L), q(Fr(1, 2)), 0).verified    # ||R|| eps = 1
+
+
 def test_reconstruction_at_the_defect_boundaries():
     """||F|| = 1 exactly (L = 0, F = -I): refused as a basis defect; eta = 1 exactly (A = diag(0, 1),
     R = X = L = I, E = A - I): refused as a reconstruction defect, each with its exact derived value."""
