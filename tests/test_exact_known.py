@@ -594,6 +594,15 @@ def test_rank_zero_reconstruction_with_an_empty_basis(floats):
     assert not check_lower(A, ReconstructionWitness(R, X, L), q(Fr(1, 2)), 0).verified    # ||R|| eps = 1
 
 
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2)])
+def test_diagonal_refuses_a_matrix_that_is_not_square(shape):
+    """``exact.norms.diagonal`` (the Ky Fan bound's diag(D)) raises on a wide or a tall matrix."""
+    from exact.norms import diagonal
+    with pytest.raises(ValueError, match="non-square"):
+        diagonal(ExactMatrix.zeros(*shape))
+    assert diagonal(E([[1, 2], [3, 4]])) == [1, 4]
+
+
 def test_reconstruction_at_the_defect_boundaries():
     """||F|| = 1 exactly (L = 0, F = -I): refused as a basis defect; eta = 1 exactly (A = diag(0, 1),
     R = X = L = I, E = A - I): refused as a reconstruction defect, each with its exact derived value."""
