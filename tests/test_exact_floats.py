@@ -131,6 +131,24 @@ def _exact_rows(C, factors) -> list[Fraction]:
     return [sum((abs(x) for x in row), Fraction(0)) for row in D.to_fractions()]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_row_bounds_are_tight_on_ordinary_matrices(seed):
+    """The filter is only useful when tight: on ordinary residuals (entries near 1, one or two factors) every
+    row's enclosure is a few ulps wide, ``hi - lo <= 2^-40 max(hi)``, and ``up``/``down`` move by about an ulp.
+    (A looser filter would stay sound but pick every row, making exact cost as much as FLINT alone.)"""
+    rng = np.random.default_rng(seed)
+    m, k, n = 24, 6, 20
+    P, Q, R = rng.normal(size=(m, k)), rng.normal(size=(k, n)), rng.normal(size=(n, n))
+    C = P @ Q + rng.normal(scale=1e-3, size=(m, n))
+    for factors in ([P, Q], [P, Q, R], []):
+        lo, hi = floats.row_bounds(C if len(factors) != 3 else C @ R, factors)
+        assert (lo <= hi).all() and (hi - lo).max() <= 2.0**-40 * hi.max(), factors
+    x = rng.normal(size=50)
+    assert (floats.up(x) > x).all() and (floats.up(x) - x <= 2.0**-50 * np.abs(x) + 2.0**-1000).all()
+    assert (floats.down(x) < x).all() and (x - floats.down(x) <= 2.0**-50 * np.abs(x) + 2.0**-1000).all()
+    assert floats.g(10) == 12 * 2.0**-52
+
+
 @settings(max_examples=300, **SETTINGS)
 @given(residual_cases())
 def test_row_bounds_enclose_the_exact_row_sums(case):
