@@ -18,7 +18,7 @@ Mutants listed in ``EQUIVALENT`` change no behaviour (reason given) and are
 reported apart. The run is not part of the pytest suite: about 10 s per
 killed mutant and a minute per survivor on the shared 2-core machine.
 
-    python bench/mutation.py [--jobs 2] [--only floats.py] [--list] [--timeout 300]
+    python bench/mutation.py [--jobs 2] [--only floats.py] [--match REGEX] [--kind comparison] [--list] [--timeout 300]
 """
 from __future__ import annotations
 
@@ -262,11 +262,15 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="mutants run in parallel, each in its own copy")
     ap.add_argument("--only", action="append", default=[], metavar="FILE", help="only these exact/ files")
     ap.add_argument("--match", default=None, metavar="REGEX", help="only mutants whose 'file:line' matches")
+    ap.add_argument("--kind", choices=["all", "comparison", "rounding"], default="all",
+                    help="only the comparison mutants, or only the rounding ones")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (past it: killed)")
     args = ap.parse_args(argv)
     files = sorted(p for p in EXACT.glob("*.py") if not args.only or p.name in args.only)
     mutants = [m for p in files for m in mutants_of(p) if not args.match or re.search(args.match, f"{m.file}:{m.line}")]
+    if args.kind != "all":
+        mutants = [m for m in mutants if (m.original in RELATIONAL or m.original in SWAPS) == (args.kind == "comparison")]
     equivalent = [m for m in mutants if m.equivalent()]
     live = [m for m in mutants if not m.equivalent()]
     if args.list:
