@@ -63,6 +63,8 @@ EQUIVALENT = {
     **{("floats.py", text, old, new, col): _PROBE for text, spans in _PROBE_LINES.items() for col, old, new in spans},
     ("floats.py", "while k * (2 ** (52 - tau) + 1) ** 2 > 2**53:", ">", ">="):
         "k (2^(52 - tau) + 1)^2 is never 2^53: the squared factor is odd",
+    ("floats.py", "while x.shape[1] > 1:", ">", "!="):
+        "pairwise_row_sums only sees rows of a non-empty target (empty targets are refused), where both loops stop at width 1",
     ("slack.py", "if exponent >= 0:", ">=", ">"):
         "at exponent 0 both branches give fmpq(mantissa)",
     ("norms.py", "nonzero = np.abs(block[block != 0])", "!=", "=="):
