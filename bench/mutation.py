@@ -65,6 +65,30 @@ EQUIVALENT = {
         "k (2^(52 - tau) + 1)^2 is never 2^53: the squared factor is odd",
     ("floats.py", "while x.shape[1] > 1:", ">", "!="):
         "pairwise_row_sums only sees rows of a non-empty target (empty targets are refused), where both loops stop at width 1",
+    ('frobenius.py', 'if k == 0:', '==', '<'):
+        'k >= 0 is checked before, and the general formula gives 0 at k = 0',
+    ('frobenius.py', 'if k == 0:', '==', '<='):
+        'k >= 0 is checked before, and the general formula gives 0 at k = 0',
+    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '!='):
+        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
+    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '<'):
+        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
+    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '=='):
+        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
+    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '>'):
+        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
+    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '>='):
+        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
+    ('frobenius.py', 'hint = S.scale(fmpq(1, 2**shift) if shift >= 0 else fmpq(2**(-shift))).to_float64()', '>=', '>'):
+        'at shift 0 both branches scale by 1',
+    ('reconstruction.py', 'if eta >= 1:', '>=', '=='):
+        'same verdict: eta > 1 makes the final margin 1 - eta - ||R|| eps negative anyway (only the reason changes)',
+    ('trivial.py', 'if rank != p:', '!=', '<'):
+        'a rank above p is refused earlier (exact.certificates)',
+    ('trivial.py', 'if rank == 0:', '==', '<='):
+        'a rank is never negative',
+    ('trivial.py', 'if rank != 1:', '!=', '>'):
+        'a rank is never negative, and rank 0 returned before',
     ("slack.py", "if exponent >= 0:", ">=", ">"):
         "at exponent 0 both branches give fmpq(mantissa)",
     ("norms.py", "nonzero = np.abs(block[block != 0])", "!=", "=="):
