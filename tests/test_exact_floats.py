@@ -149,6 +149,17 @@ def test_row_bounds_are_tight_on_ordinary_matrices(seed):
     assert floats.g(10) == 12 * 2.0**-52
 
 
+@pytest.mark.parametrize("e", [600, 470, -600, -470])
+def test_exact_pieces_refuse_grids_out_of_range(e):
+    """Entries near 2^600 (products overflow) or 2^-600 (products underflow): the splits' grids leave
+    [2^-450, 2^450], so ``exact_pieces`` gives up (None) and FLINT computes the product; it never returns
+    pieces that are not finite or do not sum exactly to the product."""
+    a, b = np.array([[2.0**e, 2.0**e]]), np.array([[2.0**e], [2.0**e]])
+    pieces = floats.exact_pieces([a], b)
+    assert pieces is None or (all(np.isfinite(p).all() for p in pieces)
+                              and sum(Fraction(p[0, 0]) for p in pieces) == 2 * Fraction(2) ** (2 * e))
+
+
 @settings(max_examples=300, **SETTINGS)
 @given(residual_cases())
 def test_row_bounds_enclose_the_exact_row_sums(case):
