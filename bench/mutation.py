@@ -172,7 +172,8 @@ FLOATS_FIRST = [f"{FLOATS}::test_{name}" for name in (
     "the_machine_has_the_arithmetic_the_bounds_assume", "the_arithmetic_probe_refuses_every_other_environment",
     "row_bounds_are_tight_on_ordinary_matrices", "exact_pieces_refuse_grids_out_of_range",
     "row_bounds_enclose_the_exact_row_sums", "exact_pieces_sum_to_the_product", "filter_off_gives_the_same_norms",
-    "residual_norm_is_the_same_with_and_without_floats")] + [FLOATS]
+    "residual_norm_is_the_same_with_and_without_floats")] + [
+    "tests/test_exact_cli.py::test_ordinary_cells_never_convert_a_whole_matrix", FLOATS]
 SUBSETS = {
     "bracketfile.py": ["tests/test_exact_cli.py", "exact/bracketfile.py"],
     "cli.py": ["tests/test_exact_cli.py"],
