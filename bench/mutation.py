@@ -93,6 +93,10 @@ EQUIVALENT = {
         "same value, cost only: a grid exactly at 2^-450 is refused and that product goes to FLINT",
     ("floats.py", 'if not (((sigma >= _GRID_MIN) & (sigma <= _GRID_MAX)) | ~active).all():', "<=", "<"):
         "same value, cost only: a grid exactly at 2^450 is refused and that product goes to FLINT",
+    ("floats.py", 'step = None if len(out) == MAX_SLICES else _split(rest, axis, tau, sigma)', "==", ">="):
+        "len(out) grows by one from 0, so len(out) >= MAX_SLICES first holds where == does",
+    ("floats.py", 'step = None if len(out) == MAX_SLICES else _split(rest, axis, tau, sigma)', "==", ">"):
+        "same value, cost only: one slice more is allowed, and every slice is exact",
     ("slack.py", "if exponent >= 0:", ">=", ">"):
         "at exponent 0 both branches give fmpq(mantissa)",
     ("norms.py", "nonzero = np.abs(block[block != 0])", "!=", "=="):
