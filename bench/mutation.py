@@ -97,6 +97,16 @@ EQUIVALENT = {
         "len(out) grows by one from 0, so len(out) >= MAX_SLICES first holds where == does",
     ("floats.py", 'step = None if len(out) == MAX_SLICES else _split(rest, axis, tau, sigma)', "==", ">"):
         "same value, cost only: one slice more is allowed, and every slice is exact",
+    ("floats.py", "return from_right <= from_left", "<=", '!='):
+        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
+    ("floats.py", "return from_right <= from_left", "<=", '<'):
+        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
+    ("floats.py", "return from_right <= from_left", "<=", '=='):
+        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
+    ("floats.py", "return from_right <= from_left", "<=", '>'):
+        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
+    ("floats.py", "return from_right <= from_left", "<=", '>='):
+        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
     ("slack.py", "if exponent >= 0:", ">=", ">"):
         "at exponent 0 both branches give fmpq(mantissa)",
     ("norms.py", "nonzero = np.abs(block[block != 0])", "!=", "=="):
