@@ -3,7 +3,10 @@
 Every single-operator mutant of the comparison and rounding lines of
 ``exact/`` is applied, one at a time, to a private copy of the repository,
 and a fast targeted subset of the exact tier's tests runs against it. A
-mutant is *killed* when that subset fails (or runs past the timeout).
+mutant is *killed* when a test of that subset fails (pytest exit 1) or the
+subset runs past the timeout. Each subset must first pass on the unmutated
+copy, and any other exit (an import or collection error) stops the run: a
+kill is never an artefact of the copy.
 
 * Comparison mutants: each operator of each comparison (``ast.Compare``) is
   replaced by each other relational operator (``<``, ``<=``, ``>``, ``>=``,
@@ -277,8 +280,18 @@ def mutants_of(path: Path) -> list[Mutant]:
 def _copy(dest: Path) -> Path:
     for name in ("exact", "tests", "bench"):
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+    (dest / "numeric").mkdir()
+    for name in ("__init__.py", "bracketwriter.py"):        # the writer the exact tier's tests use
+        shutil.copy(ROOT / "numeric" / name, dest / "numeric" / name)
     shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
     return dest
+
+
+def _pytest(tests, repo: Path, timeout: float):
+    env = dict(os.environ, PYTHONPATH=str(repo), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                           "--hypothesis-seed=0", *tests], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def run_one(mutant: Mutant, repo: Path, timeout: float) -> tuple[bool, float, str]:
@@ -287,13 +300,13 @@ def run_one(mutant: Mutant, repo: Path, timeout: float) -> tuple[bool, float, st
     original = target.read_text()
     target.write_text(mutant.apply(original))
     tests = SUBSETS.get(mutant.file, DEFAULT_SUBSET)
-    env = dict(os.environ, PYTHONPATH=str(repo), PYTHONDONTWRITEBYTECODE="1")
     t0 = time.time()
     try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                               "--hypothesis-seed=0", *tests], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=timeout)
-        killed, how = proc.returncode != 0, (proc.stdout.strip().splitlines() or ["?"])[-1]
+        proc = _pytest(tests, repo, timeout)
+        how = (proc.stdout.strip().splitlines() or ["?"])[-1]
+        if proc.returncode not in (0, 1):        # collection or import error: the run says nothing
+            raise RuntimeError(f"pytest exit {proc.returncode} on {mutant.file}:{mutant.line}: {how}")
+        killed = proc.returncode == 1            # a test failed (exit 1); exit 0: it survived
     except subprocess.TimeoutExpired:
         killed, how = True, f"timeout after {timeout:.0f} s"
     finally:
@@ -326,6 +339,11 @@ def main(argv=None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         copies = [_copy(Path(tmp) / f"copy{j}") for j in range(max(1, args.jobs))]
+        for tests in {tuple(SUBSETS.get(m.file, DEFAULT_SUBSET)) for m in live}:   # each subset passes unmutated
+            proc = _pytest(tests, copies[0], 10 * args.timeout)
+            if proc.returncode != 0:
+                print(f"the unmutated copy fails {' '.join(tests)}:\n{proc.stdout[-2000:]}", file=sys.stderr)
+                return 2
         free = list(copies)
 
         def job(m):
