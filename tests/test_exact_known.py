@@ -435,6 +435,16 @@ def _slack_cells(slacks):
              "upper": {"rank": 2, "witness": {"kind": "trivial"}}} for s in slacks]
 
 
+def test_slack_bound_of_a_huge_distance_and_of_mismatched_shapes():
+    """An arb upper endpoint with a positive binary exponent (a distance near 3e30: entries of A0 far from a
+    distribution) converts exactly, and logits and matrix of different shapes, in either order, are refused."""
+    bound = softmax_slack_bound(np.zeros((2, 3)), np.full((2, 3), 1e30))
+    assert Fr(int(bound.p), int(bound.q)) >= 3 * Fr(1e30) - 1 and bound <= fmpq(31, 10) * 10**30
+    for a, b in (((2, 3), (2, 4)), ((2, 4), (2, 3)), ((3, 3), (2, 3))):
+        with pytest.raises(ValueError, match="differ in shape"):
+            softmax_slack_bound(np.zeros(a), np.full(b, 0.25))
+
+
 def test_slack_below_the_distance_is_refused(tmp_path):
     """Every slack in (0, 1) is refused, 3/5 (accepted if the test were ``bound > 2 slack``) included."""
     slacks = ["3/5", "1/2", "1/1000", "9/10", "999999999/1000000000", "1/1000000000000"]
