@@ -445,6 +445,15 @@ def test_slack_bound_of_a_huge_distance_and_of_mismatched_shapes():
             softmax_slack_bound(np.zeros(a), np.full(b, 0.25))
 
 
+def test_ln2_split_is_checked():
+    """The float exp of the slack bound splits ln 2 into a 32-bit head and a tail; the split is proved
+    within 2^-80 (arb), and a tail off by 2^-73 is not accepted."""
+    from exact import slack
+    assert slack._LN2_OK and slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO)
+    assert not slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO * (1 + 2.0**-40))
+    assert not slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO * (1 - 2.0**-40))
+
+
 def test_slack_below_the_distance_is_refused(tmp_path):
     """Every slack in (0, 1) is refused, 3/5 (accepted if the test were ``bound > 2 slack``) included."""
     slacks = ["3/5", "1/2", "1/1000", "9/10", "999999999/1000000000", "1/1000000000000"]
