@@ -3,10 +3,10 @@
 Every single-operator mutant of the comparison and rounding lines of
 ``exact/`` is applied, one at a time, to a private copy of the repository,
 and a fast targeted subset of the exact tier's tests runs against it. A
-mutant is *killed* when a test of that subset fails (pytest exit 1) or the
-subset runs past the timeout. Each subset must first pass on the unmutated
-copy, and any other exit (an import or collection error) stops the run: a
-kill is never an artefact of the copy.
+mutant is *killed* when that subset fails (a test fails, or the mutated
+module no longer imports) or runs past the timeout. Each subset must first
+pass on the unmutated copy (the copy carries ``numeric/bracketwriter.py``,
+which the tests import), so a kill is never an artefact of the copy.
 
 * Comparison mutants: each operator of each comparison (``ast.Compare``) is
   replaced by each other relational operator (``<``, ``<=``, ``>``, ``>=``,
@@ -310,9 +310,8 @@ def run_one(mutant: Mutant, repo: Path, timeout: float) -> tuple[bool, float, st
     try:
         proc = _pytest(tests, repo, timeout)
         how = (proc.stdout.strip().splitlines() or ["?"])[-1]
-        if proc.returncode not in (0, 1):        # collection or import error: the run says nothing
-            raise RuntimeError(f"pytest exit {proc.returncode} on {mutant.file}:{mutant.line}: {how}")
-        killed = proc.returncode == 1            # a test failed (exit 1); exit 0: it survived
+        killed = proc.returncode != 0            # the subset passed unmutated: a failure or an import error
+                                                 # (exit 2: the mutated module does not load) is the mutant's
     except subprocess.TimeoutExpired:
         killed, how = True, f"timeout after {timeout:.0f} s"
     finally:
