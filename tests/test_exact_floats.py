@@ -300,6 +300,14 @@ def test_float_softmax_bound_is_above_the_true_distance(m, n, seed, scale, kind)
             assert mpmath.mpf(float(bound)) <= true + mpmath.mpf(2) ** -40      # and a useful bound
 
 
+def test_float_softmax_bound_at_distance_zero():
+    """Equal logits and A0 exactly uniform: the true distance is 0, and the float bound of every row lies
+    in [0, 1e-13] (its error terms may not go negative where |t| is small)."""
+    for n in (1, 4, 8, 64):
+        dev = _float_row_bounds(np.zeros((3, n)), np.full((3, n), 1.0 / n))
+        assert np.isfinite(dev).all() and (dev >= 0).all() and (dev <= 1e-13).all(), (n, dev)
+
+
 def test_slack_proof_uses_arb_only_where_the_float_bound_falls_short():
     rng = np.random.default_rng(5)
     H = rng.normal(size=(6, 8))
