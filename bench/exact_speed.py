@@ -7,6 +7,7 @@ once column-side and once row-side. Both pipelines run the same checks: the exac
 with arb), the float one with numpy on the stored arrays.
 
     python bench/exact_speed.py [--n 256] [--upper-rank 50] [--lower-rank 10] [--repeat 3]
+                                [--slack fixed|float-tier|arb]
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+from fractions import Fraction
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")          # one core for both pipelines, before numpy loads
@@ -24,10 +26,24 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.verify import verify_file  # noqa: E402
-from exact.bracketfile import rational_string, write_bracket_file  # noqa: E402
+from numeric.bracketwriter import rational_string, write_bracket_file  # noqa: E402
 
 
-def make_cell(n: int, k_up: int, d_low: int, seed: int = 0):
+def _slack(H, A, mode: str):
+    """The claimed slack: ``fixed`` 1e-12 (a producer that rounds up), ``float-tier`` what
+    ``numeric.search.slack.target_slack`` writes (the exact tier's float bound, rounded up), ``arb`` the
+    tight arb bound (what the float tier wrote before, which sends every row to arb)."""
+    if mode == "fixed":
+        return 1e-12
+    if mode == "arb":
+        from exact.slack import softmax_slack_bound
+        q = softmax_slack_bound(H, A)
+        return Fraction(int(q.p), int(q.q))
+    from numeric.search.slack import target_slack
+    return target_slack(H, A)[1]
+
+
+def make_cell(n: int, k_up: int, d_low: int, seed: int = 0, slack_mode: str = "fixed"):
     """A 256 x 256 softmax target with r_eps in [d_low, k_up] at one eps.
 
     ``A = 0.7 W + 0.3 S1 S2``: W averages within d_low blocks (rank d_low,
@@ -56,9 +72,9 @@ def make_cell(n: int, k_up: int, d_low: int, seed: int = 0):
     G = R.copy()
     Z = U[:, :d_low].copy()
     low_norm = np.abs(R).sum(axis=1).max()
-    slack = 1e-12
+    slack = _slack(H, A, slack_mode)
     eps = 0.5 / low_norm                 # ||R|| eps ~ 1/2: the lower claim holds
-    assert up_err + slack < eps, (up_err, eps)
+    assert up_err + float(slack) < eps, (up_err, eps)
     tensors = {"A": A, "H": H, "P": P, "Q": Q, "R": R, "X": X, "L": X.T.copy(), "G": G, "Z": Z,
                "M": Z.T.copy()}
     target = {"matrix": "A", "logits": "H", "slack": rational_string(slack)}
@@ -78,7 +94,8 @@ def float_checks(t, eps, slack, row_side: bool):
     row1 = lambda M: np.abs(M).sum(axis=1).max()  # noqa: E731
     E_soft = np.exp(H - H.max(axis=1, keepdims=True))
     E_soft /= E_soft.sum(axis=1, keepdims=True)
-    ok_slack = row1(E_soft - A) <= slack
+    ok_slack = row1(E_soft - A) <= float(slack)
+    slack = float(slack)
     ok_up = row1(A - t["P"] @ t["Q"].T) <= eps - slack
     d = t["Z" if row_side else "X"].shape[1]
     if row_side:
@@ -101,10 +118,12 @@ def main(argv=None) -> int:
     ap.add_argument("--upper-rank", type=int, default=50)
     ap.add_argument("--lower-rank", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--slack", choices=["fixed", "float-tier", "arb"], default="fixed",
+                    help="the claimed slack (see _slack; default fixed 1e-12)")
     args = ap.parse_args(argv)
-    cells, tensors, eps, slack = make_cell(args.n, args.upper_rank, args.lower_rank)
+    cells, tensors, eps, slack = make_cell(args.n, args.upper_rank, args.lower_rank, slack_mode=args.slack)
     from exact.bracketfile import read_bracket_file
-    print(f"{args.n}x{args.n} softmax target (slack {slack:g}), eps = {eps:.4g}: upper factors of rank "
+    print(f"{args.n}x{args.n} softmax target (slack {float(slack):.3g}, {args.slack}), eps = {eps:.4g}: upper factors of rank "
           f"{args.upper_rank}, reconstruction witness of rank {args.lower_rank}; best of {args.repeat}")
     print(f"{'cell':<12} {'exact ms':>9} {'float64 ms':>11} {'ratio':>7}  verdicts (exact lower, upper; float)")
     all_ok = True

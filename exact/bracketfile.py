@@ -11,7 +11,8 @@ NaN/Infinity literals, dtypes but F64, shapes but 2-D, and data that is not
 covered exactly once by the tensors (overlaps, holes, trailing bytes) are
 refused. Then it reads each tensor by its offset. Every string taken from
 the file appears in a message as ``ascii()`` shows it (one line, no control
-characters). The writer needs only numpy and safetensors.
+characters). The writer is not part of the trusted core:
+``numeric.bracketwriter`` takes the constants from here.
 """
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ import json
 import os
 import stat
 from dataclasses import dataclass, field
-from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 from flint import fmpq
@@ -30,7 +29,7 @@ from .limits import MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTR
 from .rational import parse_nonnegative
 
 __all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file", "count_cells",
-           "write_bracket_file", "rational_string", "show", "UPPER_KINDS", "LOWER_KINDS"]
+           "show", "UPPER_KINDS", "LOWER_KINDS"]
 
 FORMAT = "softrank-brackets"
 VERSION = 1
@@ -350,45 +349,3 @@ def count_cells(path) -> int:
     fh, size = _open(os.fspath(path))
     with fh:
         return len(_document(_header(fh, size)[0]))
-
-
-# ------------------------------------------------------------------ writer
-def rational_string(x) -> str:
-    """Exact rational text for ``x``: a float enters through ``as_integer_ratio``.
-
-    >>> rational_string(0.25)
-    '1/4'
-    >>> rational_string(Fraction(3, 4))
-    '3/4'
-    >>> rational_string(2)
-    '2'
-    """
-    if isinstance(x, float):
-        if not np.isfinite(x):
-            raise ValueError(f"not a finite number: {x!r}")
-        x = Fraction(*x.as_integer_ratio())
-    q = Fraction(str(x)) if not isinstance(x, (int, Fraction)) else Fraction(x)
-    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
-
-
-def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray]) -> Path:
-    """Write ``cells`` (CELL dicts of format v1) and their 2-D float64 tensors.
-
-    Every tensor name a cell refers to must be in ``tensors``; tensors are
-    written C-contiguous as float64. Returns the path written.
-    """
-    from safetensors.numpy import save_file
-
-    out = {}
-    for name, arr in tensors.items():
-        a = np.ascontiguousarray(arr, dtype=np.float64)
-        if a.ndim != 2:
-            raise ValueError(f"tensor {name!r} is not 2-D (shape {a.shape})")
-        if not np.isfinite(a).all():
-            raise ValueError(f"tensor {name!r} has NaN or Inf")
-        out[name] = a
-    doc = {"format": FORMAT, "version": VERSION, "cells": cells}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(out, str(path), metadata={"softrank": json.dumps(doc)})
-    return path

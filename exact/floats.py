@@ -40,10 +40,13 @@ __all__ = ["FAST", "up", "down", "row_bounds", "exact_pieces", "pairwise_row_sum
 
 
 def _ieee_round_to_nearest_with_subnormals() -> bool:
+    """Round to nearest (ties, both signs) and gradual underflow; subnormals are scaled back to normal
+    floats before they are compared, since denormals-are-zero also zeroes the operands of a comparison."""
     one = np.ones(1)
     return bool((one + 2.0**-54 == 1.0)[0] and (one + 3 * 2.0**-54 == 1.0 + 2.0**-52)[0]
                 and (-one - 3 * 2.0**-54 == -1.0 - 2.0**-52)[0]
-                and (np.full(1, 2.0**-1074) * 2 == 2.0**-1073)[0] and (np.full(1, 2.0**-1022) / 4 == 2.0**-1024)[0])
+                and (np.full(1, 2.0**-1074) * 2 * 2.0**1000 == 2.0**-73)[0]
+                and (np.full(1, 2.0**-1022) / 4 * 2.0**1000 == 2.0**-24)[0])
 
 
 #: The arithmetic these bounds assume is present.

@@ -45,8 +45,6 @@ FEW_ROWS = 8
 def _exact_row_l1(M: ExactMatrix) -> fmpq:
     """``||M||_row1`` from the integer entries."""
     m, n = M.shape
-    if m == 0:
-        return fmpq(0)
     charge(m * n * _words(M.bits), "an exact row-l1 norm")
     flat = M.num.entries()
     best = max(sum(map(abs, flat[i * n:(i + 1) * n]), fmpz(0)) for i in range(m))
@@ -102,6 +100,8 @@ def _pieces_l1(C: np.ndarray, factors: list, rows) -> fmpq | None:
 
 def residual_row_l1(C: ExactMatrix, factors=()) -> fmpq:
     """``||C - F1 F2 ... Fr||_row1``, exactly."""
+    if 0 in C.shape:                             # no rows, or rows of no entries (a rank-0 witness)
+        return fmpq(0)
     factors = list(factors)
     floats = C.floats is not None and all(F.floats is not None for F in factors)
     bounds = None

@@ -94,8 +94,20 @@ _LN2_HI = math.ldexp(math.floor(math.ldexp(math.frexp(math.log(2))[0], 32)), mat
 ctx.prec, _old_prec = 256, ctx.prec
 _LN2_LO = float(arb(2).log() - arb(fmpq(*_LN2_HI.as_integer_ratio())))
 _LN2_ERR = 2.0**-80
-_LN2_OK = abs(arb(2).log() - fmpq(*_LN2_HI.as_integer_ratio()) - fmpq(*_LN2_LO.as_integer_ratio())) < _LN2_ERR
 ctx.prec = _old_prec
+
+
+def _ln2_split_ok(hi: float, lo: float) -> bool:
+    """Whether ``|ln 2 - hi - lo| < _LN2_ERR``, proved with arb at 256 bits."""
+    old = ctx.prec
+    ctx.prec = 256
+    try:
+        return bool(abs(arb(2).log() - fmpq(*hi.as_integer_ratio()) - fmpq(*lo.as_integer_ratio())) < _LN2_ERR)
+    finally:
+        ctx.prec = old
+
+
+_LN2_OK = _ln2_split_ok(_LN2_HI, _LN2_LO)
 _COEFFS = [float(Fraction(1, math.factorial(j))) for j in range(_DEGREE + 1)]
 #: |Horner(r) - exp(r)| <= _REL_P exp(r) for |r| <= 0.35: rounding (Higham 5.1, gamma_{2N}, and the
 #: coefficients' own rounding) and truncation, both times e^{2|r|} <= 2.03 (relative to e^r >= e^-|r|).

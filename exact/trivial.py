@@ -24,9 +24,6 @@ class TrivialUpper:
 
     kind = "trivial"
 
-    def rank(self, A: ExactMatrix) -> int:
-        return min(A.shape)
-
 
 @dataclass(frozen=True)
 class TrivialLower:

@@ -28,7 +28,7 @@ from .rational import format_rational
 from .slack import SlackProof
 from .verdict import Verdict, refuted
 
-__all__ = ["CellReport", "verify_cell", "verify_file", "verify_bracket_file", "judge_file"]
+__all__ = ["CellReport", "verify_cell", "verify_file", "judge_file"]
 
 
 @dataclass(frozen=True)
@@ -157,13 +157,9 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
                       exact.sha256(cell.target.logits), matrix.shape, index)
 
 
-def verify_bracket_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> list[CellReport]:
-    """Judge the cells ``indices`` (default all); raises ``LimitExceeded`` past ``max_work`` units."""
-    return judge_file(bf, indices, max_work)[0]
-
-
 def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple[list[CellReport], int]:
-    """The reports of the cells ``indices`` and the work units they took."""
+    """The reports of the cells ``indices`` (default all) and the work units they took; raises
+    ``LimitExceeded`` past ``max_work`` units."""
     exact = _Exact(bf.tensors)
     chosen = range(len(bf.cells)) if indices is None else indices
     with work_limit(max_work) as meter:
@@ -173,4 +169,4 @@ def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple
 
 def verify_file(path, indices=None, max_work: int = MAX_WORK) -> list[CellReport]:
     """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
-    return verify_bracket_file(read_bracket_file(path), indices, max_work)
+    return judge_file(read_bracket_file(path), indices, max_work)[0]

@@ -533,7 +533,7 @@ def export_cells(path, cells: list[CellResult]) -> None:
     :class:`ExportRefused` for a cell that cannot be carried.
     """
     import numpy as np
-    from exact.bracketfile import write_bracket_file
+    from numeric.bracketwriter import write_bracket_file
 
     tensors, out = {}, []
     for n, cell in enumerate(cells):

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from flint import fmpq
 
-from exact.bracketfile import rational_string, write_bracket_file
+from numeric.bracketwriter import rational_string, write_bracket_file
 from exact.slack import softmax_slack_bound
 
 __all__ = ["neumann_cell", "verify_with_exact", "export_dir", "SLACK_GRID"]

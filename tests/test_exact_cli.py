@@ -639,7 +639,7 @@ def test_ordinary_cells_never_convert_a_whole_matrix(tmp_path, monkeypatch):
     no n x n tensor is turned into FLINT integers, so the cost follows the float64 work."""
     sys.path.insert(0, str(ROOT / "bench"))
     from exact_speed import make_cell
-    from exact.bracketfile import write_bracket_file
+    from numeric.bracketwriter import write_bracket_file
     from exact.verify import verify_file
     cells, tensors, _, _ = make_cell(64, 12, 4)
     converted = []

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
+import pytest
 from flint import fmpq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -37,6 +38,42 @@ EXPONENTS = [-1074, -1060, -1000, -600, -300, -60, -20, -1, 0, 1, 3, 20, 60, 300
 
 def test_the_machine_has_the_arithmetic_the_bounds_assume():
     assert floats.FAST                       # otherwise the fast paths are off and these tests test FLINT only
+
+
+def _in_environment(mode: str, probe):
+    """``probe()`` under another IEEE rounding mode or with flush-to-zero / denormals-are-zero set in MXCSR
+    (glibc on x86-64: ``fenv_t`` ends with the MXCSR word), the environment restored afterwards."""
+    import ctypes
+    import platform
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the floating-point environment is set through glibc's x86-64 fenv_t")
+    libm = ctypes.CDLL("libm.so.6")
+    saved = ctypes.create_string_buffer(64)
+    libm.fegetenv(saved)
+    try:
+        if mode in ("ftz", "daz"):
+            env = ctypes.create_string_buffer(saved.raw, 64)
+            mxcsr = int.from_bytes(env.raw[28:32], "little") | (0x8000 if mode == "ftz" else 0x0040)
+            ctypes.memmove(ctypes.addressof(env) + 28, mxcsr.to_bytes(4, "little"), 4)
+            libm.fesetenv(env)
+        else:
+            libm.fesetround({"down": 0x400, "up": 0x800, "zero": 0xC00}[mode])
+        return probe()
+    finally:
+        libm.fesetenv(saved)
+
+
+@pytest.mark.parametrize("mode", ["down", "up", "zero", "ftz", "daz"])
+def test_the_arithmetic_probe_refuses_every_other_environment(mode):
+    """``FAST`` is the probe's verdict; under a directed rounding mode, or with subnormals flushed, it is false
+    (and the fast paths would be off), and only then."""
+    one, sub = np.ones(1), np.full(1, 2.0**-1074)
+    effect = {"down": lambda: one + 3 * 2.0**-54 == 1.0, "up": lambda: one + 2.0**-54 > 1.0,
+              "zero": lambda: -one - 3 * 2.0**-54 == -1.0, "ftz": lambda: np.full(1, 2.0**-1022) / 4 == 0.0,
+              "daz": lambda: sub * 2 == 0.0}[mode]
+    assert not effect()[0] and _in_environment(mode, effect)[0]        # the environment took effect
+    assert not _in_environment(mode, floats._ieee_round_to_nearest_with_subnormals)
+    assert floats._ieee_round_to_nearest_with_subnormals()
 
 
 @st.composite
@@ -92,6 +129,35 @@ def _exact_rows(C, factors) -> list[Fraction]:
         P = _exact(F) if P is None else _exact(F) @ P
     D = _exact(C) if P is None else _exact(C) - P
     return [sum((abs(x) for x in row), Fraction(0)) for row in D.to_fractions()]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_bounds_are_tight_on_ordinary_matrices(seed):
+    """The filter is only useful when tight: on ordinary residuals (entries near 1, one or two factors) every
+    row's enclosure is a few ulps wide, ``hi - lo <= 2^-40 max(hi)``, and ``up``/``down`` move by about an ulp.
+    (A looser filter would stay sound but pick every row, making exact cost as much as FLINT alone.)"""
+    rng = np.random.default_rng(seed)
+    m, k, n = 24, 6, 20
+    P, Q, R = rng.normal(size=(m, k)), rng.normal(size=(k, n)), rng.normal(size=(n, n))
+    C = P @ Q + rng.normal(scale=1e-3, size=(m, n))
+    for factors in ([P, Q], [P, Q, R], []):
+        lo, hi = floats.row_bounds(C if len(factors) != 3 else C @ R, factors)
+        assert (lo <= hi).all() and (hi - lo).max() <= 2.0**-40 * hi.max(), factors
+    x = rng.normal(size=50)
+    assert (floats.up(x) > x).all() and (floats.up(x) - x <= 2.0**-50 * np.abs(x) + 2.0**-1000).all()
+    assert (floats.down(x) < x).all() and (x - floats.down(x) <= 2.0**-50 * np.abs(x) + 2.0**-1000).all()
+    assert floats.g(10) == 12 * 2.0**-52
+
+
+@pytest.mark.parametrize("e", [600, 470, -600, -470])
+def test_exact_pieces_refuse_grids_out_of_range(e):
+    """Entries near 2^600 (products overflow) or 2^-600 (products underflow): the splits' grids leave
+    [2^-450, 2^450], so ``exact_pieces`` gives up (None) and FLINT computes the product; it never returns
+    pieces that are not finite or do not sum exactly to the product."""
+    a, b = np.array([[2.0**e, 2.0**e]]), np.array([[2.0**e], [2.0**e]])
+    pieces = floats.exact_pieces([a], b)
+    assert pieces is None or (all(np.isfinite(p).all() for p in pieces)
+                              and sum(Fraction(p[0, 0]) for p in pieces) == 2 * Fraction(2) ** (2 * e))
 
 
 @settings(max_examples=300, **SETTINGS)
@@ -232,6 +298,14 @@ def test_float_softmax_bound_is_above_the_true_distance(m, n, seed, scale, kind)
         with mpmath.workdps(60):
             assert mpmath.mpf(float(bound)) >= true
             assert mpmath.mpf(float(bound)) <= true + mpmath.mpf(2) ** -40      # and a useful bound
+
+
+def test_float_softmax_bound_at_distance_zero():
+    """Equal logits and A0 exactly uniform: the true distance is 0, and the float bound of every row lies
+    in [0, 1e-13] (its error terms may not go negative where |t| is small)."""
+    for n in (1, 4, 8, 64):
+        dev = _float_row_bounds(np.zeros((3, n)), np.full((3, n), 1.0 / n))
+        assert np.isfinite(dev).all() and (dev >= 0).all() and (dev <= 1e-13).all(), (n, dev)
 
 
 def test_slack_proof_uses_arb_only_where_the_float_bound_falls_short():

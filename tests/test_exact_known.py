@@ -22,7 +22,7 @@ from exact.matrix import ExactMatrix
 from exact.frobenius import top_energy_upper_bound
 from exact.slack import softmax_slack_bound
 from exact.verify import verify_file
-from exact.bracketfile import rational_string, write_bracket_file
+from numeric.bracketwriter import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
 
@@ -435,6 +435,25 @@ def _slack_cells(slacks):
              "upper": {"rank": 2, "witness": {"kind": "trivial"}}} for s in slacks]
 
 
+def test_slack_bound_of_a_huge_distance_and_of_mismatched_shapes():
+    """An arb upper endpoint with a positive binary exponent (a distance near 3e30: entries of A0 far from a
+    distribution) converts exactly, and logits and matrix of different shapes, in either order, are refused."""
+    bound = softmax_slack_bound(np.zeros((2, 3)), np.full((2, 3), 1e30))
+    assert Fr(int(bound.p), int(bound.q)) >= 3 * Fr(1e30) - 1 and bound <= fmpq(31, 10) * 10**30
+    for a, b in (((2, 3), (2, 4)), ((2, 4), (2, 3)), ((3, 3), (2, 3))):
+        with pytest.raises(ValueError, match="differ in shape"):
+            softmax_slack_bound(np.zeros(a), np.full(b, 0.25))
+
+
+def test_ln2_split_is_checked():
+    """The float exp of the slack bound splits ln 2 into a 32-bit head and a tail; the split is proved
+    within 2^-80 (arb), and a tail off by 2^-73 is not accepted."""
+    from exact import slack
+    assert slack._LN2_OK and slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO)
+    assert not slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO * (1 + 2.0**-40))
+    assert not slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO * (1 - 2.0**-40))
+
+
 def test_slack_below_the_distance_is_refused(tmp_path):
     """Every slack in (0, 1) is refused, 3/5 (accepted if the test were ``bound > 2 slack``) included."""
     slacks = ["3/5", "1/2", "1/1000", "9/10", "999999999/1000000000", "1/1000000000000"]
@@ -450,8 +469,8 @@ def test_slack_below_the_distance_is_refused(tmp_path):
 
 
 def test_slack_claimed_at_the_arb_bound_is_proved(tmp_path):
-    """The float tier claims exactly ``softmax_slack_bound`` (numeric.search.slack): proved, through the arb
-    fallback; nine tenths of it, below the true distance, is refused."""
+    """A producer may claim exactly ``softmax_slack_bound``: proved, through the arb fallback (the float
+    bound of every row lies above it); nine tenths of it, below the true distance, is refused."""
     rng = np.random.default_rng(7)
     H = rng.normal(scale=3.0, size=(5, 6))
     A0 = np.nextafter(_softmax64(H), 1.0)              # a distance of a few ulps per entry
@@ -491,6 +510,35 @@ def test_frobenius_energy_bound_is_above_the_exact_energy():
             bound = top_energy_upper_bound(exact_A, k)
             lo, _ = ind.top_energy_enclosure(ind.fractions_of(A.tolist()), k, steps=160)
             assert bound is not None and Fr(int(bound.p), int(bound.q)) >= lo, (A, k)
+
+
+def _path_coupled(n, hub, c):
+    """``I + c N`` with ``N`` coupling the hub to its two neighbours (upper triangle): ``S = A^T A`` is
+    ``I`` plus ``c`` on a path through the hub plus ``c^2`` on the diagonal, so the off-diagonal mass of
+    S sits in the hub's row; every row of one triangle of S holds at most one coupling."""
+    A = np.eye(n)
+    for other in (hub - 1, hub + 1):
+        A[min(hub, other), max(hub, other)] = c
+    return A
+
+
+@pytest.mark.parametrize("c", [2.0 ** -60, 2.0 ** -20, 0.25])
+def test_frobenius_ky_fan_term_takes_whole_rows_of_d(monkeypatch, c):
+    """The Ky Fan term must be the row-l1 norm of the whole off-diagonal part of D, not of one triangle.
+    With a hint that does not diagonalise S (the identity: what LAPACK itself returns at c = 2^-60, where it
+    deflates the coupling; forced for larger c) D = S, and the top eigenvalue of S is near
+    1 + sqrt(2) c, above ``max diag + c`` (one triangle's row norm) and below ``max diag + 2 c`` (the
+    whole rows). Reference: Fraction bisection of the characteristic polynomial to 2^-160."""
+    import exact.frobenius as frob
+    if c > 2.0 ** -53:
+        monkeypatch.setattr(frob.np.linalg, "eigh", lambda S: (np.diag(S), np.eye(len(S))))
+    for n, hub in ((3, 1), (4, 1), (4, 2), (5, 2)):
+        A = _path_coupled(n, hub, c)
+        lo, _ = ind.top_energy_enclosure(ind.fractions_of(A.tolist()), 1, steps=160)
+        bound = top_energy_upper_bound(ExactMatrix.from_float64(A), 1)
+        one_triangle = 1 + Fr(c) ** 2 + Fr(c)             # what a one-triangle Ky Fan term would give
+        assert lo > one_triangle, (n, hub)                # so the test can see that weakening
+        assert bound is not None and Fr(int(bound.p), int(bound.q)) >= lo, (n, hub, c)
 
 
 @pytest.mark.parametrize("kind", ["factors", "reconstruction", "row_reconstruction"])
@@ -546,6 +594,32 @@ def test_witness_rank_must_equal_the_claimed_rank():
     # the trivial witnesses prove min(m, n) above and at most rank 1 below, nothing else
     assert not check_upper(A, TrivialUpper(), q(Fr(1, 4)), 1).verified
     assert not check_lower(A, TrivialLower(), q(Fr(1, 4)), 2).verified
+
+
+@pytest.mark.parametrize("floats", [False, True])
+def test_rank_zero_reconstruction_with_an_empty_basis(floats):
+    """d = 0 (X of shape n x 0, L of 0 x n): F is 0 x 0, eta = 0, so rank 0 is proved with margin
+    1 - ||R|| eps, on exact and on float-backed matrices alike (the residual norms of empty matrices are 0)."""
+    make = (lambda a: ExactMatrix.from_float64(np.asarray(a, dtype=float))) if floats else E
+    A, R = make([[1, 0, 0], [0, 1, 0]]), make([[1, 0], [0, 1], [1, 1]])          # ||R|| = 2
+    X, L = make(np.zeros((3, 0))) if floats else ExactMatrix.zeros(3, 0), \
+        make(np.zeros((0, 3))) if floats else ExactMatrix.zeros(0, 3)
+    v = check_lower(A, ReconstructionWitness(R, X, L), q(Fr(1, 4)), 0)
+    assert v.verified and margin(v) == Fr(1, 2), v
+    Z, M = make(np.zeros((2, 0))) if floats else ExactMatrix.zeros(2, 0), \
+        make(np.zeros((0, 2))) if floats else ExactMatrix.zeros(0, 2)
+    v = check_lower(A, RowReconstructionWitness(R, Z, M), q(Fr(1, 4)), 0)
+    assert v.verified and margin(v) == Fr(1, 2), v
+    assert not check_lower(A, ReconstructionWitness(R, X, L), q(Fr(1, 2)), 0).verified    # ||R|| eps = 1
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2)])
+def test_diagonal_refuses_a_matrix_that_is_not_square(shape):
+    """``exact.norms.diagonal`` (the Ky Fan bound's diag(D)) raises on a wide or a tall matrix."""
+    from exact.norms import diagonal
+    with pytest.raises(ValueError, match="non-square"):
+        diagonal(ExactMatrix.zeros(*shape))
+    assert diagonal(E([[1, 2], [3, 4]])) == [1, 4]
 
 
 def test_reconstruction_at_the_defect_boundaries():

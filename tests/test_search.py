@@ -79,6 +79,21 @@ def test_finite_grid_gaussian_is_full_rank(tmp_path):
     assert all(r.slack is not None and r.slack < 1e-12 for r in out.results)
 
 
+@pytest.mark.parametrize("scale", [0.5, 4.0, 40.0])
+def test_written_slack_is_proved_on_the_fast_path(scale):
+    """The slack the float tier writes (K.5) is at least the tight arb bound, so it is true, and the exact
+    tier proves it from its float64 row bounds alone: no row goes to arb."""
+    from exact.slack import SlackProof, softmax_slack_bound
+    from numeric.search.slack import target_slack
+
+    H = np.random.default_rng(3).normal(scale=scale, size=(40, 64))
+    A = softmax_rows(H)
+    q, f = target_slack(H, A)
+    assert Fraction(f) == Fraction(int(q.p), int(q.q)) and q >= softmax_slack_bound(H, A)
+    proof = SlackProof(H, A)
+    assert proof.bound_for(q) <= q and not proof.arb
+
+
 def test_rank_one_and_block_diagonal_close(tmp_path):
     """Equal rows: r_eps = 1 for eps < 1. Uniform blocks on disjoint supports: r_eps = #blocks for eps < 1."""
     w = np.array([0.5, 0.25, 0.125, 0.0625, 0.0625])

@@ -1,9 +1,8 @@
-"""Write bracket files: a one-release re-export of ``exact.bracketfile``.
+"""Write bracket files: the float tier's name for ``numeric.bracketwriter``.
 
-The bracket format (``FORMAT``, ``VERSION``, the reader and the writer) has
-one home, the trusted core's ``exact.bracketfile``; import it from there.
-These names stay importable from here for one release.
+The format (``FORMAT``, ``VERSION``, the reader) has one home, the trusted
+core's ``exact.bracketfile``; the writer is ``numeric.bracketwriter``.
 """
-from exact.bracketfile import FORMAT, VERSION, rational_string, write_bracket_file
+from numeric.bracketwriter import FORMAT, VERSION, rational_string, write_bracket_file
 
 __all__ = ["FORMAT", "VERSION", "write_bracket_file", "rational_string"]

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from exact.bracketfile import rational_string, write_bracket_file  # noqa: E402
+from numeric.bracketwriter import rational_string, write_bracket_file  # noqa: E402
 from tests import independent_checker as ind  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().with_name("example.safetensors")

@@ -1,0 +1,62 @@
+"""Write bracket files (format version 1, ``docs/bracket-format.md``): the producers' side.
+
+The format is defined in one place, the trusted core's ``exact.bracketfile``
+(``FORMAT``, ``VERSION``, the reader); this writer takes its constants from
+there. Writing is not checking, so it lives outside the trusted core: a bug
+here makes a file the reader refuses or a claim it refutes, never a false
+claim verified. It needs only numpy and safetensors, so every producer may
+import it: the float tier, ``oracles`` and ``proofs_checks``
+(``tests/test_architecture.py``).
+"""
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from exact.bracketfile import FORMAT, VERSION
+
+__all__ = ["FORMAT", "VERSION", "write_bracket_file", "rational_string"]
+
+
+def rational_string(x) -> str:
+    """Exact rational text for ``x``: a float enters through ``as_integer_ratio``.
+
+    >>> rational_string(0.25)
+    '1/4'
+    >>> rational_string(Fraction(3, 4))
+    '3/4'
+    >>> rational_string(2)
+    '2'
+    """
+    if isinstance(x, float):
+        if not np.isfinite(x):
+            raise ValueError(f"not a finite number: {x!r}")
+        x = Fraction(*x.as_integer_ratio())
+    q = Fraction(str(x)) if not isinstance(x, (int, Fraction)) else Fraction(x)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray]) -> Path:
+    """Write ``cells`` (CELL dicts of format v1) and their 2-D float64 tensors.
+
+    Every tensor name a cell refers to must be in ``tensors``; tensors are
+    written C-contiguous as float64. Returns the path written.
+    """
+    from safetensors.numpy import save_file
+
+    out = {}
+    for name, arr in tensors.items():
+        a = np.ascontiguousarray(arr, dtype=np.float64)
+        if a.ndim != 2:
+            raise ValueError(f"tensor {name!r} is not 2-D (shape {a.shape})")
+        if not np.isfinite(a).all():
+            raise ValueError(f"tensor {name!r} has NaN or Inf")
+        out[name] = a
+    doc = {"format": FORMAT, "version": VERSION, "cells": cells}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(out, str(path), metadata={"softrank": json.dumps(doc)})
+    return path
