@@ -119,3 +119,25 @@ def test_parallel_bootstrap_gives_the_same_answer():
     one = compare(data, COMPS, replicates=4, seed=2)
     two = compare(data, COMPS, replicates=4, seed=2, jobs=2)
     assert [r.estimates for r in one] == [r.estimates for r in two]
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_weighted_cross_fit_is_cross_fit_on_the_expanded_rows(gap):
+    """A draw's distinct rows weighted by their copies give the expanded rows' held-out predictions."""
+    from numeric.study.batch import weighted_cross_fit, weighted_mae
+    from numeric.study.fit import mae
+
+    data = _table(8)
+    rows = resample_rows(data, np.random.default_rng(9))
+    X = data.matrix(("base", "signal", "noise"))
+    if gap:
+        X[::7, 1] = np.nan
+    uniq, inverse = np.unique(rows, return_inverse=True)
+    w = np.bincount(inverse).astype(float)
+    expanded = cross_fit(X[rows], data.y[rows], data.sources[rows], 4).pred
+    fold = np.empty(uniq.size, dtype=int)
+    for f, (_, test) in enumerate(fold_indices(data.sources[rows], 4)):
+        fold[inverse[test]] = f
+    ours = weighted_cross_fit(X[uniq], data.y[uniq], w, fold, 4)
+    assert np.allclose(ours[inverse], expanded, rtol=0, atol=1e-10)
+    assert weighted_mae(data.y[uniq], ours, w) == pytest.approx(mae(data.y[rows], expanded), abs=1e-12)
