@@ -87,7 +87,8 @@ def _markdown(doc: dict) -> str:
             f"CV), {s['folds']}-fold source cross-fitting; 95% source-cluster bootstrap, "
             f"{s['replicates']} resamples, seed {s['seed']}. {s['seconds']:.1f} s.", "",
             "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
-    gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in U/n)", ""]
+    gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in the target's units, "
+                 f"{s['target']})", ""]
     return "\n".join(head + _table(doc) + gauge + _gauge_table(doc)
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
