@@ -115,9 +115,11 @@ def test_cross_fit_predicts_a_linear_target_held_out():
 
 
 def test_parallel_bootstrap_gives_the_same_answer():
+    from numeric.study.compare import MIN_PER_JOB
+
     data = _table(5)
-    one = compare(data, COMPS, replicates=4, seed=2)
-    two = compare(data, COMPS, replicates=4, seed=2, jobs=2)
+    one = compare(data, COMPS, replicates=2 * MIN_PER_JOB, seed=2)
+    two = compare(data, COMPS, replicates=2 * MIN_PER_JOB, seed=2, jobs=2)   # two processes
     assert [r.estimates for r in one] == [r.estimates for r in two]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
-    p.add_argument("--jobs", type=int, default=1, help="bootstrap processes (the answer does not depend on it)")
+    p.add_argument("--jobs", type=int, help="bootstrap processes (default: one per core; the answer does not "
+                   "depend on it)")
     p.add_argument("--json", action="store_true", help="print study.json's summary on stdout")
     return p
 
@@ -55,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _check(args) -> None:
     if args.replicates < 1:
         raise StudyError("--replicates must be >= 1")
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise StudyError("--jobs must be >= 1")
     if args.folds < 2:
         raise StudyError("--folds must be >= 2")
@@ -70,7 +72,7 @@ def run(args, command: str) -> dict:
     data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers)
     data = with_placebo(data, args.seed)
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
-                      jobs=args.jobs)
+                      jobs=args.jobs or os.cpu_count() or 1)
     gauge = gauge_audit(data, folds=args.folds)
     setup = {"panel": str(args.dir), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),

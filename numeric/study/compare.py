@@ -27,6 +27,8 @@ __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare
 AGGREGATE = "aggregate"
 #: Two-sided coverage of the percentile intervals.
 LEVEL = 0.95
+#: Fewest bootstrap draws worth a process of their own.
+MIN_PER_JOB = 50
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def compare(data: StudyData, comparisons, *, replicates: int, seed: int, folds: 
     rng = np.random.default_rng(seed)
     draws = [resample_rows(data, rng) for _ in range(replicates)]
     point = _replicates(data, comparisons, folds, [np.arange(len(data))])[0]
+    jobs = min(jobs, max(1, replicates // MIN_PER_JOB))   # a process per few draws costs more than it saves
     if jobs > 1:
         from joblib import Parallel, delayed
 
