@@ -143,3 +143,31 @@ def test_weighted_cross_fit_is_cross_fit_on_the_expanded_rows(gap):
     ours = weighted_cross_fit(X[uniq], data.y[uniq], w, fold, 4)
     assert np.allclose(ours[inverse], expanded, rtol=0, atol=1e-10)
     assert weighted_mae(data.y[uniq], ours, w) == pytest.approx(mae(data.y[rows], expanded), abs=1e-12)
+
+
+def test_draw_folds_keep_every_source_whole():
+    """The folds the bootstrap uses (on a draw's distinct rows) never split a source, copies included."""
+    from numeric.study.compare import _draw_folds
+
+    data = _table(10)
+    for seed in range(5):
+        rows = resample_rows(data, np.random.default_rng(seed))
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        fold = _draw_folds(data.sources[rows], 4, inverse, uniq.size)
+        for s in np.unique(data.sources[uniq]):
+            assert np.unique(fold[data.sources[uniq] == s]).size == 1
+
+
+def test_point_estimate_is_scikit_learns():
+    """The held-out MAE of a model is that of scikit-learn's pipeline under GroupKFold by source."""
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+
+    from numeric.study.compare import family_maes
+
+    data = _table(11)
+    for cols, clusters in ((("base",), "source"), (("base", "signal"), "source"), (("base", "noise"), "head")):
+        groups = data.heads if clusters == "head" else data.sources
+        k = HEADS if clusters == "head" else 4
+        ref = cross_val_predict(make_model(), data.matrix(cols), data.y, groups=groups, cv=GroupKFold(k))
+        ours = family_maes(data, np.arange(len(data)), (cols, clusters, False))["enc"]
+        assert ours == pytest.approx(np.mean(np.abs(ref - data.y)), rel=1e-9)
