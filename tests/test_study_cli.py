@@ -66,6 +66,27 @@ def test_study_end_to_end(panel, study):
     assert {g["ratio"] for g in doc["gauge"]} == {4, 16}
 
 
+@pytest.mark.parametrize("target", ["l_over_n", "log_mid"])
+def test_secondary_targets(panel, tmp_path, capsys, target):
+    """``--target l_over_n`` and ``--target log_mid``: L/n and log((L + U) / 2) of the table's rows."""
+    rc, err = study_main(capsys, panel[1], "--out", tmp_path, "--target", target, "--replicates", "2",
+                         "--workers", "1", *(["--gbm", "1"] if target == "log_mid" else []))
+    assert rc == 0, err
+    doc = json.loads((tmp_path / "study.json").read_text())
+    assert doc["setup"]["target"] == target and len(doc["comparisons"]) == 11
+    table = {r["cell_id"]: r for r in csv.DictReader(open(panel[1] / "cells.csv")) if r["eps"] == "1/4"}
+    for p in csv.DictReader(open(tmp_path / "predictions.csv")):
+        L, U, n = (float(table[p["cell_id"]][k]) for k in ("L", "U", "n_cols"))
+        assert float(p["target"]) == pytest.approx(L / n if target == "l_over_n" else np.log((L + U) / 2), rel=1e-12)
+    for c in doc["comparisons"]:
+        e = c["estimates"]["aggregate"]
+        assert np.isfinite(e["delta"]) and e["delta_ci"][0] <= e["delta_ci"][1]
+    assert target in (tmp_path / "study.md").read_text()
+    if target == "log_mid":   # the boosted robustness check's plumbing
+        assert [c["name"] for c in doc["gbm"]] == ["B1 vs B1+G", "B1 vs B1+I"]
+        assert "gradient-boosted" in (tmp_path / "study.md").read_text()
+
+
 def study_main(capsys, *args):
     """``python -m numeric study ARGS`` in this process: (exit status, stderr)."""
     from numeric.study.cli import main

@@ -115,7 +115,75 @@ def test_cross_fit_predicts_a_linear_target_held_out():
 
 
 def test_parallel_bootstrap_gives_the_same_answer():
+    from numeric.study.compare import MIN_PER_JOB
+
     data = _table(5)
-    one = compare(data, COMPS, replicates=4, seed=2)
-    two = compare(data, COMPS, replicates=4, seed=2, jobs=2)
+    one = compare(data, COMPS, replicates=2 * MIN_PER_JOB, seed=2)
+    two = compare(data, COMPS, replicates=2 * MIN_PER_JOB, seed=2, jobs=2)   # two processes
     assert [r.estimates for r in one] == [r.estimates for r in two]
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_weighted_cross_fit_is_cross_fit_on_the_expanded_rows(gap):
+    """A draw's distinct rows weighted by their copies give the expanded rows' held-out predictions."""
+    from numeric.study.batch import weighted_cross_fit, weighted_mae
+    from numeric.study.fit import mae
+
+    data = _table(8)
+    rows = resample_rows(data, np.random.default_rng(9))
+    X = data.matrix(("base", "signal", "noise"))
+    if gap:
+        X[::7, 1] = np.nan
+    uniq, inverse = np.unique(rows, return_inverse=True)
+    w = np.bincount(inverse).astype(float)
+    expanded = cross_fit(X[rows], data.y[rows], data.sources[rows], 4).pred
+    fold = np.empty(uniq.size, dtype=int)
+    for f, (_, test) in enumerate(fold_indices(data.sources[rows], 4)):
+        fold[inverse[test]] = f
+    ours = weighted_cross_fit(X[uniq], data.y[uniq], w, fold, 4)
+    assert np.allclose(ours[inverse], expanded, rtol=0, atol=1e-10)
+    assert weighted_mae(data.y[uniq], ours, w) == pytest.approx(mae(data.y[rows], expanded), abs=1e-12)
+
+
+def test_draw_folds_keep_every_source_whole():
+    """The folds the bootstrap uses (on a draw's distinct rows) never split a source, copies included."""
+    from numeric.study.compare import _draw_folds
+
+    data = _table(10)
+    for seed in range(5):
+        rows = resample_rows(data, np.random.default_rng(seed))
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        fold = _draw_folds(data.sources[rows], 4, inverse, uniq.size)
+        for s in np.unique(data.sources[uniq]):
+            assert np.unique(fold[data.sources[uniq] == s]).size == 1
+
+
+def test_point_estimate_is_scikit_learns():
+    """The held-out MAE of a model is that of scikit-learn's pipeline under GroupKFold by source."""
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+
+    from numeric.study.compare import family_maes
+
+    data = _table(11)
+    for cols, clusters in ((("base",), "source"), (("base", "signal"), "source"), (("base", "noise"), "head")):
+        groups = data.heads if clusters == "head" else data.sources
+        k = HEADS if clusters == "head" else 4
+        ref = cross_val_predict(make_model(), data.matrix(cols), data.y, groups=groups, cv=GroupKFold(k))
+        ours = family_maes(data, np.arange(len(data)), (cols, clusters, False))["enc"]
+        assert ours == pytest.approx(np.mean(np.abs(ref - data.y)), rel=1e-9)
+
+
+def test_gbm_check_finds_the_signal():
+    """The boosted robustness check: a gain for the signal block, none claimed for noise."""
+    from numeric.study.robust import gbm_check
+
+    rng = np.random.default_rng(12)
+    n = 12 * 10   # 12 sources of 10 rows: the booster needs leaves of 20 rows
+    base, signal, noise = rng.normal(size=(3, n))
+    data = StudyData.build({"base": base, "signal": signal, "noise": noise}, {}, base + signal,
+                           np.repeat([f"s{i}" for i in range(12)], 10), [f"h{i % 10}" for i in range(n)], ["enc"] * n)
+    comps = [Comparison("B1 vs B1+G", ("base",), ("signal",)), Comparison("B1 vs B1+I", ("base",), ("noise",)),
+             Comparison("other", ("base",), ("signal",))]
+    res = {r.comparison.name: r.estimates[AGGREGATE] for r in gbm_check(data, comps, replicates=1, seed=0)}
+    assert set(res) == {"B1 vs B1+G", "B1 vs B1+I"}
+    assert res["B1 vs B1+G"].delta > 0.1 and res["B1 vs B1+G"].rho > res["B1 vs B1+I"].rho

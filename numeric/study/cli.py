@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
-    p.add_argument("--jobs", type=int, default=1, help="bootstrap processes (the answer does not depend on it)")
+    p.add_argument("--jobs", type=int, help="bootstrap processes (default: one per core; the answer does not "
+                   "depend on it)")
+    p.add_argument("--gbm", type=int, default=0, metavar="N",
+                   help="robustness check: the primary comparison and B1 vs B1+I with a gradient-boosted model, "
+                   "N bootstrap resamples (default 0: off)")
     p.add_argument("--json", action="store_true", help="print study.json's summary on stdout")
     return p
 
@@ -55,8 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _check(args) -> None:
     if args.replicates < 1:
         raise StudyError("--replicates must be >= 1")
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise StudyError("--jobs must be >= 1")
+    if args.gbm < 0:
+        raise StudyError("--gbm must be >= 0")
     if args.folds < 2:
         raise StudyError("--folds must be >= 2")
     if args.workers is not None and args.workers < 1:
@@ -70,15 +77,20 @@ def run(args, command: str) -> dict:
     data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers)
     data = with_placebo(data, args.seed)
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
-                      jobs=args.jobs)
+                      jobs=args.jobs or os.cpu_count() or 1)
     gauge = gauge_audit(data, folds=args.folds)
+    gbm = None
+    if args.gbm:
+        from numeric.study.robust import gbm_check
+
+        gbm = gbm_check(data, comparisons(), replicates=args.gbm, seed=args.seed, folds=args.folds)
     setup = {"panel": str(args.dir), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
-             "seed": args.seed, "code_version": _code_version(),
+             "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(args.out) if args.out else Path(args.dir) / "study"
-    return write_outputs(out, data, results, gauge, setup, command) | {"out": str(out)}
+    return write_outputs(out, data, results, gauge, setup, command, gbm) | {"out": str(out)}
 
 
 def _code_version() -> dict:

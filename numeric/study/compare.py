@@ -17,7 +17,8 @@ import numpy as np
 
 from numeric.geometry.blas import one_blas_thread
 from numeric.study.data import StudyData
-from numeric.study.fit import FOLDS, cross_fit, mae
+from numeric.study.batch import weighted_cross_fit, weighted_mae
+from numeric.study.fit import FOLDS, fold_indices
 
 __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare", "resample_rows",
            "AGGREGATE", "LEVEL"]
@@ -26,6 +27,8 @@ __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare
 AGGREGATE = "aggregate"
 #: Two-sided coverage of the percentile intervals.
 LEVEL = 0.95
+#: Fewest bootstrap draws worth a process of their own.
+MIN_PER_JOB = 50
 
 
 @dataclass(frozen=True)
@@ -61,27 +64,64 @@ class ComparisonResult:
     seed: int
 
 
-def _demeaned(v: np.ndarray, heads: np.ndarray) -> np.ndarray:
-    out = np.array(v, dtype=np.float64, copy=True)
-    for h in np.unique(heads):
-        sel = heads == h
-        out[sel] -= out[sel].mean(axis=0)
-    return out
+class _Cache:
+    """Per-process reuse: each spec's design matrix over all rows (built once, then indexed by a
+    draw's rows) and, within one draw, each family's folds (``folds``: the same for every spec)."""
+
+    def __init__(self, data: StudyData):
+        self.data, self.mats, self.folds = data, {}, {}
+
+    def matrix(self, cols, rows):
+        if cols not in self.mats:
+            self.mats[cols] = self.data.matrix(cols)
+        return self.mats[cols][rows]
 
 
-def family_maes(data: StudyData, rows: np.ndarray, spec: tuple, folds: int = FOLDS) -> dict:
-    """``{family: held-out MAE}`` of the model ``spec = (cols, clusters, demean)`` on ``rows``."""
+def _draw_folds(groups: np.ndarray, k: int, inverse: np.ndarray, n_unique: int) -> np.ndarray:
+    """The fold of every distinct row: GroupKFold over the expanded rows' ``groups`` (copies of a
+    source share its label, so all copies of a row share a fold)."""
+    fold = np.empty(n_unique, dtype=np.int64)
+    for f, (_, test) in enumerate(fold_indices(groups, k)):
+        fold[inverse[test]] = f
+    return fold
+
+
+def family_maes(data: StudyData, rows: np.ndarray, spec: tuple, folds: int = FOLDS, cache=None) -> dict:
+    """``{family: held-out MAE}`` of the model ``spec = (cols, clusters, demean)`` on ``rows``
+    (a draw: a row may repeat). Computed on the draw's distinct rows weighted by their copies
+    (``numeric.study.batch``), the same estimator as on the expanded rows.
+
+    ``cache``: a ``_Cache`` of ``data`` whose fold memory belongs to this ``rows`` (one draw)."""
     cols, clusters, demean = spec
+    cache = cache or _Cache(data)
     out = {}
     for f in np.unique(data.families[rows]):
         r = rows[data.families[rows] == f]
-        X, y, heads = data.matrix(cols, r), data.y[r], data.heads[r]
+        uniq, inverse = np.unique(r, return_inverse=True)
+        w = np.bincount(inverse).astype(np.float64)
+        X, y, heads = cache.matrix(cols, uniq), data.y[uniq], data.heads[uniq]
         if demean:
-            X, y = _demeaned(X, heads), _demeaned(y, heads)
-        groups = heads if clusters == "head" else data.sources[r]
+            X, y = _weighted_demeaned(X, heads, w), _weighted_demeaned(y, heads, w)
+        groups = data.heads[r] if clusters == "head" else data.sources[r]
         k = np.unique(heads).size if clusters == "head" else folds
-        out[f] = mae(y, cross_fit(X, y, groups, k).pred)
+        key = (f, clusters, k)
+        if key not in cache.folds:
+            cache.folds[key] = _draw_folds(groups, k, inverse, uniq.size)
+        fold = cache.folds[key]
+        out[f] = weighted_mae(y, weighted_cross_fit(X, y, w, fold, k), w)
     return out
+
+
+def _weighted_demeaned(v: np.ndarray, heads: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``v`` minus its head's mean over the expanded rows (row ``i`` counted ``w[i]`` times)."""
+    v = np.asarray(v, dtype=np.float64)
+    _, inv = np.unique(heads, return_inverse=True)
+    total = np.bincount(inv, weights=w)
+    if v.ndim == 1:
+        return v - (np.bincount(inv, weights=w * v) / total)[inv]
+    sums = np.zeros((total.size, v.shape[1]))
+    np.add.at(sums, inv, w[:, None] * v)
+    return v - (sums / total[:, None])[inv]
 
 
 def _gains(base: dict, aug: dict) -> dict:
@@ -103,14 +143,15 @@ def resample_rows(data: StudyData, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate([np.flatnonzero(data.sources == s) for s in draw])
 
 
-def _replicate(data, rows, comparisons, folds) -> list:
+def _replicate(data, rows, comparisons, folds, mats: _Cache) -> list:
     cache = {}
+    mats.folds = {}   # folds belong to one draw
     out = []
     for c in comparisons:
         maes = []
         for spec in c.specs():
             if spec not in cache:
-                cache[spec] = family_maes(data, rows, spec, folds)
+                cache[spec] = family_maes(data, rows, spec, folds, mats)
             maes.append(cache[spec])
         out.append(_gains(*maes))
     return out
@@ -124,7 +165,8 @@ def _interval(values) -> tuple:
 
 def _replicates(data, comparisons, folds, draws) -> list:
     with one_blas_thread():   # small matrices: threads only contend
-        return [_replicate(data, rows, comparisons, folds) for rows in draws]
+        mats = _Cache(data)
+        return [_replicate(data, rows, comparisons, folds, mats) for rows in draws]
 
 
 def compare(data: StudyData, comparisons, *, replicates: int, seed: int, folds: int = FOLDS,
@@ -137,6 +179,7 @@ def compare(data: StudyData, comparisons, *, replicates: int, seed: int, folds: 
     rng = np.random.default_rng(seed)
     draws = [resample_rows(data, rng) for _ in range(replicates)]
     point = _replicates(data, comparisons, folds, [np.arange(len(data))])[0]
+    jobs = min(jobs, max(1, replicates // MIN_PER_JOB))   # a process per few draws costs more than it saves
     if jobs > 1:
         from joblib import Parallel, delayed
 

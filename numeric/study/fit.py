@@ -47,7 +47,7 @@ class FastRidgeCV:
     penalty of ``ALPHAS``, the intercept unpenalised (as ``make_model``)."""
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> "FastRidgeCV":
-        X = np.array(X, dtype=np.float64, copy=True)
+        X = np.asarray(X, dtype=np.float64)
         self.median_ = np.zeros(X.shape[1])
         for j in np.flatnonzero(~np.isfinite(X).all(axis=0)):   # only columns with a gap
             ok = X[np.isfinite(X[:, j]), j]
@@ -59,18 +59,21 @@ class FastRidgeCV:
         Z = (X - self.mean_) / self.scale_
         self.y_mean_ = float(y.mean())
         yc = y - self.y_mean_
-        U, s, Vt = np.linalg.svd(Z, full_matrices=False)
-        uty = U.T @ yc
-        a = np.asarray(ALPHAS)[:, None]
-        shrink = s**2 / (s**2 + a)                             # [alpha, k]
-        hat = shrink @ (U**2).T + 1.0 / y.size                 # leverage, intercept included
-        loo = (yc - (shrink * uty) @ U.T) / (1.0 - hat)
-        self.alpha_ = ALPHAS[int(np.argmin(np.mean(loo**2, axis=1)))]
-        self.coef_ = Vt.T @ (s / (s**2 + self.alpha_) * uty)
+        lam, V = np.linalg.eigh(Z.T @ Z)                       # Z^T Z = V diag(lam) V^T, lam = s^2
+        lam = np.maximum(lam, 0.0)
+        ZV = Z @ V                                             # = U diag(s): no division by small s
+        vty = ZV.T @ yc
+        inv = 1.0 / (lam + np.asarray(ALPHAS)[:, None])        # [alpha, k]
+        hat = inv @ (ZV**2).T + 1.0 / y.size                   # leverage, intercept included
+        loo = (yc - (inv * vty) @ ZV.T) / (1.0 - hat)
+        best = int(np.argmin(np.mean(loo**2, axis=1)))
+        self.alpha_ = ALPHAS[best]
+        self.coef_ = V @ (inv[best] * vty)
         return self
 
     def _impute(self, X: np.ndarray) -> np.ndarray:
-        return np.where(np.isfinite(X), X, self.median_)
+        ok = np.isfinite(X)
+        return X if ok.all() else np.where(ok, X, self.median_)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         Z = (self._impute(np.asarray(X, dtype=np.float64)) - self.mean_) / self.scale_

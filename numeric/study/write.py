@@ -87,8 +87,13 @@ def _markdown(doc: dict) -> str:
             f"CV), {s['folds']}-fold source cross-fitting; 95% source-cluster bootstrap, "
             f"{s['replicates']} resamples, seed {s['seed']}. {s['seconds']:.1f} s.", "",
             "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
-    gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in U/n)", ""]
-    return "\n".join(head + _table(doc) + gauge + _gauge_table(doc)
+    gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in the target's units, "
+                 f"{s['target']})", ""]
+    gbm = []
+    if doc.get("gbm"):
+        gbm = ["", f"## Robustness: gradient-boosted model ({s['gbm_replicates']} resamples, same seed)", ""]
+        gbm += _table({"comparisons": doc["gbm"]})
+    return "\n".join(head + _table(doc) + gauge + _gauge_table(doc) + gbm
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
@@ -142,13 +147,17 @@ def _figure(doc: dict, path: Path) -> None:
     _save(fig, path)
 
 
-def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str) -> dict:
-    """Write the files under ``out``; return the JSON document."""
+def _results(results) -> list:
+    return [dict(asdict(r.comparison), estimates={f: asdict(e) for f, e in r.estimates.items()}) for r in results]
+
+
+def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None) -> dict:
+    """Write the files under ``out``; return the JSON document (``gbm``: the boosted check, or None)."""
     out = Path(out)
-    doc = {"command": command, "setup": setup,
-           "comparisons": [dict(asdict(r.comparison), estimates={f: asdict(e) for f, e in r.estimates.items()})
-                           for r in results],
+    doc = {"command": command, "setup": setup, "comparisons": _results(results),
            "gauge": [asdict(g) for g in gauge]}
+    if gbm is not None:
+        doc["gbm"] = _results(gbm)
     atomic_write(out / "study.json", json.dumps(doc, indent=1, default=jsonable))
     preds = predictions(data, setup["folds"])
     atomic_write(out / "predictions.csv", _predictions_csv(data, preds))
