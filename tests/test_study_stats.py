@@ -187,3 +187,23 @@ def test_gbm_check_finds_the_signal():
     res = {r.comparison.name: r.estimates[AGGREGATE] for r in gbm_check(data, comps, replicates=1, seed=0)}
     assert set(res) == {"B1 vs B1+G", "B1 vs B1+I"}
     assert res["B1 vs B1+G"].delta > 0.1 and res["B1 vs B1+G"].rho > res["B1 vs B1+I"].rho
+
+
+def test_bootstrap_draws_keep_two_sources_in_every_family():
+    """Families with disjoint sources (text and image): every draw keeps >= 2 distinct sources
+    of each family, so the cross-fitting of a replicate never meets a one-source family
+    (a 4 + 4 source panel crashed on such a draw), and the comparison runs."""
+    a, b = _table(3, families=("enc",)), _table(4, families=("vit",))
+    ka, kb = np.isin(a.sources, ["s0", "s1", "s2"]), np.isin(b.sources, ["s0", "s1", "s2"])
+    data = StudyData.build({k: np.concatenate([a.numeric[k][ka], b.numeric[k][kb]]) for k in a.numeric}, {},
+                           np.concatenate([a.y[ka], b.y[kb]]),
+                           np.concatenate([a.sources[ka], np.char.add("img", b.sources[kb])]),
+                           np.concatenate([a.heads[ka], b.heads[kb]]),
+                           np.concatenate([a.families[ka], b.families[kb]]))
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        rows = resample_rows(data, rng)
+        for f in ("enc", "vit"):
+            assert np.unique(data.sources[rows][data.families[rows] == f]).size >= 2
+    res = compare(data, COMPS[:1], replicates=20, seed=1)
+    assert set(res[0].estimates) >= {"enc", "vit"}

@@ -133,14 +133,26 @@ def _gains(base: dict, aug: dict) -> dict:
     return out
 
 
+#: Draws tried before the bootstrap gives up on keeping 2 sources in every family.
+MAX_REDRAWS = 10_000
+
+
 def resample_rows(data: StudyData, rng: np.random.Generator) -> np.ndarray:
-    """Rows of one bootstrap draw of sources (with replacement; at least 2 distinct)."""
+    """Rows of one bootstrap draw of sources (with replacement).
+
+    Every family keeps at least 2 distinct sources (or all it has, if fewer): a draw that
+    leaves a family one source cannot be cross-fitted, so it is drawn again (families with
+    disjoint sources, such as text and images, make such draws common)."""
     uniq = np.unique(data.sources)
-    while True:
+    need = [(set(data.sources[data.families == f]), min(2, np.unique(data.sources[data.families == f]).size))
+            for f in np.unique(data.families)]
+    for _ in range(MAX_REDRAWS):
         draw = rng.choice(uniq, size=uniq.size, replace=True)
-        if np.unique(draw).size >= 2:
-            break
-    return np.concatenate([np.flatnonzero(data.sources == s) for s in draw])
+        got = set(draw)
+        if np.unique(draw).size >= 2 and all(len(fs & got) >= k for fs, k in need):
+            return np.concatenate([np.flatnonzero(data.sources == s) for s in draw])
+    raise ValueError(f"no bootstrap draw in {MAX_REDRAWS} keeps 2 sources in every family: "
+                     f"give each family more sources")
 
 
 def _replicate(data, rows, comparisons, folds, mats: _Cache) -> list:
