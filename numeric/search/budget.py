@@ -49,6 +49,17 @@ class Budget:
         """Record ``n`` units of work."""
         self.used += int(n)
 
+    def affords(self, n: int) -> bool:
+        """``n`` more units fit in what is left (and the safety cap has not fired).
+
+        A search asks before a piece of work whose cost it knows (an LP of known
+        size), so the budget is never overrun by one large last piece.
+
+        >>> b = Budget(10); b.spend(7); b.affords(3), b.affords(4)
+        (True, False)
+        """
+        return self.used + int(n) <= self.units and not self.exhausted
+
     @property
     def exhausted(self) -> bool:
         """No units left, or the safety cap fired."""

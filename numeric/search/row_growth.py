@@ -127,7 +127,10 @@ def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, solv
     returns a witness only if a row was added.
     """
     def lp(trial, G):
-        solves.spend(decoder_work(A.shape[1], len(trial)))
+        cost = decoder_work(A.shape[1], len(trial))
+        if not solves.affords(cost):
+            return None
+        solves.spend(cost)
         try:
             return min_norm_row_decoder(A[trial], iterations=iterations)[0]
         except LPFailed:

@@ -38,9 +38,10 @@ class _Solver:
         self.A, self.budget, self.iterations = A, budget, iterations
 
     def __call__(self, rows):
-        if self.budget.exhausted:
+        cost = decoder_work(self.A.shape[1], len(rows))
+        if not self.budget.affords(cost):
             return None
-        self.budget.spend(decoder_work(self.A.shape[1], len(rows)))
+        self.budget.spend(cost)
         try:
             return min_norm_row_decoder(self.A[rows], iterations=self.iterations, duals=True)
         except LPFailed:
