@@ -137,16 +137,16 @@ class Effort:
 #: ``bench/quality.py`` (docs/benchmarks.md 2.2). Quick is a quarter of it, thorough four
 #: times (not tuned). The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
-    "default": Effort("default", upper_work=640000, far_lp_work=7000, lp_iterations=5000, descent_steps=4000,
-                      greedy_steps=3000, greedy_rows=12, swap_work=7000, lp_append_work=4000,
+    "default": Effort("default", upper_work=640000, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
+                      greedy_steps=3000, greedy_rows=12, swap_work=4500, lp_append_work=4000,
                       lp_svd_solves=100, cap_seconds=900.0),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=160000, far_lp_work=1750, descent_steps=1000, greedy_steps=750, greedy_rows=3, swap_work=1750,
+    upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=1125,
     lp_append_work=1000, lp_svd_solves=25), name="quick", cap_seconds=300.0)
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=2560000, far_lp_work=28000, descent_steps=16000, greedy_steps=12000, greedy_rows=48,
-    swap_work=28000, lp_append_work=16000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
+    upper_work=2560000, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
+    swap_work=18000, lp_append_work=16000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
 
 
 def effort_budgets(effort) -> Effort:
