@@ -138,7 +138,7 @@ class Effort:
 #: times (not tuned). The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
     "default": Effort("default", upper_work=640000, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
-                      greedy_steps=3000, greedy_rows=12, swap_work=4500, lp_append_work=4000,
+                      greedy_steps=3000, greedy_rows=12, swap_work=3500, lp_append_work=3000,
                       lp_svd_solves=100, cap_seconds=900.0),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
