@@ -126,27 +126,28 @@ class Effort:
         return dataclasses.replace(self, **budgets)
 
 
-#: The presets. Default: the former wall-clock budgets on an idle core (issue 12), in work
-#: units that grow with the size of each unit of work as its time does, so a large LP or a
+#: The presets. Default: the former wall-clock budgets of an idle core (issue 12), in work
+#: units that grow with the size of each piece of work as its time does, so a large LP or a
 #: high-rank descent spends more of its budget, as it spent more seconds: upper 640,000 Adam
 #: units (``refine.step_work``; 8,000 steps at rank 16 on 256 x 256; was 10 s), far-rows LP
-#: 7,000 and swap 7,000 LP units (``lp.decoder_work``; seven LPs of 16 rows; were 3 s each),
-#: LP growth 4,000 (was 2 s), descent 4,000 steps (3 s), greedy 3,000 steps and 12 rows
-#: (2 s), LP on singular subspaces 100 row LPs (1.5 s), at most 5,000 HiGHS iterations per
-#: solve. Chosen side by side with the old clock budgets on the MiniLM heads of
-#: ``bench/quality.py`` (docs/benchmarks.md 2.2). Quick is a quarter of it, thorough four
-#: times (not tuned). The cap: the slowest cell took 13 s of CPU.
+#: 7,000, swap 3,500 and LP growth 3,000 LP units (``lp.decoder_work``; 1,000 is one LP of
+#: 16 rows over 256 columns; were 3, 3 and 2 s), descent 3,000 steps (3 s), greedy 3,000
+#: steps and 12 rows (2 s), LP on singular subspaces 100 row LPs (1.5 s), at most 5,000
+#: HiGHS iterations per solve. Chosen side by side with the clock budgets on the MiniLM
+#: heads of ``bench/quality.py`` (docs/benchmarks.md 2.3: same medians, no cell wider,
+#: 0.95 times the seconds). Quick is a quarter of it, thorough four times (not tuned).
+#: The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
     "default": Effort("default", upper_work=640000, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
                       greedy_steps=3000, greedy_rows=12, swap_work=3500, lp_append_work=3000,
                       lp_svd_solves=100, cap_seconds=900.0),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=1125,
-    lp_append_work=1000, lp_svd_solves=25), name="quick", cap_seconds=300.0)
+    upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=875,
+    lp_append_work=750, lp_svd_solves=25), name="quick", cap_seconds=300.0)
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=2560000, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
-    swap_work=18000, lp_append_work=16000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
+    swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
 
 
 def effort_budgets(effort) -> Effort:
