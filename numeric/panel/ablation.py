@@ -58,7 +58,7 @@ def _lower_json(c, prefix: str) -> tuple[dict, dict]:
 
 def _fallback(out: Path, bf, cell) -> tuple[int, str]:
     """The best verified direct certificate (trivial, K.2, pinv) on the cell's own target."""
-    from exact.bracketfile import write_bracket_file
+    from numeric.bracketwriter import write_bracket_file
     from exact.rational import format_rational
     from exact.verify import verify_file
     from numeric.search.frobenius import frobenius, trivial
