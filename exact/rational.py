@@ -36,6 +36,8 @@ def parse_rational(text) -> fmpq:
     than ``MAX_NUMBER_CHARS`` characters; ``LimitExceeded`` for a decimal
     exponent beyond ``MAX_DECIMAL_EXPONENT``.
 
+    >>> [str(parse_rational(t)) for t in ("-1/4", "-0.25", "2.5e2", "-3e0", "1e-3")]
+    ['-1/4', '-1/4', '250', '-3', '1/1000']
     >>> parse_rational("1/0")
     Traceback (most recent call last):
     ...
@@ -103,6 +105,10 @@ def to_fraction(q: fmpq) -> Fraction:
 
 
 def format_rational(q) -> str:
-    """Canonical text ``p/q`` (or ``p`` for integers)."""
+    """Canonical text ``p/q`` (or ``p`` for integers).
+
+    >>> format_rational(fmpq(6, 2)), format_rational(fmpq(-3, 4))
+    ('3', '-3/4')
+    """
     q = to_fmpq(q)
     return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"
