@@ -60,6 +60,13 @@ class Budget:
         """
         return self.used + int(n) <= self.units and not self.exhausted
 
+    def take(self, n: int) -> bool:
+        """Spend ``n`` units if ``affords(n)``; False (nothing spent) otherwise."""
+        if not self.affords(n):
+            return False
+        self.spend(n)
+        return True
+
     @property
     def exhausted(self) -> bool:
         """No units left, or the safety cap fired."""

@@ -82,10 +82,8 @@ def far_rows_lp(A: np.ndarray, eps: float, S: list[int], order: list[int], budge
         trial = base + rest[:min(step, LP_MAX_ROWS - len(base))]
         if len(trial) == len(base):
             break
-        cost = decoder_work(A.shape[1], len(trial))
-        if not budget.affords(cost):
+        if not budget.take(decoder_work(A.shape[1], len(trial))):
             break
-        budget.spend(cost)
         try:
             GS, v = min_norm_row_decoder(A[trial], iterations=iterations)
         except LPFailed:

@@ -127,10 +127,8 @@ def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, solv
     returns a witness only if a row was added.
     """
     def lp(trial, G):
-        cost = decoder_work(A.shape[1], len(trial))
-        if not solves.affords(cost):
+        if not solves.take(decoder_work(A.shape[1], len(trial))):
             return None
-        solves.spend(cost)
         try:
             return min_norm_row_decoder(A[trial], iterations=iterations)[0]
         except LPFailed:

@@ -38,10 +38,8 @@ class _Solver:
         self.A, self.budget, self.iterations = A, budget, iterations
 
     def __call__(self, rows):
-        cost = decoder_work(self.A.shape[1], len(rows))
-        if not self.budget.affords(cost):
+        if not self.budget.take(decoder_work(self.A.shape[1], len(rows))):
             return None
-        self.budget.spend(cost)
         try:
             return min_norm_row_decoder(self.A[rows], iterations=self.iterations, duals=True)
         except LPFailed:
