@@ -23,7 +23,7 @@ from numeric.geometry.descriptors import cell_descriptors
 from numeric.geometry.gauge import KappaBracket, kappa_factors
 from numeric.geometry.interaction import canonical_interaction, visible_interaction
 from numeric.geometry.meb import meb_radius
-from numeric.geometry.native import AUDIT_RATIOS, diagonal_gauge, native_features
+from numeric.geometry.native import AUDIT_RATIOS, diagonal_gauge, geometric_gauge, native_features
 from numeric.geometry.residual import QResidual, double_difference, residual_q, tau_of_q
 from numeric.geometry.shape import SVD_RANKS, intrinsic_profile_score, shape_score
 
@@ -31,5 +31,5 @@ __all__ = [
     "SVD_RANKS", "cell_descriptors", "intrinsic_profile_score", "shape_score",
     "visible_interaction", "canonical_interaction", "residual_q", "QResidual", "tau_of_q",
     "double_difference", "kappa_factors", "KappaBracket", "meb_radius", "one_blas_thread",
-    "native_features", "diagonal_gauge", "AUDIT_RATIOS",
+    "native_features", "diagonal_gauge", "geometric_gauge", "AUDIT_RATIOS",
 ]

@@ -35,7 +35,7 @@ from numeric.geometry.interaction import visible_interaction
 from numeric.geometry.meb import meb_radius
 from numeric.geometry.residual import double_difference, residual_q, tau_of_q
 
-__all__ = ["NATIVE_ENERGY_TOL", "AUDIT_RATIOS", "native_features", "diagonal_gauge"]
+__all__ = ["NATIVE_ENERGY_TOL", "AUDIT_RATIOS", "native_features", "diagonal_gauge", "geometric_gauge"]
 
 # Relative Frobenius residual of the centred logits that selects the native
 # SVD dimension: the smallest r whose top-r key directions leave at most 10%
@@ -70,6 +70,27 @@ def diagonal_gauge(d: int, ratio: float) -> np.ndarray:
     if d == 1:
         g = np.array([1.0])
     return g
+
+
+def geometric_gauge(d: int, ratio: float) -> np.ndarray:
+    """Diagonal of a gauge with ``max/min = ratio`` and geometric spacing:
+    ``ratio^(i/(d-1) - 1/2)`` for ``i = 0..d-1``.
+
+    Unlike :func:`diagonal_gauge`, most entries are not powers of two, so the
+    gauged logits ``(Q G)(K G^-1)^T`` differ from the ungauged ones by
+    rounding: an audit under this gauge tests that a descriptor is invariant
+    in floating point, not only on paper (the study's I audit, docs/study.md).
+
+    >>> g = geometric_gauge(5, 16); [round(float(x), 12) for x in g]
+    [0.25, 0.5, 1.0, 2.0, 4.0]
+    >>> float(geometric_gauge(32, 4).max() / geometric_gauge(32, 4).min())
+    4.0
+    """
+    if d < 1 or not ratio >= 1:
+        raise ValueError("need d >= 1 and ratio >= 1")
+    if d == 1:
+        return np.array([1.0])
+    return np.asarray(float(ratio)) ** (np.arange(d) / (d - 1) - 0.5)
 
 
 def _check(Q, K, scale, mask):

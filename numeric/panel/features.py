@@ -2,8 +2,8 @@
 
 ``study_columns(lm, cap, layer, eps)`` returns the B0, B1 and B2 columns that
 ``numeric.geometry`` does not already compute, plus the I-block audit columns
-(the cheap intrinsic descriptors recomputed under the diagonal gauges of
-Appendix L.7). Every column is defined in one line in ``docs/study.md``;
+(the intrinsic profile recomputed under the diagonal gauges of Appendix
+L.7). Every column is defined in one line in ``docs/study.md``;
 prefixes: ``b0_``, ``b1_``, ``b2_``, ``iaudit_``. Descriptors only: no rank here
 is ever a certificate.
 
@@ -17,8 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from numeric.geometry import AUDIT_RATIOS, diagonal_gauge, double_difference, residual_q, tau_of_q
-from numeric.geometry import visible_interaction
+from numeric.geometry import AUDIT_RATIOS, SVD_RANKS, cell_descriptors, geometric_gauge, visible_interaction
 from numeric.geometry.blas import one_blas_thread
 from numeric.heads.extract import softmax_rows
 
@@ -156,18 +155,30 @@ def _attention_spectrum(A: np.ndarray) -> dict:
     return out
 
 
+#: The intrinsic columns recomputed under each audit gauge: the I block and
+#: every column its profile score is computed from (numeric.geometry.shape).
+IAUDIT_COLUMNS = ("q_residual", "tau0", "kappa_lower", "kappa_upper", "c_rank") + tuple(
+    f"svd_r{r}_{k}" for r in SVD_RANKS for k in ("kappa", "tau"))
+
+
 def _gauge_audit(cap) -> dict:
-    """q, tau0 and the double-difference kappa bound from the logits under each gauge."""
+    """The whole intrinsic profile recomputed from the logits under each audit gauge.
+
+    The gauge is :func:`~numeric.geometry.geometric_gauge` (non-dyadic
+    entries), so the gauged logits differ from the panel's by rounding and the
+    audit tests invariance in floating point: q, tau0, both kappa bounds and
+    the J.2 family (``cell_descriptors`` without its rigorous ``*_cert``
+    columns, which the audit does not use).
+    """
     out = {}
     base = cap.scale * (cap.Q @ cap.K.T)
     for c in AUDIT_RATIOS:
-        g = diagonal_gauge(cap.Q.shape[1], c)
+        g = geometric_gauge(cap.Q.shape[1], c)
         Hg = cap.logits + (cap.scale * ((cap.Q * g) @ (cap.K / g).T) - base)
-        C = visible_interaction(Hg)
-        q = residual_q(C).value
-        out[f"iaudit_q_residual_g{c:g}"] = q
-        out[f"iaudit_tau0_g{c:g}"] = tau_of_q(q)
-        out[f"iaudit_kappa_lower_g{c:g}"] = double_difference(C)[0] / 4.0
+        d = cell_descriptors(Hg, None, certify=False)
+        for k in IAUDIT_COLUMNS:
+            if k in d:
+                out[f"iaudit_{k}_g{c:g}"] = d[k]
     return out
 
 

@@ -54,12 +54,14 @@ def gauged_column(col: str, ratio: int) -> str | None:
     (None: not recomputed under the gauge; the ungauged value stands).
 
     >>> gauged_column("native_shape", 4), gauged_column("q_residual", 16), gauged_column("kappa_upper", 4)
-    ('native_shape_g4', 'iaudit_q_residual_g16', None)
+    ('native_shape_g4', 'iaudit_q_residual_g16', 'iaudit_kappa_upper_g4')
+    >>> all(gauged_column(c, 16) for c in G + I)
+    True
     """
     if col in G and col != "log1p_gamma_native":
         return f"{col}_g{ratio}"
     if col == "log1p_gamma_native":
         return f"gamma_native_g{ratio}"   # log1p applied by the caller
-    if col in ("q_residual", "tau0", "kappa_lower"):
-        return f"iaudit_{col}_g{ratio}"
+    if col in I:
+        return f"iaudit_{col}_g{ratio}"   # profile_*: computed by numeric.study.load from the gauged profile
     return None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.geometry import intrinsic_profile_score
+from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import StudyData, StudyError
 
@@ -81,17 +81,33 @@ def _number(v) -> float:
         return math.nan
 
 
+def _profile(row: dict, eps: float) -> tuple[float, float]:
+    """(finiteness flag, finite value or 0) of the profile score of a descriptor row."""
+    s = intrinsic_profile_score(row, eps)
+    return float(math.isfinite(s)), s if math.isfinite(s) else 0.0
+
+
+def _gauged_profile(row: dict, ratio: int) -> dict:
+    """The intrinsic columns recomputed under the audit gauge of ``ratio``, unprefixed."""
+    pre, suf = "iaudit_", f"_g{ratio}"
+    return {k[len(pre):-len(suf)]: v for k, v in row.items() if k.startswith(pre) and k.endswith(suf)}
+
+
 def _with_profile(rows, eps: Fraction) -> None:
-    """The I block's profile score at eps: its finite value (0 when infinite) and a finiteness flag."""
+    """The I block's profile score at eps: its finite value (0 when infinite) and
+    a finiteness flag; the same from each audit gauge's recomputed profile
+    (``iaudit_*_g{ratio}``, numeric.panel.features) where the row has one."""
     for r in rows:
-        s = intrinsic_profile_score(r, float(eps))
-        r["profile_finite"] = float(math.isfinite(s))
-        r["profile_score"] = s if math.isfinite(s) else 0.0
+        r["profile_finite"], r["profile_score"] = _profile(r, float(eps))
+        for g in AUDIT_RATIOS:
+            view = _gauged_profile(r, g)
+            if view:
+                r[f"iaudit_profile_finite_g{g}"], r[f"iaudit_profile_score_g{g}"] = _profile(view, float(eps))
 
 
 def _needed() -> list:
     cols = [c for b in BLOCKS.values() for c in b]
-    gauged = [gauged_column(c, g) for c in cols for g in (4, 16)]
+    gauged = [gauged_column(c, g) for c in cols for g in AUDIT_RATIOS]
     return list(dict.fromkeys(cols + [g for g in gauged if g]))
 
 
