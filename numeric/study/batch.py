@@ -30,29 +30,38 @@ __all__ = ["weighted_cross_fit", "weighted_mae"]
 
 def _stacked_fit(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
     """Held-out-ready predictions ``[k, n]`` of the ridge fitted with each row of weights ``W [k, n]``
-    (X ``[n, p]`` complete, y ``[n]``): the weighted ``FastRidgeCV``, predicting every row."""
+    (X ``[n, p]`` complete, y ``[n]``): the weighted ``FastRidgeCV``, predicting every row.
+
+    Standardisation is an affine map per fold, so nothing ``[k, n, p]`` is built but ``Z V``:
+    the weighted Gram matrix of Z comes from the weighted second moments of X (shifted by
+    its first row first, so a constant column is exactly zero and the moments do not cancel),
+    and ``Z V = X0 (D^-1 V) - m D^-1 V``."""
+    k = W.shape[0]
+    X0 = X - X[:1]                                              # constant columns: exactly 0
     N = W.sum(axis=1)                                           # [k]
-    mean = (W @ X) / N[:, None]                                 # [k, p]
-    Xc = X[None, :, :] - mean[:, None, :]                       # [k, n, p]
-    var = np.einsum("kn,knp->kp", W, Xc**2) / N[:, None]
+    mean = (W @ X0) / N[:, None]                                # [k, p]
+    moments = np.swapaxes(W[:, :, None] * X0[None, :, :], 1, 2) @ X0   # [k, p, p]: X0^T diag(w) X0
+    cov = moments / N[:, None, None] - mean[:, :, None] * mean[:, None, :]
+    var = np.maximum(np.einsum("kpp->kp", cov), 0.0)
     sd = np.sqrt(var)
-    Z = Xc / np.where(sd > 0, sd, 1.0)[:, None, :]
+    isd = 1.0 / np.where(sd > 0, sd, 1.0)                        # [k, p]
+    gram = N[:, None, None] * cov * isd[:, :, None] * isd[:, None, :]
     y_mean = (W @ y) / N                                        # [k]
     yc = y[None, :] - y_mean[:, None]                           # [k, n]
-    gram = np.swapaxes(Z * W[:, :, None], 1, 2) @ Z             # [k, p, p]
     lam, V = np.linalg.eigh(gram)
     lam = np.maximum(lam, 0.0)
-    ZV = Z @ V                                                  # [k, n, p]
+    M = isd[:, :, None] * V                                     # [k, p, p]: Z V = (X0 - m) M
+    ZV = X0[None, :, :] @ M - (mean[:, None, :] @ M)            # [k, n, p]
     vty = np.einsum("knp,kn->kp", ZV, W * yc)                   # [k, p]
     inv = 1.0 / (lam[:, None, :] + np.asarray(ALPHAS)[None, :, None])   # [k, alpha, p]
-    hat = inv @ np.swapaxes(ZV**2, 1, 2) + (1.0 / N)[:, None, None]    # [k, alpha, n]
-    fitted = (inv * vty[:, None, :]) @ np.swapaxes(ZV, 1, 2)            # [k, alpha, n]
+    ZVt = np.swapaxes(ZV, 1, 2)
+    hat = inv @ (ZVt * ZVt) + (1.0 / N)[:, None, None]          # [k, alpha, n]
+    fitted = (inv * vty[:, None, :]) @ ZVt                      # [k, alpha, n]
     with np.errstate(divide="ignore", invalid="ignore"):
         loo = (yc[:, None, :] - fitted) / (1.0 - hat)
     loo = np.where(W[:, None, :] > 0, loo, 0.0)                 # held-out rows are not in the LOO error
     best = np.argmin(np.einsum("kan,kn->ka", loo**2, W) / N[:, None], axis=1)
-    coef = np.einsum("kpq,kq->kp", V, inv[np.arange(len(best)), best] * vty)
-    return np.einsum("knp,kp->kn", Z, coef) + y_mean[:, None]
+    return fitted[np.arange(k), best] + y_mean[:, None]
 
 
 def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
