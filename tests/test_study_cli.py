@@ -155,3 +155,19 @@ def test_study_roster_rule(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "num_hidden_layers": 6,
                                                        "num_attention_heads": 12}))
     assert study_roster(str(tmp_path))[:4] == [(0, 0), (0, 3), (0, 6), (0, 9)] and len(study_roster(str(tmp_path))) == 24
+
+
+def test_several_panel_directories_are_one_study(panel, study, tmp_path, capsys):
+    """Cells split over two directories give the study of the one directory; a cell in both is refused."""
+    out = panel[1]
+    first = _without(out, tmp_path / "a", lambda k: k.endswith("_s02"))
+    second = _without(out, tmp_path / "b", lambda k: not k.endswith("_s02"))
+    rc, err = study_main(capsys, first, second, "--out", tmp_path / "s", "--replicates", "4", "--workers", "1")
+    assert rc == 0, err
+    got = json.loads((tmp_path / "s" / "study.json").read_text())
+    want = json.loads((study[0] / "study.json").read_text())
+    assert got["setup"]["cells"] == want["setup"]["cells"]
+    for g, w in zip(got["comparisons"], want["comparisons"]):
+        assert g["name"] == w["name"]
+        assert g["estimates"]["aggregate"]["delta"] == pytest.approx(w["estimates"]["aggregate"]["delta"], abs=1e-9)
+    bad(capsys, "in two of the panel directories", first, out)

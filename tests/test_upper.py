@@ -108,3 +108,39 @@ def test_attack_reaches_a_feasible_rank_and_not_below_frobenius_bound(head):
     assert u.rank >= frob_rank                          # the refined rank is not below the bound
     below = attack_rank(head, frob_rank - 1, eps, svd)
     assert not below.success and below.error > eps
+
+
+def test_l1_row_fit_is_the_l1_distance_to_the_span(head):
+    """The dual LP's optimum is the l1 distance from a row to span(Q), and p attains it."""
+    from numeric.search.l1fit import l1_row_fit
+
+    (U, S, Vt), _ = up.svd_baseline(head)
+    Q = Vt[:5].T
+    rng = np.random.default_rng(3)
+    for i in range(6):
+        p, d = l1_row_fit(head[i], Q)
+        assert np.abs(head[i] - Q @ p).sum() == pytest.approx(d, rel=1e-9)
+        # no random nearby coefficient vector does better (p is a minimiser)
+        for _ in range(50):
+            trial = p + rng.normal(scale=1e-3, size=p.size)
+            assert np.abs(head[i] - Q @ trial).sum() >= d - 1e-12
+
+
+def test_refit_rows_rescues_a_near_miss_and_touches_no_other_row(head):
+    """A near miss whose over-eps rows are refitted on span(Q) becomes feasible; rows below the
+    target stay as they were, no row gets worse, and a spent budget refits nothing."""
+    from numeric.search.l1fit import refit_rows, refit_work
+
+    (U, S, Vt), _ = up.svd_baseline(head)
+    P, Q = up.svd_factors(U, S, Vt, 6)
+    err = np.abs(head - P @ Q.T).sum(axis=1)
+    target = float(np.sort(err)[-3]) * 1.0001          # the two worst rows are over it
+    over = err > target
+    P2, e2 = refit_rows(head, P, Q, target, Budget(10**9), max_rows=8)
+    err2 = np.abs(head - P2 @ Q.T).sum(axis=1)
+    assert e2 == pytest.approx(err2.max()) and e2 <= target
+    assert np.array_equal(P2[~over], P[~over]) and (err2 <= err + 1e-15).all()
+    P3, e3 = refit_rows(head, P, Q, target, Budget(refit_work(48, 6) - 1), max_rows=8)
+    assert np.array_equal(P3, P) and e3 == pytest.approx(err.max())
+    P4, _ = refit_rows(head, P, Q, target, Budget(10**9), max_rows=1)   # more rows over than allowed
+    assert np.array_equal(P4, P)

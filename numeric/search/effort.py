@@ -91,6 +91,11 @@ class Effort:
     #: Adam work units (``refine.step_work``: 64 per step plus the rank, at 256 x 256) of the upper
     #: rank bisection and polish (trials start while units are left; was 10 s).
     upper_work: int
+    #: The rank at which ``upper_work`` is counted: a cell whose truncated-SVD rank k is above it
+    #: gets ``step_work(k) / step_work(upper_rank)`` times the units, so its rank bisection
+    #: affords as many Adam steps as a cell at that rank (issue 17: ranks near n get as many
+    #: steps as ranks near 10). Default and quick: 65,536 (never above: no scaling).
+    upper_rank: int
     #: LP work units (``lp.decoder_work``: a solve of d rows costs about (d/16)^3 thousand) of the
     #: far-rows LP extension (was 3 s of HiGHS).
     far_lp_work: int
@@ -110,6 +115,21 @@ class Effort:
     lp_svd_solves: int
     #: Outer wall-clock safety cap per cell, seconds (no normal cell comes near it).
     cap_seconds: float
+
+    def upper_units(self, m: int, n: int, svd_rank: int) -> int:
+        """The upper search's work units on an m x n cell whose truncated-SVD rank is ``svd_rank``.
+
+        >>> e = PRESETS["thorough"]; e.upper_units(256, 256, 16) == e.upper_work
+        True
+        >>> e.upper_units(256, 256, 200) > e.upper_work == 4 * PRESETS["default"].upper_units(256, 256, 200)
+        True
+        """
+        from numeric.search.refine import step_work
+
+        k = max(int(svd_rank), 1)
+        if k <= self.upper_rank:
+            return self.upper_work
+        return int(self.upper_work * step_work(m, n, k) / step_work(m, n, self.upper_rank))
 
     def budgets(self) -> dict:
         """Every budget by name (what a bracket file records)."""
@@ -135,10 +155,11 @@ class Effort:
 #: steps and 12 rows (2 s), LP on singular subspaces 100 row LPs (1.5 s), at most 5,000
 #: HiGHS iterations per solve. Chosen side by side with the clock budgets on the MiniLM
 #: heads of ``bench/quality.py`` (docs/benchmarks.md 2.3: same medians, no cell wider,
-#: 0.95 times the seconds). Quick is a quarter of it, thorough four times (not tuned).
+#: 0.95 times the seconds). Quick is a quarter of it, thorough four times, with its upper
+#: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16, issue 17).
 #: The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
-    "default": Effort("default", upper_work=640000, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
+    "default": Effort("default", upper_work=640000, upper_rank=65536, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
                       greedy_steps=3000, greedy_rows=12, swap_work=3500, lp_append_work=3000,
                       lp_svd_solves=100, cap_seconds=900.0),
 }
@@ -146,7 +167,7 @@ PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=875,
     lp_append_work=750, lp_svd_solves=25), name="quick", cap_seconds=300.0)
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=2560000, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
+    upper_work=2560000, upper_rank=16, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
     swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
 
 

@@ -5,9 +5,10 @@ re-verified by the exact tier), fits the calibrated ridge models with source
 cross-fitting, and reports the gains of G and I over the baselines with 95%
 source-cluster bootstrap intervals and the gauge audit. Recomputes nothing
 the panel certified. Writes study.md, study.json, predictions.csv and
-figures/gains.png to --out (default DIR/study).
+figures/gains.png to --out (default DIR/study, DIR the first directory).
 
   python -m numeric study runs/study
+  python -m numeric study runs/study-minilm runs/study-zoo --out runs/study-all
   python -m numeric study runs/study --target l_over_n --replicates 2000 --seed 1 --json
 """
 from __future__ import annotations
@@ -39,7 +40,8 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", help="panel output directory")
+    p.add_argument("dir", nargs="+", help="panel output directory (several: their cells together, "
+                   "e.g. one panel per model family)")
     p.add_argument("--target", default="u_over_n", choices=TARGETS, help="target (default u_over_n = U/n)")
     p.add_argument("--eps", default="1/4", help="tolerance the panel ran (default 1/4)")
     p.add_argument("--out", help="output directory (default DIR/study)")
@@ -84,12 +86,12 @@ def run(args, command: str) -> dict:
         from numeric.study.robust import gbm_check
 
         gbm = gbm_check(data, comparisons(), replicates=args.gbm, seed=args.seed, folds=args.folds)
-    setup = {"panel": str(args.dir), "target": args.target, "eps": args.eps, "cells": len(data),
+    setup = {"panel": ", ".join(map(str, args.dir)), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
              "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
-    out = Path(args.out) if args.out else Path(args.dir) / "study"
+    out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     return write_outputs(out, data, results, gauge, setup, command, gbm) | {"out": str(out)}
 
 

@@ -112,10 +112,16 @@ def _needed() -> list:
 
 
 def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None) -> StudyData:
-    """The study's table of a panel directory (see the module docstring)."""
+    """The study's table of a panel directory, or of several (a list: their rows together; a
+    cell id in two of them is an error), see the module docstring."""
     if target not in TARGETS:
         raise StudyError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
-    rows = study_rows(out, eps, workers)
+    rows = [r for d in ([out] if isinstance(out, (str, Path)) else out) for r in study_rows(d, eps, workers)]
+    seen: set = set()
+    for r in rows:
+        if r.get("cell_id") in seen:
+            raise StudyError(f"cell {r.get('cell_id')} is in two of the panel directories")
+        seen.add(r.get("cell_id"))
     _with_profile(rows, _eps(eps))
     cols = _needed()
     missing = [c for c in cols if c not in CATEGORICAL and any(c not in r for r in rows)]
