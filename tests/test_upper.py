@@ -144,3 +144,23 @@ def test_refit_rows_rescues_a_near_miss_and_touches_no_other_row(head):
     assert np.array_equal(P3, P) and e3 == pytest.approx(err.max())
     P4, _ = refit_rows(head, P, Q, target, Budget(10**9), max_rows=1)   # more rows over than allowed
     assert np.array_equal(P4, P)
+
+
+def test_hybrid_start_serves_one_hot_rows_with_coordinate_columns():
+    """Sharp rows are served by coordinate columns: a matrix of k near-one-hot rows (distinct
+    columns) plus diffuse rows near a 1-dimensional span is within eps of the hybrid start at
+    rank k + 1, whose first k columns are those coordinate vectors."""
+    rng = np.random.default_rng(5)
+    n, k, eps = 40, 12, 0.25
+    A = np.full((n, n), 0.0)
+    cols = rng.permutation(n)[:k]
+    for i, j in enumerate(cols):                 # rows 0..k-1: 0.9 on column j, the rest spread
+        A[i] = 0.1 / (n - 1)
+        A[i, j] = 0.9
+    A[k:] = 1.0 / n                              # diffuse rows: uniform
+    A[k:] += rng.normal(scale=1e-4, size=(n - k, n))
+    A[k:] /= A[k:].sum(axis=1, keepdims=True)
+    P, Q = up.hybrid_factors(A, eps, k + 1)
+    assert set(np.flatnonzero(np.abs(Q[:, :k]).sum(axis=1))) == set(cols)
+    assert np.abs(A - P @ Q.T).sum(axis=1).max() <= eps
+    assert up.hybrid_factors(A, 0.1, k + 1) is None

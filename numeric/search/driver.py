@@ -155,7 +155,7 @@ def _upper_side(t: _Target, eps_up: float, up_exact, zero, L: int, effort, cap: 
         svd_rank = int(ok[0]) if ok.size else None
         units = effort.upper_units(*t.A.shape, svd_rank if svd_rank is not None else min(t.A.shape))
         for u in search_upper(t.A, eps_up * (1 - UPPER_SAFETY), Budget(units, cap), lower=L,
-                              svd=(t.svd, t.svd_errs), device=t.device):
+                              svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid)):
             v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
                             up_exact, u.rank)
             if v.verified and u.rank < p:

@@ -96,6 +96,9 @@ class Effort:
     #: affords as many Adam steps as a cell at that rank (issue 17: ranks near n get as many
     #: steps as ranks near 10). Default and quick: 65,536 (never above: no scaling).
     upper_rank: int
+    #: 1: rank trials that miss from the compressed and SVD starts also start from coordinate
+    #: columns for near-one-hot rows plus the SVD (``upper.hybrid_factors``, issue 17); 0: not.
+    upper_hybrid: int
     #: LP work units (``lp.decoder_work``: a solve of d rows costs about (d/16)^3 thousand) of the
     #: far-rows LP extension (was 3 s of HiGHS).
     far_lp_work: int
@@ -141,6 +144,8 @@ class Effort:
         for k, v in budgets.items():
             if k not in known:
                 raise ValueError(f"unknown budget {k!r}: choose one of {', '.join(sorted(known))}")
+            if k == "upper_hybrid" and v in (0, 1) and not isinstance(v, bool):
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"budget {k} must be a positive integer, got {v!r}")
         return dataclasses.replace(self, **budgets)
@@ -156,10 +161,11 @@ class Effort:
 #: HiGHS iterations per solve. Chosen side by side with the clock budgets on the MiniLM
 #: heads of ``bench/quality.py`` (docs/benchmarks.md 2.3: same medians, no cell wider,
 #: 0.95 times the seconds). Quick is a quarter of it, thorough four times, with its upper
-#: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16, issue 17).
+#: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16) and hybrid starts
+#: for sharp heads (``upper_hybrid``, issue 17).
 #: The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
-    "default": Effort("default", upper_work=640000, upper_rank=65536, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
+    "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
                       greedy_steps=3000, greedy_rows=12, swap_work=3500, lp_append_work=3000,
                       lp_svd_solves=100, cap_seconds=900.0),
 }
@@ -167,7 +173,7 @@ PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=875,
     lp_append_work=750, lp_svd_solves=25), name="quick", cap_seconds=300.0)
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=2560000, upper_rank=16, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
+    upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
     swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
 
 

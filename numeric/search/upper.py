@@ -22,7 +22,7 @@ from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, NEAR_FRACTION, refine, snap_dyadic
 
-__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "search_upper", "pick_device"]
+__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device"]
 
 #: The polish's stall rule is looser: its schedule is three times longer, so the smooth
 #: max anneals slowly and early windows gain little (layer-3 head 7 at eps = 1/4, rank 16,
@@ -97,6 +97,48 @@ def compress(P: np.ndarray, Q: np.ndarray, k: int):
     return svd_factors(qp @ u, s, vt @ qq.T, k)
 
 
+def hybrid_factors(A: np.ndarray, eps: float, k: int):
+    """Rank-k start for sharp heads: coordinate columns for near-one-hot rows, the SVD for the rest.
+
+    A row whose largest entry ``a_ij >= 1 - eps/2`` is within eps of ``e_j`` in l1
+    (``||a_i - e_j||_1 = 2 (1 - a_ij)``), so the column ``e_j`` in Q serves all such
+    rows at one rank. The columns J covering the most of these rows are taken
+    (all of them, or three quarters, or half: the best start of the three), the
+    remaining rows get the top right singular vectors of their rows with the
+    columns J zeroed (orthogonal to ``E_J``), and ``P = A Q`` (Q has orthonormal
+    columns). None when no row is near one-hot. Issue 17: the reference search's
+    "start that mixes coordinate columns for near-one-hot rows with the SVD".
+
+    >>> A = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.3, 0.3, 0.4]])
+    >>> P, Q = hybrid_factors(A, 0.25, 2); Q[:, 0].tolist(), Q.shape
+    ([1.0, 0.0, 0.0], (3, 2))
+    >>> hybrid_factors(A, 0.1, 2) is None        # no row within 0.1 of a coordinate vector
+    True
+    """
+    top, arg = A.max(axis=1), A.argmax(axis=1)
+    sharp = np.flatnonzero(2 * (1 - top) <= eps)
+    if sharp.size == 0 or k < 1:
+        return None
+    cols, counts = np.unique(arg[sharp], return_counts=True)
+    order = cols[np.argsort(-counts, kind="stable")]
+    best = None
+    for nj in sorted({min(order.size, k), min(order.size, k) * 3 // 4, min(order.size, k) // 2} - {0}):
+        J = order[:nj]
+        rest = np.setdiff1d(np.arange(A.shape[0]), sharp[np.isin(arg[sharp], J)])
+        B = A[rest].copy()
+        B[:, J] = 0.0
+        V = np.linalg.svd(B, full_matrices=False)[2][:k - nj].T if k > nj and rest.size else \
+            np.zeros((A.shape[1], 0))
+        E = np.zeros((A.shape[1], nj))
+        E[J, np.arange(nj)] = 1.0
+        Q = np.hstack([E, V, np.zeros((A.shape[1], k - nj - V.shape[1]))])
+        P = A @ Q
+        err = row_l1_error(A, P, Q)
+        if best is None or err < best[2]:
+            best = (P, Q, err)
+    return best[:2]
+
+
 def _rescue(A, eps, P, Q, err, budget):
     """A near miss (within ``REFIT_WINDOW``) with its rows over eps refitted exactly; else as given."""
     if eps < err <= eps * (1 + REFIT_WINDOW):
@@ -106,11 +148,12 @@ def _rescue(A, eps, P, Q, err, budget):
     return P, Q, err
 
 
-def _bisect(A, eps, lo, found, svd, budget, iters, device) -> set:
+def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False) -> set:
     """Rank bisection in ``[lo, found[0].rank)``; feasible ranks go to the front of ``found``.
 
     Each trial starts from the compressed best factors and, when it misses,
-    again from the truncated SVD. Returns the ranks missed from both starts.
+    again from the truncated SVD, and with ``hybrid`` from ``hybrid_factors``.
+    Returns the ranks missed from every start.
     """
     U, S, Vt = svd
     hi = found[0].rank
@@ -123,6 +166,11 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device) -> set:
             P2, Q2, err2 = refine(A, *svd_factors(U, S, Vt, mid), eps, iters=iters, device=device, budget=budget)
             if err2 < err:
                 P1, Q1, err = P2, Q2, err2
+        start = hybrid_factors(A, eps, mid) if hybrid and err > eps else None
+        if start is not None:
+            P3, Q3, err3 = refine(A, *start, eps, iters=iters, device=device, budget=budget)
+            if err3 < err:
+                P1, Q1, err = P3, Q3, err3
         P1, Q1, err = _rescue(A, eps, P1, Q1, err, budget)
         if err <= eps:
             hi = mid
@@ -166,13 +214,14 @@ def _polish(A, eps, lower, found, missed, svd, budget, iters, device) -> None:
 
 
 def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, svd=None, device=None,
-                 iters: int = DEFAULT_ITERS) -> list[UpperResult]:
+                 iters: int = DEFAULT_ITERS, hybrid: bool = False) -> list[UpperResult]:
     """Float-feasible upper witnesses at tolerance ``eps``, best (lowest rank) first.
 
     The list always ends with the SVD baseline rank (or is empty when no
     truncation reaches eps: the caller falls back to the trivial upper).
     Bisection over ranks in ``[max(lower, 1), k_svd - 1]`` with warm starts,
     then the polish; a trial starts only while ``budget`` (Adam work units, ``refine.step_work``) lasts.
+    ``hybrid``: bisection trials that miss from both usual starts also start from ``hybrid_factors``.
     Rank 0 is returned directly (B = 0) when no singular direction is needed.
     """
     if svd is None:
@@ -188,6 +237,6 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     P, Q = svd_factors(*svd, k_svd)
     found = [UpperResult(k_svd, P, Q, row_l1_error(A, P, Q), "svd")]
     lo = max(int(lower), 1)
-    missed = _bisect(A, eps, lo, found, svd, budget, iters, device)
+    missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid)
     _polish(A, eps, lo, found, missed, svd, budget, iters, device)
     return found
