@@ -128,3 +128,62 @@ def test_effort_seed_and_budgets_are_recorded_in_the_file(tmp_path):
     assert s["budgets"]["upper_work"] == 1234 and s["budgets"]["swap_work"] > 0
     assert s["tolerances"]["upper_safety"] > 0 and s["capped"] is False
     assert {"numpy", "torch", "python-flint", "highspy"} <= set(s["versions"])
+
+
+def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch, capsys):
+    """The first Ctrl-C (SIGINT, delivered during the first tolerance's upper search) ends that
+    tolerance with the witnesses it has, skips the others, writes the file (every cell in it
+    verified) and exits 130; a second Ctrl-C aborts without writing."""
+    import os
+    import signal
+
+    from numeric.search import cli, driver
+    from numeric.search.budget import clear_stop
+    from exact.verify import verify_file
+
+    rng = np.random.default_rng(0)
+    H = rng.normal(size=(24, 24))
+    np.save(tmp_path / "h.npy", H)
+    real = driver.search_upper
+
+    def interrupted(*a, **kw):       # the user presses Ctrl-C while the upper side searches
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(driver, "search_upper", interrupted)
+    out = tmp_path / "b.safetensors"
+    try:
+        rc = cli.main(["--logits", str(tmp_path / "h.npy"), "--eps", "0.1,0.25,0.5", "--out", str(out),
+                       "--no-attack", "--json"])
+    finally:
+        clear_stop()
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_STOPPED and "stopping" in err and "1 of 3 tolerance(s)" in err
+    reports = verify_file(out)
+    assert len(reports) == 1 and reports[0].verified and reports[0].id.endswith("eps=0.5")
+
+    def twice(*a, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(driver, "search_upper", twice)
+    out2 = tmp_path / "c.safetensors"
+    try:
+        rc = cli.main(["--logits", str(tmp_path / "h.npy"), "--eps", "0.25", "--out", str(out2), "--no-attack"])
+    finally:
+        clear_stop()
+    assert rc == cli.EXIT_STOPPED and not out2.exists() and "aborted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_long_runs_announce_their_cost(tmp_path, capsys):
+    """A run expected to take over a minute says so on stderr before it starts (4096 x 4096 at
+    thorough: hours); a small one does not."""
+    from numeric.search.cli import _announce
+
+    _announce("thorough", (4096, 4096), 1)
+    err = capsys.readouterr().err
+    assert "4096 x 4096" in err and "expected cost" in err and "Ctrl-C" in err
+    _announce("default", (24, 24), 3)
+    assert capsys.readouterr().err == ""

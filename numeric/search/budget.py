@@ -1,10 +1,13 @@
-"""Counted work and the outer safety cap (issue 12 item 1).
+"""Counted work, the outer safety cap and a clean stop (issues 12 and 17).
 
 A search stops when its ``Budget`` of work units (descent steps, LP work by size,
 candidate rows) is spent, never on a clock, so a bracket does not depend
 on the load of the machine. The one clock left is ``SafetyCap``: an outer
 limit per cell for pathological input. No normal cell reaches it; when it
 fires, ``fired`` turns true and the cell records ``"capped": true``.
+``request_stop`` (the CLI's first Ctrl-C) makes every cap fire at once: the
+searches end with what they have, and the driver stops after the current
+tolerance, so a long run writes what it certified so far.
 
 >>> b = Budget(3); b.spend(2); b.exhausted
 False
@@ -15,7 +18,24 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["Budget", "SafetyCap"]
+__all__ = ["Budget", "SafetyCap", "request_stop", "stop_requested", "clear_stop"]
+
+_STOP = {"requested": False}
+
+
+def request_stop() -> None:
+    """Ask every running search to stop with what it has (a signal handler may call this)."""
+    _STOP["requested"] = True
+
+
+def stop_requested() -> bool:
+    """Whether ``request_stop`` was called (and not cleared)."""
+    return _STOP["requested"]
+
+
+def clear_stop() -> None:
+    """Forget a stop request (a new run starts)."""
+    _STOP["requested"] = False
 
 
 class SafetyCap:
@@ -29,6 +49,8 @@ class SafetyCap:
     def expired(self) -> bool:
         """True once the limit has passed (and from then on ``fired``)."""
         if self.seconds is not None and not self.fired and time.monotonic() - self.start > self.seconds:
+            self.fired = True
+        if _STOP["requested"]:
             self.fired = True
         return self.fired
 

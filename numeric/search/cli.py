@@ -13,13 +13,23 @@ NAME=N overrides one of them, --seed seeds the random choices. The preset,
 every budget, the seed and the package versions are recorded in each
 cell's provenance, so the same command reproduces the same file.
 
+A run whose budgets could take over ten minutes (``effort.expected_seconds``:
+every budget spent, one core), or on a target of a million entries or more,
+announces its expected cost on stderr first. Ctrl-C
+stops it cleanly: the current tolerance ends with the witnesses it has, the
+tolerances not started are skipped, and the file holds every cell certified
+so far (a second Ctrl-C aborts at once, writing nothing).
+
 Exit status: 0 all cells written and verified, 1 a verification or an
-attack failed (a soundness bug), 2 bad input.
+attack failed (a soundness bug), 2 bad input, 130 stopped by Ctrl-C after
+writing what was certified.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -28,6 +38,11 @@ import numpy as np
 from numeric.heads.extract import softmax_rows
 
 PROG = "python -m numeric bracket"
+#: Runs whose budgets could take longer than this (seconds), or targets of at least
+#: ``ANNOUNCE_ENTRIES`` entries, announce their expected cost first.
+ANNOUNCE_SECONDS = 600.0
+ANNOUNCE_ENTRIES = 1024 * 1024
+EXIT_STOPPED = 130
 
 
 class InputError(ValueError):
@@ -85,6 +100,36 @@ def _seed(text: str) -> int:
     return int(text)
 
 
+@contextlib.contextmanager
+def _clean_stop():
+    """First Ctrl-C: ``budget.request_stop`` (the search ends with what it has); second: abort."""
+    from numeric.search.budget import clear_stop, request_stop, stop_requested
+
+    def handler(signum, frame):
+        if stop_requested():
+            raise KeyboardInterrupt
+        request_stop()
+        print(f"{PROG}: stopping: finishing the current tolerance with the witnesses it has "
+              "(Ctrl-C again aborts without writing)", file=sys.stderr, flush=True)
+
+    clear_stop()
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _announce(effort, shape, tolerances: int) -> None:
+    from numeric.search.effort import effort_budgets, expected_seconds
+
+    sec = expected_seconds(effort, *shape, tolerances)
+    if sec > ANNOUNCE_SECONDS or shape[0] * shape[1] >= ANNOUNCE_ENTRIES:
+        print(f"{PROG}: {shape[0]} x {shape[1]} at effort {effort_budgets(effort).name}, {tolerances} "
+              f"tolerance(s): expected cost up to about {sec / 60:.0f} min on one core (every budget spent); "
+              "Ctrl-C stops cleanly and writes what is certified", file=sys.stderr, flush=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -127,14 +172,20 @@ def main(argv=None) -> int:
     from numeric.search.export import write_bracket_file
     from numeric.search.driver import search_brackets
 
+    _announce(effort, A.shape, len(eps_items))
     try:
-        out = search_brackets(A, eps_items, logits=logits, id_prefix=args.id_prefix, device=args.device,
-                              attack=not args.no_attack, effort=effort, seed=seed,
-                              provenance={"input": str(args.logits or args.matrix),
-                                          "input_kind": "logits" if args.logits else "matrix"})
+        with _clean_stop():
+            out = search_brackets(A, eps_items, logits=logits, id_prefix=args.id_prefix, device=args.device,
+                                  attack=not args.no_attack, effort=effort, seed=seed,
+                                  provenance={"input": str(args.logits or args.matrix),
+                                              "input_kind": "logits" if args.logits else "matrix"})
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: aborted: nothing written", file=sys.stderr)
+        return EXIT_STOPPED
+    stopped = bool(out.provenance.get("stopped"))
     path = write_bracket_file(args.out, out.cells, out.tensors)
 
     from exact.verify import verify_file
@@ -172,7 +223,10 @@ def main(argv=None) -> int:
         if r["capped"]:
             print(f"{PROG}: warning: the safety cap stopped the search of {r['id']} (recorded as capped)",
                   file=sys.stderr)
-    return 1 if bad else 0
+    if stopped:
+        print(f"{PROG}: stopped by Ctrl-C: {path} holds the {len(rows)} of {len(eps_items)} tolerance(s) "
+              "searched so far", file=sys.stderr)
+    return 1 if bad else EXIT_STOPPED if stopped else 0
 
 
 if __name__ == "__main__":

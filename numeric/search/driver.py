@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
-from numeric.search.budget import Budget, SafetyCap
+from numeric.search.budget import Budget, SafetyCap, stop_requested
 from numeric.search.candidate import LowerCandidate, strongest_rows
 from numeric.search.effort import (DEFAULT_EFFORT, cell_seed, code_version, effort_budgets, package_versions)
 from numeric.search.export import rational_string
@@ -292,6 +292,9 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
             prov = {"search": {**cell.pop("search"), **run_prov}}
             prov.update(provenance or {})
             cells[idx] = {"id": cid, "eps": eps_text, "target": dict(target), **cell, "provenance": prov}
-    order = range(len(eps_q))
+            if stop_requested():
+                break   # a clean stop: the tolerances done so far, the current one with what it had
+    order = [i for i in range(len(eps_q)) if i in cells]
+    run_prov["stopped"] = len(order) < len(eps_q) or stop_requested()
     run_prov["capped"] = [cells[i]["id"] for i in order if results[i].capped]
     return SearchOutput([cells[i] for i in order], tensors, [results[i] for i in order], run_prov)

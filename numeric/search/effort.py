@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
-           "Effort", "PRESETS", "effort_budgets"]
+           "Effort", "PRESETS", "effort_budgets", "expected_seconds"]
 
 #: The effort presets, cheapest first. The budgets of each live with the
 #: searches that spend them; the name is what a file records.
@@ -186,3 +186,32 @@ def effort_budgets(effort) -> Effort:
     if isinstance(effort, Effort):
         return effort
     return PRESETS[parse_effort(effort)]
+
+
+#: One-core rates behind ``expected_seconds`` (an announcement, never a budget): an Adam work
+#: unit (``refine.step_work``) took about 16 microseconds (1.3 ms a step of 80 units, 256 x 256),
+#: an LP work unit (``lp.decoder_work``) about 1 ms, a row-map descent step about 1.3 ms per 256
+#: columns, a row LP about 15 ms per 256 columns; a dense SVD about 1e-9 s per m n min(m, n).
+ADAM_UNIT_SECONDS = 16e-6
+LP_UNIT_SECONDS = 1e-3
+MAP_STEP_SECONDS = 1.3e-3
+ROW_LP_SECONDS = 15e-3
+SVD_SECONDS_PER_FLOP = 1e-9
+
+
+def expected_seconds(effort, m: int, n: int, tolerances: int = 1) -> float:
+    """About how long a search of an m x n target takes on one core when every budget is spent
+    (the upper budget at the largest rank), for the announcement of long runs.
+
+    >>> round(expected_seconds("default", 256, 256, 3) / 60)       # minutes, three tolerances
+    2
+    >>> expected_seconds("thorough", 4096, 4096, 1) > 3600             # over an hour a tolerance
+    True
+    """
+    e = effort_budgets(effort)
+    cols = n / 256
+    per_tol = (e.upper_units(m, n, min(m, n)) * ADAM_UNIT_SECONDS
+               + (e.far_lp_work + e.swap_work + e.lp_append_work) * LP_UNIT_SECONDS
+               + (e.descent_steps + e.greedy_steps) * MAP_STEP_SECONDS * cols
+               + e.lp_svd_solves * ROW_LP_SECONDS * cols)
+    return SVD_SECONDS_PER_FLOP * m * n * min(m, n) + tolerances * per_tol
