@@ -50,18 +50,39 @@ def face_margin(A: np.ndarray, eps: float, labels) -> tuple[float, np.ndarray]:
     return -res.fun, res.x[:m]
 
 
-def nerve(A: np.ndarray, eps: float, max_size: int | None = None):
-    """(faces, minimal non-faces) of the cover by the C(l): faces maps sorted label tuples to witnesses.
+def dual_col_margin(A: np.ndarray, eps: float, labels) -> tuple[float, np.ndarray]:
+    """Dual (column side) pieces ``P(k, s) = {x : s x_k = 1, ||x||_inf <= 1, ||A x||_inf <= eps}``:
+    max t with ``|a_i . x| <= eps - t`` for every row, x in [-1,1]^m with the labels' coordinates fixed (LP)."""
+    n, m = A.shape
+    fixed = {}
+    for l in labels:
+        k, s = l >> 1, sign(l)
+        if fixed.get(k, s) != s:
+            return -np.inf, np.zeros(m)
+        fixed[k] = s
+    rows = [np.append(A[i], 1.0) for i in range(n)] + [np.append(-A[i], 1.0) for i in range(n)]
+    rhs = [eps] * (2 * n)
+    bounds = [(fixed[j], fixed[j]) if j in fixed else (-1, 1) for j in range(m)] + [(None, 1)]
+    c = np.zeros(m + 1)
+    c[-1] = -1.0
+    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs")
+    if res.status != 0:
+        return -np.inf, np.zeros(m)
+    return -res.fun, res.x[:m]
 
+
+def nerve(margin, nlab: int, max_size: int | None = None):
+    """(faces, minimal non-faces) of a cover by convex pieces C(l), ``C(l ^ 1) = -C(l)``.
+
+    ``margin(labels)`` is an LP (t*, witness): the pieces meet when t* > FACE_TOL.
     Downward-closed enumeration: a set is tried only when all its one-smaller
     subsets are faces; the ones that fail the LP are the minimal non-faces,
-    and every antipodal pair {l, l^1} is one too.
+    and every antipodal pair {l, l^1} is one too. Faces map to witnesses.
     """
-    n = A.shape[0]
-    faces, mnf = {}, [(2 * i, 2 * i + 1) for i in range(n)]
+    faces, mnf = {}, [(2 * i, 2 * i + 1) for i in range(nlab // 2)]
     level = []
-    for l in range(2 * n):
-        t, x = face_margin(A, eps, [l])
+    for l in range(nlab):
+        t, x = margin([l])
         if t > FACE_TOL:
             faces[(l,)] = x
             level.append((l,))
@@ -72,13 +93,13 @@ def nerve(A: np.ndarray, eps: float, max_size: int | None = None):
         nxt = []
         for F in level:
             used = {l >> 1 for l in F}
-            for l in range(F[-1] + 1, 2 * n):
+            for l in range(F[-1] + 1, nlab):
                 if l >> 1 in used:
                     continue
                 G = F + (l,)
                 if any(G[:k] + G[k + 1:] not in faces for k in range(len(G) - 1)):
                     continue
-                t, x = face_margin(A, eps, G)
+                t, x = margin(G)
                 if t > FACE_TOL:
                     faces[G] = x
                     nxt.append(G)
@@ -86,6 +107,17 @@ def nerve(A: np.ndarray, eps: float, max_size: int | None = None):
                     mnf.append(G)
         level, size = nxt, size + 1
     return faces, mnf
+
+
+def primal_nerve(A: np.ndarray, eps: float):
+    """The nerve of the C(i, s) (MATH.md section 2): odd maps into it prove ``r_eps(A) >= d``."""
+    return nerve(lambda L: face_margin(A, eps, L), 2 * A.shape[0])
+
+
+def dual_col_nerve(A: np.ndarray, eps: float):
+    """The nerve of the dual pieces P(k, s): an odd map S^{m-d} into their union proves that
+    no d-dimensional W has ``gamma(W) > eps`` (column-side width < d)."""
+    return nerve(lambda L: dual_col_margin(A, eps, L), 2 * A.shape[1])
 
 
 def _gf2_solvable(rows: list[int], nvar: int) -> bool:
@@ -244,28 +276,40 @@ def _rat_point(x) -> list[Fraction]:
     return [max(Fraction(-1), min(Fraction(1), Fraction(round(float(t) * 2 ** 40), 2 ** 40))) for t in x]
 
 
-def _holds(Aq, eps: Fraction, l: int, x) -> bool:
-    """Exact ``s a_i . x > eps``."""
-    return sign(l) * sum(a * t for a, t in zip(Aq[l >> 1], x)) > eps
+def primal_holds(Aq, eps: Fraction):
+    """Exact membership in C(l): ``|x_j| <= 1`` and ``s a_i . x > eps``."""
+    def holds(l: int, x) -> bool:
+        return all(abs(t) <= 1 for t in x) and sign(l) * sum(a * t for a, t in zip(Aq[l >> 1], x)) > eps
+    return holds
 
 
-def exact_check_vertex(Aq, eps: Fraction, cx, lab: dict, faces: dict) -> bool:
-    """Re-check a vertex-labelled certificate exactly (MATH.md checkable form): oddness, |x| <= 1, strictness."""
+def dual_col_holds(Aq, eps: Fraction):
+    """Exact membership in P(k, s): ``s x_k = 1``, ``|x_j| <= 1``, ``|a_i . x| <= eps``."""
+    def holds(l: int, x) -> bool:
+        return (sign(l) * x[l >> 1] == 1 and all(abs(t) <= 1 for t in x)
+                and all(abs(sum(a * t for a, t in zip(r, x))) <= eps for r in Aq))
+    return holds
+
+
+def exact_check_vertex(holds, cx, lab: dict, faces: dict) -> bool:
+    """Re-check a vertex-labelled certificate exactly (MATH.md checkable form): oddness, one
+    rational point per facet label set inside every piece of the set."""
     _, facets, anti = cx
     if any(lab[anti[v]] != lab[v] ^ 1 for v in lab):
         return False
     for F in facets:
         S = tuple(sorted({lab[v] for v in F}))
-        if len({l >> 1 for l in S}) < len(S) or S not in faces:
+        if S not in faces:
             return False
         x = _rat_point(faces[S])
-        if not all(_holds(Aq, eps, l, x) for l in S):
+        if not all(holds(l, x) for l in S):
             return False
     return True
 
 
-def exact_check_facet(Aq, eps: Fraction, cx, lab: dict, faces: dict) -> bool:
-    """Re-check a facet-labelled certificate exactly: odd vertex images x_v, each facet's label at its vertices."""
+def exact_check_facet(holds, cx, lab: dict, faces: dict) -> bool:
+    """Re-check a facet-labelled certificate exactly: odd vertex images x_v, each facet's piece
+    contains the images of its vertices."""
     _, facets, anti = cx
     fanti = _facet_anti(facets, anti)
     if any(lab[fanti[a]] != lab[a] ^ 1 for a in lab):
@@ -283,4 +327,4 @@ def exact_check_facet(Aq, eps: Fraction, cx, lab: dict, faces: dict) -> bool:
             return False
         img[v] = _rat_point(faces[S])
         img[anti[v]] = [-t for t in img[v]]
-    return all(_holds(Aq, eps, lab[a], img[v]) for a, F in enumerate(facets) for v in F)
+    return all(holds(lab[a], img[v]) for a, F in enumerate(facets) for v in F)

@@ -63,7 +63,7 @@ class Complexes:
 def _odd_search(A, Aq, eps_q: Fraction, d: int, cxs: Complexes, args) -> dict:
     """Nerve, height filter and the three SAT forms at eps; exact re-check of what is found."""
     eps = float(eps_q)
-    faces, mnf = geom.nerve(A, eps)
+    faces, mnf = geom.primal_nerve(A, eps)
     out = {"faces": len(faces), "height_ok": geom.height_at_least(faces, d - 1)}
     if not out["height_ok"]:
         return out
@@ -82,7 +82,8 @@ def _odd_search(A, Aq, eps_q: Fraction, d: int, cxs: Complexes, args) -> dict:
         elif lab == "unknown":
             out[form] = "unknown"
         else:
-            out[form] = "found" if check(Aq, eps_q, complex_, lab, faces) else "found-not-exact"
+            ok = check(geom.primal_holds(Aq, eps_q), complex_, lab, faces)
+            out[form] = "found" if ok else "found-not-exact"
             out[form + "_labels"] = {str(k): v for k, v in lab.items()}
     return out
 
