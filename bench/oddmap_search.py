@@ -45,6 +45,9 @@ import oddmap_geom as geom  # noqa: E402
 import oddmap_widths as wid  # noqa: E402
 
 FORMS = ("VLsd", "FLx", "FLsd")
+#: A found case counts as a beat when the certificate still works this far above the best width found
+#: by the longer Bernstein search (smaller margins are within the reach of a better subspace search).
+BEAT_MARGIN = 1e-3
 
 
 class Complexes:
@@ -95,6 +98,32 @@ def _window(A, d, err, rng, args):
     return g_sub, g_row, g_col, err[d - 1]
 
 
+def _odd_top(A, d, lo: float, hi: float, cxs, steps: int) -> float:
+    """The largest eps in [lo, hi) (bisection, float) at which VLsd or FLsd still finds a certificate."""
+    _, sd = cxs.get(d)
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        _, mnf = geom.primal_nerve(A, mid)
+        if any(isinstance(f(sd, 2 * A.shape[0], mnf), dict) for f in (geom.sat_vertex, geom.sat_facet)):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _confirm(A, Aq, d, case, high, rng, cxs, args) -> None:
+    """A found case: exact refutation of every row subset of size d, a 4x longer Bernstein search,
+    and how far up the odd-map certificate reaches (``eps_odd``)."""
+    eps_q = Fraction(case["eps"])
+    case["row_subsets_refuted"] = all(wid.row_subset_refuted(Aq, S, eps_q, A)
+                                      for S in fam.subsets(A.shape[0], d))
+    g_row, _ = wid.best_row(A, d, rng, steps=4 * args.steps, starts=2 * args.starts)
+    g_col, _ = wid.best_col(A, d, rng, steps=4 * args.steps, starts=2 * args.starts)
+    case["g_row2"], case["g_col2"] = g_row, g_col
+    case["eps_odd"] = _odd_top(A, d, float(eps_q), high, cxs, args.bisect)
+    case["margin"] = case["eps_odd"] - max(g_row, g_col, case["g_row"], case["g_col"])
+
+
 def study_matrix(name, A, Aq, rng, cxs, args) -> list[dict]:
     """Every d = 3..min(n, m) of one matrix: the window and, where open, the odd-map search."""
     p = min(A.shape)
@@ -115,8 +144,7 @@ def study_matrix(name, A, Aq, rng, cxs, args) -> list[dict]:
         found = [f for f in FORMS if case.get(f) == "found"]
         case["status"] = "found" if found else ("no-odd-map" if not case["height_ok"] else "open")
         if found:
-            case["row_subsets_refuted"] = all(wid.row_subset_refuted(Aq, S, eps_q, A)
-                                              for S in fam.subsets(A.shape[0], d))
+            _confirm(A, Aq, d, case, high, rng, cxs, args)
         cases.append(case)
     return cases
 
@@ -126,13 +154,15 @@ def summarise(cases: list[dict]) -> dict:
     table = {}
     for c in cases:
         t = table.setdefault(c["category"], {"matrices": set(), "pairs": 0, "closed": 0, "window": 0,
-                                             "no-odd-map": 0, "found": 0, **{f: {} for f in FORMS}})
+                                             "no-odd-map": 0, "found": 0, "beat": 0,
+                                             **{f: {} for f in FORMS}})
         t["matrices"].add(c["matrix"])
         t["pairs"] += 1
         t["closed"] += c["status"] == "closed"
         t["window"] += c["status"] != "closed"
         t["no-odd-map"] += c["status"] == "no-odd-map"
         t["found"] += c["status"] == "found"
+        t["beat"] += c["status"] == "found" and c["margin"] > BEAT_MARGIN
         for f in FORMS:
             if f in c:
                 t[f][c[f]] = t[f].get(c[f], 0) + 1
@@ -146,27 +176,62 @@ def _print(table: dict, cases: list[dict], seconds: float, verbose: bool) -> Non
         for c in cases:
             print(f"{c['matrix']:<22} {c['n']}x{c['m']} d={c['d']} sub={c['g_rowsub']:.4f} row={c['g_row']:.4f} "
                   f"col={c['g_col']:.4f} high={c['high']:.4f} eps={c.get('eps', '-'):>9} "
-                  + " ".join(f"{f}={c[f]}" for f in FORMS if f in c) + f" -> {c['status']}")
-    print(f"{'category':<14}{'mats':>5}{'(A,d)':>7}{'closed':>7}{'window':>7}{'h<d-1':>7}{'found':>6}  SAT VLsd | FLx | FLsd")
+                  + " ".join(f"{f}={c[f]}" for f in FORMS if f in c) + f" -> {c['status']}"
+                  + (f" eps_odd={c['eps_odd']:.4f} rowZ={c['g_row2']:.4f} colW={c['g_col2']:.4f} "
+                     f"margin={c['margin']:+.4f} subsets_refuted={c['row_subsets_refuted']}" if "eps_odd" in c else ""))
+    print(f"{'category':<14}{'mats':>5}{'(A,d)':>7}{'closed':>7}{'window':>7}{'h<d-1':>7}{'found':>6}{'beat':>5}  SAT VLsd | FLx | FLsd")
     for cat, t in table.items():
         sat = " | ".join(",".join(f"{k}:{v}" for k, v in sorted(t[f].items())) or "-" for f in FORMS)
         print(f"{cat:<14}{t['matrices']:>5}{t['pairs']:>7}{t['closed']:>7}{t['window']:>7}{t['no-odd-map']:>7}"
-              f"{t['found']:>6}  {sat}")
+              f"{t['found']:>6}{t['beat']:>5}  {sat}")
     print(f"wall {seconds:.1f} s")
+
+
+def show(name: str, eps_q: Fraction, d: int, cxs) -> int:
+    """Print the vertex-labelled certificate on sd(cross_d) for a named fixed matrix, re-checked exactly."""
+    mats = {nm: (A, Aq) for nm, A, Aq in fam.generate("graph", 0, None)}
+    if name not in mats:
+        print(f"error: unknown matrix {name!r}; one of {', '.join(mats)}", file=sys.stderr)
+        return 2
+    A, Aq = mats[name]
+    faces, mnf = geom.primal_nerve(A, float(eps_q))
+    cx, sd = cxs.get(d)
+    lab = geom.sat_vertex(sd, 2 * A.shape[0], mnf)
+    print(f"{name} ({A.shape[0]}x{A.shape[1]}), eps = {eps_q}, d = {d}: {len(faces)} faces")
+    if not isinstance(lab, dict):
+        print(f"no vertex-labelled certificate on sd(cross_{d}) found: {lab}")
+        return 1
+    base = cx[0]
+    for v in sorted(range(len(sd[0])), key=lambda v: (len(sd[0][v]), sorted(sd[0][v]))):
+        sv = [0] * d
+        for b in sd[0][v]:
+            sv[base[b][0]] = base[b][1]
+        if sd[2][v] > v:
+            print(f"  vertex {sv}: row {lab[v] >> 1}, sign {'+' if geom.sign(lab[v]) > 0 else '-'}"
+                  f"   (antipode: row {lab[v] >> 1}, opposite sign)")
+    ok = geom.exact_check_vertex(geom.primal_holds(Aq, eps_q), sd, lab, faces)
+    refuted = all(wid.row_subset_refuted(Aq, S, eps_q, A) for S in fam.subsets(A.shape[0], d))
+    print(f"exact re-check of the certificate (fractions): {ok}")
+    print(f"every row subset of size {d} refuted exactly at eps: {refuted}")
+    return 0 if ok else 1
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--count", type=int, default=6, help="random matrices per random category")
+    ap.add_argument("--count", type=int, default=10, help="random matrices per random category")
     ap.add_argument("--categories", default=",".join(fam.CATEGORIES),
                     help="comma-separated subset of " + ",".join(fam.CATEGORIES))
     ap.add_argument("--steps", type=int, default=40, help="local-search moves per start (widths)")
     ap.add_argument("--starts", type=int, default=3, help="local-search starts per side and d")
     ap.add_argument("--rounds", type=int, default=6, help="alternating-LP rounds per start (upper)")
     ap.add_argument("--conflicts", type=int, default=100000, help="SAT conflict budget per search")
+    ap.add_argument("--bisect", type=int, default=6, help="bisection steps for eps_odd of a found case")
     ap.add_argument("--max-sd-vertex-d", type=int, default=5)
     ap.add_argument("--max-sd-facet-d", type=int, default=5)
+    ap.add_argument("--show", metavar="NAME", help="print the certificate of one fixed matrix (e.g. cycle5) and stop")
+    ap.add_argument("--eps", default="99/100", help="eps for --show (a fraction)")
+    ap.add_argument("--d", type=int, default=3, help="d for --show")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -180,6 +245,16 @@ def main(argv=None) -> int:
     except ImportError:
         print("error: python-sat is not installed (pip install python-sat)", file=sys.stderr)
         return 2
+    if args.show:
+        try:
+            eps_q = Fraction(args.eps)
+        except (ValueError, ZeroDivisionError):
+            print(f"error: --eps {args.eps!r} is not a fraction", file=sys.stderr)
+            return 2
+        if not 0 < eps_q < 1 or not 2 <= args.d <= 5:
+            print("error: --eps must lie in (0, 1) and --d in 2..5", file=sys.stderr)
+            return 2
+        return show(args.show, eps_q, args.d, Complexes())
     rng = np.random.default_rng(args.seed)
     cxs, cases, t0 = Complexes(), [], time.monotonic()
     for cat in cats:
