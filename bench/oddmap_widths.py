@@ -53,6 +53,29 @@ def gamma_row(A: np.ndarray, Z: np.ndarray) -> float:
     return 0.0 if not np.isfinite(v) or v <= 0 else 1.0 / v
 
 
+def gamma_row_geo(A: np.ndarray, Z: np.ndarray) -> float:
+    """The geometric ``gamma_row(range Z) = min ||A^T w||_1 / ||w||_1``: one LP per orthant of w.
+
+    ``gamma_row`` above (the certificate LP with G) is only a lower bound of it:
+    a left inverse from a subspace of l1 does not extend to l1 without loss
+    (A = [[0,1,0,1,1],[0,1,1,1,0],[0,0,1,1,1]] / 3, Z = I: 7/27 against 1/3).
+    """
+    n, d = Z.shape
+    m = A.shape[1]
+    T = A.T @ Z
+    best = np.inf
+    for sg in itertools.product((1.0, -1.0), repeat=n - 1):
+        s = np.array((1.0,) + sg)
+        A_ub = np.vstack([np.hstack([T, -np.eye(m)]), np.hstack([-T, -np.eye(m)]),
+                          np.hstack([-(s[:, None] * Z), np.zeros((n, m))])])
+        res = linprog(np.concatenate([np.zeros(d), np.ones(m)]), A_ub=A_ub, b_ub=np.zeros(2 * m + n),
+                      A_eq=np.concatenate([s @ Z, np.zeros(m)])[None], b_eq=[1.0],
+                      bounds=[(None, None)] * (d + m), method="highs")
+        if res.status == 0:
+            best = min(best, res.fun)
+    return 0.0 if not np.isfinite(best) else float(best)
+
+
 def gamma_col(A: np.ndarray, X: np.ndarray) -> float:
     """Column-side ``gamma(range X)`` (K.3, LP-optimal R)."""
     v = min_rownorm(A @ X, X.copy(), left=False)
@@ -98,6 +121,12 @@ def best_row(A, d, rng, steps=60, starts=3):
     """(best gamma_row found at dim d, best over row subsets (exact enumeration, float LP))."""
     U, _, _ = np.linalg.svd(A)
     return _best_side(A, d, lambda Z: gamma_row(A, Z), A.shape[0], U[:, :d], rng, steps, starts)
+
+
+def best_row_geo(A, d, rng, steps=60, starts=3):
+    """(best geometric gamma_row found at dim d, best over row subsets), orthant LPs (slower)."""
+    U, _, _ = np.linalg.svd(A)
+    return _best_side(A, d, lambda Z: gamma_row_geo(A, Z), A.shape[0], U[:, :d], rng, steps, starts)
 
 
 def best_col(A, d, rng, steps=60, starts=3):
