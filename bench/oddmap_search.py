@@ -227,7 +227,7 @@ def show(name: str, eps_q: Fraction, d: int, cxs) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--count", type=int, default=10, help="random matrices per random category")
+    ap.add_argument("--count", type=int, default=5, help="random matrices per random category")
     ap.add_argument("--categories", default=",".join(fam.CATEGORIES),
                     help="comma-separated subset of " + ",".join(fam.CATEGORIES))
     ap.add_argument("--steps", type=int, default=40, help="local-search moves per start (widths)")
