@@ -73,3 +73,18 @@ def test_search_smoke_two_matrices(capsys):
     for c in cases:                                     # a width can never exceed the rank-(d-1) error
         assert max(c["g_rowsub"], c["g_row"], c["g_col"]) <= c["high"] + 1e-6
     assert np.isfinite(res["seconds"])
+
+
+def test_cycle5_column_side_proof_and_its_inputs():
+    import oddmap_cycle5
+    assert oddmap_cycle5.lemma_b(Fraction(1, 5)) and not oddmap_cycle5.lemma_b(Fraction(22, 100))
+    assert oddmap_cycle5.main(["--eps", "99/100"]) == 0
+    assert oddmap_cycle5.main(["--eps", "3/2"]) == 2
+    assert oddmap_cycle5.main(["--eps", "3/4", "--max-boxes", "50"]) == 1     # not proved within 50 boxes
+
+
+def test_row_certificate_lp_is_weaker_than_geometric_gamma_row():
+    import oddmap_widths as wid
+    A = np.array([[0, 1, 0, 1, 1], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1]]) / 3
+    assert abs(wid.gamma_row(A, np.eye(3)) - 7 / 27) < 1e-9
+    assert abs(wid.gamma_row_geo(A, np.eye(3)) - 1 / 3) < 1e-9
