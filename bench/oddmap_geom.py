@@ -5,8 +5,8 @@ widths: the odd-map certificate"). Notation: A is n x m (n rows a_i, row
 stochastic), a label l = 2 i + b stands for (row i, sign s = +1 if b = 0 else
 -1), ``l ^ 1`` is its antipode, and ``C(l) = {x in [-1,1]^m : s a_i . x > eps}``.
 
-- ``nerve``: the feasible label sets (faces: the C's meet) by LP, with a
-  witness point each, and the minimal non-faces. At most 3^n faces.
+- ``nerve`` / ``primal_nerve``: the feasible label sets (faces: the C's meet)
+  by LP, with a witness point each, and the minimal non-faces. At most 3^n faces.
 - ``height_at_least``: the mod-2 height of w1 of the nerve is >= k, by Yang's
   chain criterion over GF(2): chains c_0..c_k with aug(c_0) = 1 and
   ``d c_j = (1 + T) c_{j-1}``. Necessary for any odd map S^k -> U (U ~ nerve).
@@ -45,27 +45,6 @@ def face_margin(A: np.ndarray, eps: float, labels) -> tuple[float, np.ndarray]:
     c[-1] = -1.0
     res = linprog(c, A_ub=A_ub, b_ub=np.full(len(labels), -eps), bounds=[(-1, 1)] * m + [(None, 1)],
                   method="highs")
-    if res.status != 0:
-        return -np.inf, np.zeros(m)
-    return -res.fun, res.x[:m]
-
-
-def dual_col_margin(A: np.ndarray, eps: float, labels) -> tuple[float, np.ndarray]:
-    """Dual (column side) pieces ``P(k, s) = {x : s x_k = 1, ||x||_inf <= 1, ||A x||_inf <= eps}``:
-    max t with ``|a_i . x| <= eps - t`` for every row, x in [-1,1]^m with the labels' coordinates fixed (LP)."""
-    n, m = A.shape
-    fixed = {}
-    for l in labels:
-        k, s = l >> 1, sign(l)
-        if fixed.get(k, s) != s:
-            return -np.inf, np.zeros(m)
-        fixed[k] = s
-    rows = [np.append(A[i], 1.0) for i in range(n)] + [np.append(-A[i], 1.0) for i in range(n)]
-    rhs = [eps] * (2 * n)
-    bounds = [(fixed[j], fixed[j]) if j in fixed else (-1, 1) for j in range(m)] + [(None, 1)]
-    c = np.zeros(m + 1)
-    c[-1] = -1.0
-    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs")
     if res.status != 0:
         return -np.inf, np.zeros(m)
     return -res.fun, res.x[:m]
@@ -112,12 +91,6 @@ def nerve(margin, nlab: int, max_size: int | None = None):
 def primal_nerve(A: np.ndarray, eps: float):
     """The nerve of the C(i, s) (MATH.md section 2): odd maps into it prove ``r_eps(A) >= d``."""
     return nerve(lambda L: face_margin(A, eps, L), 2 * A.shape[0])
-
-
-def dual_col_nerve(A: np.ndarray, eps: float):
-    """The nerve of the dual pieces P(k, s): an odd map S^{m-d} into their union proves that
-    no d-dimensional W has ``gamma(W) > eps`` (column-side width < d)."""
-    return nerve(lambda L: dual_col_margin(A, eps, L), 2 * A.shape[1])
 
 
 def _gf2_solvable(rows: list[int], nvar: int) -> bool:
@@ -280,14 +253,6 @@ def primal_holds(Aq, eps: Fraction):
     """Exact membership in C(l): ``|x_j| <= 1`` and ``s a_i . x > eps``."""
     def holds(l: int, x) -> bool:
         return all(abs(t) <= 1 for t in x) and sign(l) * sum(a * t for a, t in zip(Aq[l >> 1], x)) > eps
-    return holds
-
-
-def dual_col_holds(Aq, eps: Fraction):
-    """Exact membership in P(k, s): ``s x_k = 1``, ``|x_j| <= 1``, ``|a_i . x| <= eps``."""
-    def holds(l: int, x) -> bool:
-        return (sign(l) * x[l >> 1] == 1 and all(abs(t) <= 1 for t in x)
-                and all(abs(sum(a * t for a, t in zip(r, x))) <= eps for r in Aq))
     return holds
 
 

@@ -88,3 +88,14 @@ def test_row_certificate_lp_is_weaker_than_geometric_gamma_row():
     A = np.array([[0, 1, 0, 1, 1], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1]]) / 3
     assert abs(wid.gamma_row(A, np.eye(3)) - 7 / 27) < 1e-9
     assert abs(wid.gamma_row_geo(A, np.eye(3)) - 1 / 3) < 1e-9
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_height_of_the_cross_polytope_sphere_is_d_minus_one(d):
+    """The boundary of the d-cross-polytope is S^{d-1}: w1^{d-1} != 0 and w1^d = 0 (Yang's criterion)."""
+    import itertools
+    verts, facets, _ = geom.cross(d)
+    lab = [2 * k + (0 if s > 0 else 1) for (k, s) in verts]
+    faces = {tuple(sorted(lab[v] for v in c)): None for f in facets
+             for r in range(1, d + 1) for c in itertools.combinations(f, r)}
+    assert geom.height_at_least(faces, d - 1) and not geom.height_at_least(faces, d)
