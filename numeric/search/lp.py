@@ -4,8 +4,10 @@ Two LPs produce lower witnesses (MATH.md section 2, K.3 and its row-side
 transpose):
 
 - ``min_norm_row_decoder(A_S)``: the row-side reconstruction map G of least
-  row-l1 norm with ``A[S, :] G = I_d``; by LP duality its norm is exactly
-  ``1 / gamma_row(I[:, S])``.
+  row-l1 norm with ``A[S, :] G = I_d``; ``1 / ||G||`` is a lower bound on
+  ``gamma_row(I[:, S])``, not always equal to it (l1 is not injective: on
+  ``A = [[0,1,0,1,1],[0,1,1,1,0],[0,0,1,1,1]] / 3`` the LP gives 7/27 and the
+  geometric value is 1/3; docs/oddmap.md).
 - ``min_norm_left_inverse(Y, T)``: the column-side map of least row-l1 norm
   with ``R Y = X`` for a given ``Y = A X`` (LP-optimal R on a subspace W,
   norm ``1 / gamma(W)``); the rows decouple, so it is one small LP per row.
@@ -143,7 +145,8 @@ def min_norm_row_decoder(AS: np.ndarray, iterations=None, duals: bool = False):
 
     Row-side reconstruction (MATH.md, transpose of K.3): with Z = I[:, S] the
     certificate needs ``Z^T A G' = Z^T``; G' = G I[S, :] and ``||G'|| = ||G||``.
-    The optimum equals ``1 / gamma_row(Z)`` by LP duality. Variables
+    ``1 / optimum`` is a lower bound on ``gamma_row(Z)``, not always equal to it
+    (module docstring; docs/oddmap.md). Variables
     G = G+ - G-, t; minimise t with ``sum_l |G_jl| <= t`` for every row j.
     Returns (G, norm), and with ``duals`` also the d x d duals ``Lam`` of the
     equalities ``(AS G)_sl = delta_sl``: row s of ``Lam`` is large when row s of
