@@ -59,6 +59,8 @@ _PROBE_LINES = {
     "and (np.full(1, 2.0**-1074) * 2 * 2.0**1000 == 2.0**-73)[0]": [(60, "==", "<="), (60, "==", ">=")],
     "and (np.full(1, 2.0**-1022) / 4 * 2.0**1000 == 2.0**-24)[0])": [(60, "==", "<="), (60, "==", ">=")],
 }
+_KINDS = ("the kinds a file may name are checked by exact.bracketfile (trivial, factors, reconstruction, "
+          "row_reconstruction, frobenius), and on each reachable one the order comparison agrees with the original")
 _ROUTE = 'same value, cost only: the floats only choose a route (and rows); every route computes the norm exactly'
 #: (file, line text, original, mutant[, column]) -> why the mutant computes the same thing. The column is
 #: given where one line holds the same operator twice and only one of the two mutants is equivalent.
@@ -180,6 +182,21 @@ EQUIVALENT = {
         _ROUTE,
     ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
         "a shape is never negative",
+    ("rational.py", "if q is not None and int(q) == 0:", "==", "<="):
+        "q matches [0-9]+, so int(q) is never negative",
+    ("rational.py", 'return -value if sign == "-" else value', "==", ">="):
+        'sign matches [+-]?: of "", "+" and "-" only "-" is >= "-"',
+    ("rational.py", "value = fmpq(digits * 10**e, 1) if e >= 0 else fmpq(digits, 10**(-e))", ">=", ">"):
+        "at e = 0 both branches give fmpq(digits)",
+    ("rational.py", 'return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"', "==", "<="):
+        "a canonical denominator is never below 1",
+    **{("verify.py", text, "==", new): _KINDS for text, new in (
+        ('if kind == "trivial":', ">="), ('if kind == "factors":', "<="), ('if kind == "row_reconstruction":', ">="),
+        ('if kind == "frobenius":', "<="), ('if kind == "frobenius":', ">="))},
+    ("verify.py", 'return TrivialUpper() if side == "upper" else TrivialLower()', "==", ">="):
+        'side is "lower" or "upper", and "lower" < "upper"',
+    ("verify.py", 'if eps < 0 and claim.kind != "trivial":', "!=", "<"):
+        _KINDS,
 }
 
 #: Tests per module: the fast subset that should kill its mutants (a survivor runs all of it, so each
@@ -212,6 +229,7 @@ SUBSETS = {
     "matrix.py": ["exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
                   "tests/test_exact_differential.py::test_float64_conversion_is_exact", FLOATS],
     "slack.py": SLACK,
+    "verify.py": ["tests/test_exact_mutants_verify.py", *KNOWN],
 }
 #: The certificate checks (factors, reconstruction, trivial, frobenius, certificates, verdict, verify):
 #: the known answers (margins exactly 0 at the boundaries, shapes, slack) and the mutation suite.
