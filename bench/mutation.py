@@ -182,6 +182,8 @@ EQUIVALENT = {
         _ROUTE,
     ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
         "a shape is never negative",
+    ("__main__.py", 'if __name__ == "__main__":', "==", "<="):
+        'run as python -m exact, __name__ is "__main__" (both true); imported, it is "exact.__main__", and "e" > "_"',
     ("rational.py", "if q is not None and int(q) == 0:", "==", "<="):
         "q matches [0-9]+, so int(q) is never negative",
     ("rational.py", 'return -value if sign == "-" else value', "==", ">="):
@@ -203,7 +205,7 @@ EQUIVALENT = {
 #: subset holds the tests that exercise that module and no others).
 KNOWN = ["tests/test_exact_known.py", "tests/test_exact_mutation.py"]
 FLOATS = "tests/test_exact_floats.py"
-SLACK = [f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FLOATS}::test_float_softmax_bound_at_distance_zero",
+SLACK = ["tests/test_exact_mutants_slack.py", f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FLOATS}::test_float_softmax_bound_at_distance_zero",
          f"{FLOATS}::test_slack_proof_uses_arb_only_where_the_float_bound_falls_short", "exact/slack.py",
          *(f"tests/test_exact_known.py::test_slack_{name}" for name in (
              "bound_encloses_the_true_distance", "bound_is_zero_only_when_exact", "charged_on_both_sides",
@@ -212,17 +214,30 @@ SLACK = [f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FL
          "tests/test_exact_known.py::test_slack_bound_of_a_huge_distance_and_of_mismatched_shapes",
          "tests/test_exact_known.py::test_ln2_split_is_checked"]
 #: The float filter's tests, the ones that kill most of its mutants first (a killed mutant stops at its first failure).
-FLOATS_FIRST = [f"{FLOATS}::test_{name}" for name in (
+FLOATS_FIRST = ["tests/test_exact_mutants_floats.py"] + [f"{FLOATS}::test_{name}" for name in (
     "the_machine_has_the_arithmetic_the_bounds_assume", "the_arithmetic_probe_refuses_every_other_environment",
     "row_bounds_are_tight_on_ordinary_matrices", "exact_pieces_refuse_grids_out_of_range",
     "row_bounds_enclose_the_exact_row_sums", "exact_pieces_sum_to_the_product", "filter_off_gives_the_same_norms",
     "residual_norm_is_the_same_with_and_without_floats")] + [
     "tests/test_exact_cli.py::test_ordinary_cells_never_convert_a_whole_matrix", FLOATS]
+CLI = "tests/test_exact_cli.py"
+#: test_exact_cli.py, the tests that call ``exact.cli.main`` in-process first (a kill costs seconds), then
+#: the whole file (its subprocess and memory tests: what only they reach, e.g. ``python -m exact``).
+CLI_FIRST = [f"{CLI}::test_{name}" for name in (
+    "each_malformed_file_exits_2", "unreadable_paths", "malformed_file_does_not_stop_the_others", "limit_file_bytes",
+    "limit_header_bytes_real", "limit_number_chars_real", "limit_decimal_exponent_real", "limit_matrix_side_real",
+    "limit_matrix_entries_real", "limit_matrix_entries_patched", "limit_cells_real", "limit_cells_patched",
+    "limit_tensors_patched", "messages_from_files_are_escaped", "devices_and_directories_are_refused",
+    "unreferenced_tensors_are_checked_not_kept", "memory_error_is_one_line", "memory_error_while_counting_cells",
+    "dead_worker_is_one_line", "work_limit_at_and_over", "shared_work_is_done_once", "exponent_spread_costs_work",
+    "ordinary_cells_never_convert_a_whole_matrix", "zero_cell_file_is_refused")] + [CLI]
 SUBSETS = {
-    "bracketfile.py": ["tests/test_exact_cli.py", "exact/bracketfile.py"],
-    "cli.py": ["tests/test_exact_cli.py"],
-    "limits.py": ["tests/test_exact_cli.py"],
-    "rational.py": ["tests/test_exact_cli.py", "exact/rational.py"] + KNOWN,
+    "__main__.py": ["exact/__main__.py", f"{CLI}::test_bad_arguments_exit_2", f"{CLI}::test_max_work_must_be_positive"],
+    "bracketfile.py": ["exact/bracketfile.py", *CLI_FIRST, "tests/test_exact_mutants_verify.py"],
+    "cli.py": ["exact/cli.py", *CLI_FIRST],
+    "limits.py": CLI_FIRST,
+    "rational.py": ["exact/rational.py", *CLI_FIRST] + KNOWN,
+    "verdict.py": ["tests/test_exact_mutants_verify.py", *KNOWN, *CLI_FIRST],
     "floats.py": FLOATS_FIRST,
     "norms.py": ["exact/norms.py", "tests/test_exact_known.py::test_diagonal_refuses_a_matrix_that_is_not_square",
                  "tests/test_exact_known.py::test_rank_zero_reconstruction_with_an_empty_basis", *FLOATS_FIRST],
