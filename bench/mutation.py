@@ -241,7 +241,7 @@ SUBSETS = {
     "floats.py": FLOATS_FIRST,
     "norms.py": ["exact/norms.py", "tests/test_exact_known.py::test_diagonal_refuses_a_matrix_that_is_not_square",
                  "tests/test_exact_known.py::test_rank_zero_reconstruction_with_an_empty_basis", *FLOATS_FIRST],
-    "matrix.py": ["exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
+    "matrix.py": ["tests/test_exact_mutants_matrix.py", "exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
                   "tests/test_exact_differential.py::test_float64_conversion_is_exact", FLOATS],
     "slack.py": SLACK,
     "verify.py": ["tests/test_exact_mutants_verify.py", *KNOWN],

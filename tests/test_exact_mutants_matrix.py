@@ -1,0 +1,27 @@
+"""``exact.matrix.check_float64_matrix`` refuses every dtype but float64 (issue 14, item 6).
+
+The mutation run (``bench/mutation.py --only matrix.py``) showed that the
+dtype test could become ``a.dtype < np.float64`` (numpy orders dtypes by safe
+casting) without a failing test: complex and extended-precision arrays would
+then pass as float64. Every other dtype, wider or narrower, is refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from exact.errors import MalformedInput
+from exact.matrix import check_float64_matrix
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.longdouble, np.complex128, np.complex64,
+                                   np.int64, np.int8, np.uint64, np.bool_, object, ">f8"])
+def test_only_float64_is_accepted(dtype):
+    a = np.ones((2, 2), dtype=dtype)
+    with pytest.raises(MalformedInput, match="dtype"):
+        check_float64_matrix(a)
+
+
+def test_float64_is_accepted():
+    a = np.ones((2, 2))
+    assert check_float64_matrix(a) is a
