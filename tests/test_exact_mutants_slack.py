@@ -14,9 +14,12 @@ side past one of the two limits.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import mpmath
 import numpy as np
 import pytest
+from flint import fmpq
 
 from exact import slack
 
@@ -49,3 +52,20 @@ def test_each_side_of_the_float_enclosure_covers_the_proved_error(seed):
             upper, lower = _worst_case(hrow)
             assert upper <= mpmath.mpf(dev_upper[i]) <= upper + mpmath.mpf(2) ** -44, (i, dev_upper[i])
             assert n - lower <= mpmath.mpf(dev_lower[i]) <= n - lower + mpmath.mpf(2) ** -44, (i, dev_lower[i])
+
+
+def test_a_slack_a_fraction_of_an_ulp_below_the_float_bound_is_proved():
+    """``bound_for(slack)`` returns a bound ``<= slack`` whenever the arb bound of every row is: with a slack
+    just below a row's float bound (closer to it than half an ulp, so that the slack rounds to that very
+    float), the row goes to arb instead of passing on a float bound above the slack."""
+    rng = np.random.default_rng(3)
+    H = rng.normal(scale=3.0, size=(3, 5))
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+    proof = slack.SlackProof(H, A0)
+    top = fmpq(*float(proof.fast.max()).as_integer_ratio())
+    claimed = top * (1 - fmpq(1, 2**60))
+    assert fmpq(*float(Fraction(int(claimed.p), int(claimed.q))).as_integer_ratio()) == top
+    assert slack.softmax_slack_bound(H, A0) <= claimed
+    bound = proof.bound_for(claimed)
+    assert bound is not None and bound <= claimed
