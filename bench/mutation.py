@@ -184,6 +184,8 @@ EQUIVALENT = {
         "a shape is never negative",
     ("__main__.py", 'if __name__ == "__main__":', "==", "<="):
         'run as python -m exact, __name__ is "__main__" (both true); imported, it is "exact.__main__", and "e" > "_"',
+    ("cli.py", 'return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))', "<=", "<"):
+        "the one character then escaped (a space, or a tilde) is its own ascii() image: the same text",
     ("rational.py", "if q is not None and int(q) == 0:", "==", "<="):
         "q matches [0-9]+, so int(q) is never negative",
     ("rational.py", 'return -value if sign == "-" else value', "==", ">="):
@@ -234,7 +236,7 @@ CLI_FIRST = [f"{CLI}::test_{name}" for name in (
 SUBSETS = {
     "__main__.py": ["exact/__main__.py", f"{CLI}::test_bad_arguments_exit_2", f"{CLI}::test_max_work_must_be_positive"],
     "bracketfile.py": ["exact/bracketfile.py", *CLI_FIRST, "tests/test_exact_mutants_verify.py"],
-    "cli.py": ["exact/cli.py", *CLI_FIRST],
+    "cli.py": ["tests/test_exact_mutants_cli.py", "exact/cli.py", *CLI_FIRST],
     "limits.py": CLI_FIRST,
     "rational.py": ["exact/rational.py", *CLI_FIRST] + KNOWN,
     "verdict.py": ["tests/test_exact_mutants_verify.py", *KNOWN, *CLI_FIRST],
