@@ -5,7 +5,10 @@ pins a boundary that no other test reached.
 """
 from __future__ import annotations
 
-from exact.cli import _clean
+import numpy as np
+
+from exact.cli import _clean, main
+from numeric.bracketwriter import write_bracket_file
 
 
 def test_clean_keeps_printable_ascii_and_escapes_everything_else():
@@ -17,3 +20,14 @@ def test_clean_keeps_printable_ascii_and_escapes_everything_else():
         out = _clean(f"a{c}b")
         assert out != f"a{c}b" and out.startswith("a") and out.endswith("b")
         assert all(" " <= ch <= "~" for ch in out), (c, out)
+
+
+def test_table_says_proved_for_a_slack_equal_to_its_bound(tmp_path, capsys):
+    """softmax of a zero row of length 2 is exactly (1/2, 1/2): slack 0 is proved with bound 0, and the
+    table says so (``bound <= slack``, equality included)."""
+    cells = [{"id": "exact", "eps": "1/4", "target": {"matrix": "A", "logits": "H", "slack": "0"},
+              "lower": {"rank": 0, "witness": {"kind": "trivial"}}, "upper": {"rank": 2, "witness": {"kind": "trivial"}}}]
+    path = write_bracket_file(tmp_path / "b.safetensors", cells, {"A": np.full((2, 2), 0.5), "H": np.zeros((2, 2))})
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(proved: bound +0.000e+00)" in out and "NOT proved" not in out
