@@ -69,3 +69,19 @@ def test_a_slack_a_fraction_of_an_ulp_below_the_float_bound_is_proved():
     assert slack.softmax_slack_bound(H, A0) <= claimed
     bound = proof.bound_for(claimed)
     assert bound is not None and bound <= claimed
+
+
+def test_masked_logits_keep_a_finite_float_bound():
+    """Attention masks put logits like -1e9 (dead: exp below 2^-1074) beside live ones: the float bound of
+    such rows stays finite (no arb fallback) and above the true distance."""
+    H = np.array([[0.0, -1e9, 1.5, -1e9], [-1e9, 2.0, -1e9, -1e9], [0.5, -800.0, -700.0, 0.0]])
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = A0 / A0.sum(axis=1, keepdims=True)
+    dev = slack._float_row_bounds(H, A0)
+    assert np.isfinite(dev).all()
+    with mpmath.workdps(60):
+        for i, (hrow, arow) in enumerate(zip(H.tolist(), A0.tolist())):
+            top = max(hrow)
+            e = [mpmath.exp(mpmath.mpf(h) - mpmath.mpf(top)) for h in hrow]
+            true = mpmath.fsum(abs(x / mpmath.fsum(e) - mpmath.mpf(a)) for x, a in zip(e, arow))
+            assert true <= mpmath.mpf(dev[i]) <= true + mpmath.mpf(2) ** -40
