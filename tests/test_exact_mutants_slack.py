@@ -85,3 +85,18 @@ def test_masked_logits_keep_a_finite_float_bound():
             e = [mpmath.exp(mpmath.mpf(h) - mpmath.mpf(top)) for h in hrow]
             true = mpmath.fsum(abs(x / mpmath.fsum(e) - mpmath.mpf(a)) for x, a in zip(e, arow))
             assert true <= mpmath.mpf(dev[i]) <= true + mpmath.mpf(2) ** -40
+
+
+@pytest.mark.parametrize("above", [0, 1])
+def test_a_slack_at_or_just_above_the_float_bound_needs_no_arb(above):
+    """``numeric.search.slack`` writes the float bound itself (rounded up): ``bound_for`` then proves it
+    from the float bounds alone, with no arb enclosure, whether the slack is that float exactly or a
+    rational just above it (which rounds down to it)."""
+    rng = np.random.default_rng(5)
+    H = rng.normal(scale=3.0, size=(4, 6))
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+    proof = slack.SlackProof(H, A0)
+    top = fmpq(*float(proof.fast.max()).as_integer_ratio())
+    claimed = top * (1 + fmpq(above, 2**60))
+    assert proof.bound_for(claimed) == top and not proof.arb
