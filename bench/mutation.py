@@ -61,6 +61,8 @@ _PROBE_LINES = {
 }
 _KINDS = ("the kinds a file may name are checked by exact.bracketfile (trivial, factors, reconstruction, "
           "row_reconstruction, frobenius), and on each reachable one the order comparison agrees with the original")
+_TINY = ("a TINY (2^-1022) term moves only terms below 2^-1000: every row holds exp(0) = 1 at its maximum, so Z "
+         "and dev (>= 2 delta / n > 2^-60) round to the same floats: the result is bitwise the same")
 _ROUTE = 'same value, cost only: the floats only choose a route (and rows); every route computes the norm exactly'
 #: (file, line text, original, mutant[, column]) -> why the mutant computes the same thing. The column is
 #: given where one line holds the same operator twice and only one of the two mutants is equivalent.
@@ -186,6 +188,17 @@ EQUIVALENT = {
         'run as python -m exact, __name__ is "__main__" (both true); imported, it is "exact.__main__", and "e" > "_"',
     ("cli.py", 'return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))', "<=", "<"):
         "the one character then escaped (a space, or a tilde) is its own ascii() image: the same text",
+    **{("slack.py", text, old, new, col): _TINY for text, old, new, col in (
+        ("lo = np.maximum(v * (1 - delta) - TINY, 0.0) * live", "-", "+", 40),
+        ("hi = v * (1 + delta) + TINY", "+", "-", 29),
+        ("s_lo = lo / zhi[:, None] * (1 - 2.0**-50) - TINY      # e_j / Z lies in [s_lo, s_hi]", "-", "+", 50),
+        ("s_hi = hi / zlo[:, None] * (1 + 2.0**-50) + TINY", "+", "-", 50))},
+    **{("slack.py", "bad = (np.abs(r) > 0.35).any(axis=1) | ~np.isfinite(hi).all(axis=1)", ">", new):
+       "|r| <= ln 2 / 2 + 2^-40 < 0.35 for every t (k = rint(t / ln 2)): the guard is never met, at 0.35 neither"
+       for new in ("==", ">=")},
+    **{("slack.py", "dev[bad | ~np.isfinite(dev) | ~(zlo > 0)] = np.nan", ">", new):
+       "zlo is a sum of lo >= 0 times 1 - g, never negative; at zlo = 0, s_hi is hi / 0 and dev not finite (NaN anyway)"
+       for new in ("!=", ">=")},
     ("rational.py", "if q is not None and int(q) == 0:", "==", "<="):
         "q matches [0-9]+, so int(q) is never negative",
     ("rational.py", 'return -value if sign == "-" else value', "==", ">="):

@@ -56,6 +56,15 @@ def test_sum_up_and_mv_up_bound_the_exact_values_within_their_formula(seed):
     assert (floats._sum_up(np.array([[1.0, 1.0]])) > 2.0).all()       # a sum that rounds exactly still moves up
 
 
+def test_mv_up_covers_underflow():
+    """Products below 2^-1075 vanish in float (``M x`` computes 0): the bound keeps the formula's
+    underflow term ``n 2^-1022`` (n = 4 products per entry), above the exact ``4 2^-1100``."""
+    M, x = np.full((3, 4), 2.0**-600), np.full(4, 2.0**-500)
+    assert (M @ x == 0).all()
+    for b in floats._mv_up(M, x):
+        assert Fraction(b) >= 4 * Fraction(floats.TINY) > 4 * Fraction(2) ** -1100
+
+
 def _product_formula(X, Y):
     """The error formula of ``floats._product``'s docstring, exactly, from the same splits and sums."""
     (Xh, Xl, bX), (Yh, Yl, bY) = X, Y
