@@ -18,6 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from flint import fmpq, fmpq_mat
 
 from exact import floats
 
@@ -138,3 +139,24 @@ def test_row_bounds_are_the_proved_enclosure(seed, nfactors):
         top, bottom = S[i] + widen[i], S[i] - widen[i]
         assert top <= Fraction(hi[i]) <= top * (1 + slack)
         assert bottom * (1 - slack) <= Fraction(lo[i]) <= bottom
+
+
+def _fmpq_mat(M):
+    return fmpq_mat(M.shape[0], M.shape[1], [fmpq(*v.as_integer_ratio()) for v in M.ravel().tolist()])
+
+
+def test_exact_pieces_sum_exactly_on_full_mantissas():
+    """``exact_pieces``: products of slices whose exact sum is the product, on operands of full 53-bit
+    mantissas and mixed signs (every slice at its largest number of grid steps, inner dimensions 1 to 8).
+    A grid taken 4 times finer after the first split (more steps than ``_tau`` allows) breaks it."""
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        k = int(rng.integers(1, 9))
+        X = rng.uniform(0.5, 1, size=(3, k)) * rng.choice([-1, 1], size=(3, k))
+        Y = rng.uniform(0.5, 1, size=(k, 3)) * rng.choice([-1, 1], size=(k, 3))
+        pieces = floats.exact_pieces([X], Y)
+        assert pieces is not None and all(np.isfinite(p).all() for p in pieces)
+        total = _fmpq_mat(pieces[0])
+        for p in pieces[1:]:
+            total += _fmpq_mat(p)
+        assert total == _fmpq_mat(X) * _fmpq_mat(Y), seed
