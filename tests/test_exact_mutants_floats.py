@@ -93,16 +93,19 @@ def _product_formula(X, Y):
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("with_lo", [False, True])
+@pytest.mark.parametrize("with_lo", [None, (-27, -70), (-27, -40)])
 def test_product_error_bound_is_its_formula(seed, with_lo):
     """``_product``'s beta is at least the docstring's formula (g_k times the row sums of |A||B| over the
-    products, 2^-52 times each rounded sum, |X| dY, max(|Y| 1 + dY) dX) and at most 2^-40 above it."""
+    products, 2^-52 times each rounded sum, |X| dY, max(|Y| 1 + dY) dX) and at most 2^-40 above it.
+    Operands as the chain makes them: lo parts about 2^-27 of the hi parts (the cross products of a
+    split), error bounds small (2^-70: the g_k term decides) or not (2^-40: the dX, dY terms decide)."""
     rng = np.random.default_rng(seed)
     m, k, n = 4, 5, 3
     Xh, Yh = rng.normal(size=(m, k)), rng.normal(size=(k, n))
     if with_lo:
-        X = (Xh, rng.normal(size=(m, k)) * 2.0**-60, np.abs(rng.normal(size=m)) * 2.0**-70)
-        Y = (Yh, rng.normal(size=(k, n)) * 2.0**-60, np.abs(rng.normal(size=k)) * 2.0**-70)
+        lo, b = with_lo
+        X = (Xh, rng.normal(size=(m, k)) * 2.0**lo, np.abs(rng.normal(size=m)) * 2.0**b)
+        Y = (Yh, rng.normal(size=(k, n)) * 2.0**lo, np.abs(rng.normal(size=k)) * 2.0**b)
     else:
         X, Y = (Xh, None, None), (Yh, None, None)
     T, rest, beta = floats._product(X, Y)
