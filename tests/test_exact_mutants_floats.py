@@ -94,25 +94,30 @@ def _product_formula(X, Y):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("with_lo", [None, (-27, -70), (-27, -40)])
-def test_product_error_bound_is_its_formula(seed, with_lo):
+@pytest.mark.parametrize("scale", [0, -476])
+def test_product_error_bound_is_its_formula(seed, with_lo, scale):
     """``_product``'s beta is at least the docstring's formula (g_k times the row sums of |A||B| over the
-    products, 2^-52 times each rounded sum, |X| dY, max(|Y| 1 + dY) dX) and at most 2^-40 above it.
+    products, 2^-52 times each rounded sum, |X| dY, max(|Y| 1 + dY) dX, and the underflow term ``k 2^-1022``
+    per entry of each float product) and at most 2^-40 (relative) plus twice that underflow term above it.
     Operands as the chain makes them: lo parts about 2^-27 of the hi parts (the cross products of a
-    split), error bounds small (2^-70: the g_k term decides) or not (2^-40: the dX, dY terms decide)."""
+    split), error bounds small (2^-70: the g_k term decides) or not (2^-40: the dX, dY terms decide);
+    entries near 1, or near 2^-476 (the smallest grids allowed: the underflow term is then seen)."""
     rng = np.random.default_rng(seed)
     m, k, n = 4, 5, 3
-    Xh, Yh = rng.normal(size=(m, k)), rng.normal(size=(k, n))
+    s = 2.0**scale
+    Xh, Yh = rng.normal(size=(m, k)) * s, rng.normal(size=(k, n)) * s
     if with_lo:
         lo, b = with_lo
-        X = (Xh, rng.normal(size=(m, k)) * 2.0**lo, np.abs(rng.normal(size=m)) * 2.0**b)
-        Y = (Yh, rng.normal(size=(k, n)) * 2.0**lo, np.abs(rng.normal(size=k)) * 2.0**b)
+        X = (Xh, rng.normal(size=(m, k)) * s * 2.0**lo, np.abs(rng.normal(size=m)) * s * 2.0**b)
+        Y = (Yh, rng.normal(size=(k, n)) * s * 2.0**lo, np.abs(rng.normal(size=k)) * s * 2.0**b)
     else:
         X, Y = (Xh, None, None), (Yh, None, None)
     T, rest, beta = floats._product(X, Y)
     formula, rest_again = _product_formula(X, Y)
     assert np.array_equal(rest, rest_again)
+    underflow = (3 if with_lo is None else 6) * k * n * Fraction(floats.TINY)
     for i in range(m):
-        assert formula[i] <= Fraction(beta[i]) <= formula[i] * (1 + Fraction(1, 2**40)) + Fraction(1, 2**900)
+        assert formula[i] + underflow <= Fraction(beta[i]) <= formula[i] * (1 + Fraction(1, 2**40)) + 2 * underflow
 
 
 @pytest.mark.parametrize("seed", range(3))
