@@ -168,3 +168,14 @@ def test_exact_pieces_sum_exactly_on_full_mantissas():
         for p in pieces[1:]:
             total += _fmpq_mat(p)
         assert total == _fmpq_mat(X) * _fmpq_mat(Y), seed
+
+
+def test_exact_pieces_stop_past_max_pieces_and_not_before():
+    """``exact_pieces(..., max_pieces)`` returns the pieces when there are at most ``max_pieces`` of them,
+    and None (FLINT takes over) when there would be more."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.uniform(0.5, 1, size=(3, 4)), rng.uniform(0.5, 1, size=(4, 3))
+    count = len(floats.exact_pieces([X], Y))
+    assert count > 1
+    assert len(floats.exact_pieces([X], Y, max_pieces=count)) == count
+    assert floats.exact_pieces([X], Y, max_pieces=count - 1) is None
