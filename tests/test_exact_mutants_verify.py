@@ -86,3 +86,12 @@ def test_eps_below_the_slack_refuses_every_upper_witness_but_the_trivial_one(tmp
     assert rep["trivial"].upper.verified
     at_zero = _reports(tmp_path, [_cell("factors", "1/5", "1/5", FACTORS_UPPER)], HALF)["factors"]
     assert at_zero.upper.verified                         # eps - slack = 0 exactly: the factorisation is exact
+
+
+def test_a_verdict_in_json_carries_its_exact_margin():
+    """``Verdict.to_json``: the margin as canonical ``p/q`` text, None when there is none."""
+    from exact.verdict import refuted, verified
+    assert verified("factors", 1, fmpq(1, 3)).to_json()["margin"] == "1/3"
+    assert verified("factors", 1, fmpq(-2, 1)).to_json()["margin"] == "-2"
+    assert refuted("trivial", 1, "why").to_json() == {"verified": False, "kind": "trivial", "rank": 1, "margin": None,
+                                                       "reason": "why", "claimed": None, "derived": None}
