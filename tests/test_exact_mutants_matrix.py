@@ -25,3 +25,10 @@ def test_only_float64_is_accepted(dtype):
 def test_float64_is_accepted():
     a = np.ones((2, 2))
     assert check_float64_matrix(a) is a
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 2, 2), (1, 1, 1, 1)])
+def test_only_two_dimensional_arrays_are_accepted(shape):
+    """Arrays of 0, 1, 3 or 4 dimensions are refused with a one-line MalformedInput, never unpacked."""
+    with pytest.raises(MalformedInput, match=f"{len(shape)}-D array"):
+        check_float64_matrix(np.zeros(shape))
