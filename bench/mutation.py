@@ -184,6 +184,8 @@ EQUIVALENT = {
         _ROUTE,
     ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
         "a shape is never negative",
+    ("matrix.py", "if not allow_empty and (m == 0 or n == 0):", "==", "<="):
+        "a shape is never negative",
     ("__main__.py", 'if __name__ == "__main__":', "==", "<="):
         'run as python -m exact, __name__ is "__main__" (both true); imported, it is "exact.__main__", and "e" > "_"',
     ("cli.py", 'return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))', "<=", "<"):

@@ -32,3 +32,12 @@ def test_only_two_dimensional_arrays_are_accepted(shape):
     """Arrays of 0, 1, 3 or 4 dimensions are refused with a one-line MalformedInput, never unpacked."""
     with pytest.raises(MalformedInput, match=f"{len(shape)}-D array"):
         check_float64_matrix(np.zeros(shape))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
+def test_empty_shapes_are_refused_where_not_allowed(shape):
+    """A side of length 0 is allowed for factors (rank 0) and refused for targets (``allow_empty=False``)."""
+    assert check_float64_matrix(np.zeros(shape)).shape == shape
+    with pytest.raises(MalformedInput, match="empty shape"):
+        check_float64_matrix(np.zeros(shape), allow_empty=False)
+    assert check_float64_matrix(np.zeros((1, 1)), allow_empty=False).shape == (1, 1)
