@@ -21,7 +21,7 @@ Mutants listed in ``EQUIVALENT`` change no behaviour (reason given) and are
 reported apart. The run is not part of the pytest suite: about 10 s per
 killed mutant and a minute per survivor on the shared 2-core machine.
 
-    python bench/mutation.py [--jobs 2] [--only floats.py] [--match REGEX] [--kind comparison] [--list] [--timeout 300]
+    python bench/mutation.py [--jobs 2] [--only floats.py] [--match REGEX] [--ops REGEX] [--kind comparison] [--list] [--timeout 300]
 """
 from __future__ import annotations
 
@@ -381,11 +381,14 @@ def main(argv=None) -> int:
     ap.add_argument("--match", default=None, metavar="REGEX", help="only mutants whose 'file:line' matches")
     ap.add_argument("--kind", choices=["all", "comparison", "rounding"], default="all",
                     help="only the comparison mutants, or only the rounding ones")
+    ap.add_argument("--ops", default=None, metavar="REGEX", help="only mutants whose 'original->replacement' matches")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (past it: killed)")
     args = ap.parse_args(argv)
     files = sorted(p for p in EXACT.glob("*.py") if not args.only or p.name in args.only)
     mutants = [m for p in files for m in mutants_of(p) if not args.match or re.search(args.match, f"{m.file}:{m.line}")]
+    if args.ops:
+        mutants = [m for m in mutants if re.search(args.ops, f"{m.original}->{m.replacement}")]
     if args.kind != "all":
         mutants = [m for m in mutants if (m.original in RELATIONAL or m.original in SWAPS) == (args.kind == "comparison")]
     equivalent = [m for m in mutants if m.equivalent()]
