@@ -41,3 +41,17 @@ def test_empty_shapes_are_refused_where_not_allowed(shape):
     with pytest.raises(MalformedInput, match="empty shape"):
         check_float64_matrix(np.zeros(shape), allow_empty=False)
     assert check_float64_matrix(np.zeros((1, 1)), allow_empty=False).shape == (1, 1)
+
+
+def test_size_limits_at_the_limit_and_past_it(monkeypatch):
+    """``check_float64_matrix`` accepts a side of exactly MAX_MATRIX_SIDE and exactly MAX_MATRIX_ENTRIES
+    entries, and refuses one more of either (limits patched small, as in test_exact_cli)."""
+    import exact.matrix
+    from exact.errors import LimitExceeded
+    monkeypatch.setattr(exact.matrix, "MAX_MATRIX_SIDE", 6)
+    monkeypatch.setattr(exact.matrix, "MAX_MATRIX_ENTRIES", 12)
+    for ok in [(1, 6), (6, 1), (2, 6), (3, 4), (4, 3)]:
+        assert check_float64_matrix(np.zeros(ok)).shape == ok
+    for bad in [(1, 7), (7, 1), (13, 1), (1, 13), (5, 3), (3, 5)]:
+        with pytest.raises(LimitExceeded):
+            check_float64_matrix(np.zeros(bad))
