@@ -63,6 +63,8 @@ _KINDS = ("the kinds a file may name are checked by exact.bracketfile (trivial, 
           "row_reconstruction, frobenius), and on each reachable one the order comparison agrees with the original")
 _TINY = ("a TINY (2^-1022) term moves only terms below 2^-1000: every row holds exp(0) = 1 at its maximum, so Z "
          "and dev (>= 2 delta / n > 2^-60) round to the same floats: the result is bitwise the same")
+_ZERO = ("the shifts already give 0 there: magnitude < 2^53, so a right shift by 53 or more (down is clipped "
+         "to 63) is 0, and a left shift by 62 or more (up clipped to 63) leaves no bit under the 62-bit mask")
 _ROUTE = 'same value, cost only: the floats only choose a route (and rows); every route computes the norm exactly'
 #: (file, line text, original, mutant[, column]) -> why the mutant computes the same thing. The column is
 #: given where one line holds the same operator twice and only one of the two mutants is equivalent.
@@ -184,6 +186,12 @@ EQUIVALENT = {
         _ROUTE,
     ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
         "a shape is never negative",
+    ("matrix.py", "part = np.where(rel >= 0, magnitude << up, magnitude >> down)", ">=", ">"):
+        "at rel = 0 both shifts are by 0",
+    **{("matrix.py", "part[(rel >= _LIMB) | (rel <= -53)] = 0", old, new): _ZERO
+       for old, new in ((">=", ">"), (">=", "=="), ("<=", "<"), ("<=", "=="))},
+    ("matrix.py", "limbs.append(np.where(ints < 0, -part.astype(np.int64), part.astype(np.int64)))", "<", "<="):
+        "where ints = 0, part is 0 and -0 = 0",
     ("matrix.py", "if not allow_empty and (m == 0 or n == 0):", "==", "<="):
         "a shape is never negative",
     ("__main__.py", 'if __name__ == "__main__":', "==", "<="):
