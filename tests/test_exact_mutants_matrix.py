@@ -55,3 +55,22 @@ def test_size_limits_at_the_limit_and_past_it(monkeypatch):
     for bad in [(1, 7), (7, 1), (13, 1), (1, 13), (5, 3), (3, 5)]:
         with pytest.raises(LimitExceeded):
             check_float64_matrix(np.zeros(bad))
+
+
+def test_an_exact_matrix_has_a_positive_denominator():
+    """``ExactMatrix(num, den)`` refuses den = 0 and den < 0 (the class keeps ``den > 0``)."""
+    from flint import fmpz_mat
+
+    from exact.matrix import ExactMatrix
+    assert ExactMatrix(fmpz_mat(1, 1, [3]), 1).den == 1
+    for den in (0, -1, -7):
+        with pytest.raises(ValueError, match="den must be positive"):
+            ExactMatrix(fmpz_mat(1, 1, [3]), den)
+
+
+@pytest.mark.parametrize("rows", [[[1, 2], [1, 2, 3]], [[1, 2, 3], [1, 2]], [[1], []], [], [[]]])
+def test_ragged_or_empty_rows_are_refused(rows):
+    """``ExactMatrix.from_rationals`` refuses rows of unequal length, longer or shorter than the first."""
+    from exact.matrix import ExactMatrix
+    with pytest.raises(MalformedInput, match="non-empty and of equal length"):
+        ExactMatrix.from_rationals(rows)
