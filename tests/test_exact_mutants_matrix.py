@@ -72,5 +72,6 @@ def test_an_exact_matrix_has_a_positive_denominator():
 def test_ragged_or_empty_rows_are_refused(rows):
     """``ExactMatrix.from_rationals`` refuses rows of unequal length, longer or shorter than the first."""
     from exact.matrix import ExactMatrix
+    assert ExactMatrix.from_rationals([[1, "1/2"], [3, 4]]).shape == (2, 2)
     with pytest.raises(MalformedInput, match="non-empty and of equal length"):
         ExactMatrix.from_rationals(rows)
