@@ -75,3 +75,16 @@ def test_ragged_or_empty_rows_are_refused(rows):
     assert ExactMatrix.from_rationals([[1, "1/2"], [3, 4]]).shape == (2, 2)
     with pytest.raises(MalformedInput, match="non-empty and of equal length"):
         ExactMatrix.from_rationals(rows)
+
+
+def test_entries_inside_the_shape_only():
+    """``ExactMatrix.entry(i, j)``: every index inside the shape, exactly; any outside (negative
+    included: no wrap-around) is an IndexError."""
+    from flint import fmpq
+
+    from exact.matrix import ExactMatrix
+    M = ExactMatrix.from_rationals([[1, 2, 3], [4, 5, "1/6"]])
+    assert [[M.entry(i, j) for j in range(3)] for i in range(2)] == [[1, 2, 3], [4, 5, fmpq(1, 6)]]
+    for i, j in [(-1, 0), (0, -1), (2, 0), (0, 3), (2, 3), (-1, -1)]:
+        with pytest.raises(IndexError):
+            M.entry(i, j)
