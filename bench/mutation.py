@@ -186,6 +186,9 @@ EQUIVALENT = {
         _ROUTE,
     ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
         "a shape is never negative",
+    **{("matrix.py", "if not (0 <= i < self.nrows and 0 <= j < self.ncols):", "<", new, col):
+       "an index at or past the end (never below 0, checked first) meets fmpz_mat's own bounds check: IndexError as well"
+       for new in ("<=", "!=") for col in (23, 47)},
     ("matrix.py", "part = np.where(rel >= 0, magnitude << up, magnitude >> down)", ">=", ">"):
         "at rel = 0 both shifts are by 0",
     **{("matrix.py", "part[(rel >= _LIMB) | (rel <= -53)] = 0", old, new): _ZERO
