@@ -65,6 +65,8 @@ _TINY = ("a TINY (2^-1022) term moves only terms below 2^-1000: every row holds 
          "and dev (>= 2 delta / n > 2^-60) round to the same floats: the result is bitwise the same")
 _ZERO = ("the shifts already give 0 there: magnitude < 2^53, so a right shift by 53 or more (down is clipped "
          "to 63) is 0, and a left shift by 62 or more (up clipped to 63) leaves no bit under the 62-bit mask")
+_FLINT_SHAPES = ("shapes that do not fit and pass this order test meet FLINT's own shape check: ValueError as "
+                 "well (tests/test_exact_mutants_matrix.py); the certificate checks compare shapes before they combine")
 _ROUTE = 'same value, cost only: the floats only choose a route (and rows); every route computes the norm exactly'
 #: (file, line text, original, mutant[, column]) -> why the mutant computes the same thing. The column is
 #: given where one line holds the same operator twice and only one of the two mutants is equivalent.
@@ -189,6 +191,8 @@ EQUIVALENT = {
     **{("matrix.py", "if not (0 <= i < self.nrows and 0 <= j < self.ncols):", "<", new, col):
        "an index at or past the end (never below 0, checked first) meets fmpz_mat's own bounds check: IndexError as well"
        for new in ("<=", "!=") for col in (23, 47)},
+    **{("matrix.py", text, "!=", new): _FLINT_SHAPES
+       for text in ("if self.ncols != other.nrows:", "if self.shape != other.shape:") for new in ("<", ">")},
     ("matrix.py", "part = np.where(rel >= 0, magnitude << up, magnitude >> down)", ">=", ">"):
         "at rel = 0 both shifts are by 0",
     **{("matrix.py", "part[(rel >= _LIMB) | (rel <= -53)] = 0", old, new): _ZERO

@@ -88,3 +88,15 @@ def test_entries_inside_the_shape_only():
     for i, j in [(-1, 0), (0, -1), (2, 0), (0, 3), (2, 3), (-1, -1)]:
         with pytest.raises(IndexError):
             M.entry(i, j)
+
+
+def test_matrices_of_other_shapes_are_unequal_and_do_not_combine():
+    """``==`` between shapes 2 x 3 and 3 x 2 is False (either order), never an error; ``-``, ``+`` and ``@``
+    with shapes that do not fit raise ValueError (either order)."""
+    from exact.matrix import ExactMatrix
+    A = ExactMatrix.from_rationals([[1, 2, 3], [4, 5, 6]])
+    B = A.T
+    assert not (A == B) and not (B == A) and A == ExactMatrix.from_rationals([[1, 2, 3], [4, 5, 6]])
+    for f in (lambda: A - B, lambda: B - A, lambda: A + B, lambda: B + A, lambda: A @ A, lambda: B @ B):
+        with pytest.raises(ValueError):
+            f()
