@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from exact.cli import _clean, main
+import re
+from fractions import Fraction
+
+from flint import fmpq
+
+from exact.cli import _approx, _clean, main
 from numeric.bracketwriter import write_bracket_file
 
 
@@ -31,3 +36,18 @@ def test_table_says_proved_for_a_slack_equal_to_its_bound(tmp_path, capsys):
     assert main(["verify", str(path)]) == 0
     out = capsys.readouterr().out
     assert "(proved: bound +0.000e+00)" in out and "NOT proved" not in out
+
+
+def test_approx_prints_every_rational_as_a_short_decimal():
+    """``_approx``: a signed 4-digit scientific image, within 0.05 % of the value, for rationals in float
+    range (the table's ``+1.234e-05`` form) and far beyond it (numerators or denominators of 10^300 and
+    more go through arb: never an OverflowError)."""
+    cases = [fmpq(0), fmpq(-3, 7), fmpq(1, 3), fmpq(9 * 10**299), fmpq(1, 9 * 10**299), fmpq(10**300),
+             fmpq(1, 10**300), fmpq(-(10**400) - 1), fmpq(1, 10**400), fmpq(10**500, 3)]
+    for q in cases:
+        text = _approx(q)
+        assert re.fullmatch(r"[+-]?[0-9]\.[0-9]{3}e[+-][0-9]+", text), (q, text)
+        shown, exact = Fraction(text), Fraction(int(q.p), int(q.q))
+        assert abs(shown - exact) <= abs(exact) * Fraction(5, 10**4), (q, text)
+    for q in cases[:5]:                                   # in float range: the sign is always printed
+        assert _approx(q)[0] in "+-"
