@@ -159,6 +159,8 @@ EQUIVALENT = {
         "a shape is never negative",
     ("__main__.py", 'if __name__ == "__main__":', "==", "<="):
         'run as python -m exact, __name__ is "__main__" (both true); imported, it is "exact.__main__", and "e" > "_"',
+    ("cli.py", "count = count_cells(p) if workers > 1 else 0", ">", "!="):
+        "workers >= 1 (main refuses --workers below 1 before it makes tasks)",
     ("cli.py", 'return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))', "<=", "<"):
         "the one character then escaped (a space, or a tilde) is its own ascii() image: the same text",
     **{("slack.py", text, old, new, col): _TINY for text, old, new, col in (
