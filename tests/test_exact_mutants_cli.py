@@ -51,3 +51,15 @@ def test_approx_prints_every_rational_as_a_short_decimal():
         assert abs(shown - exact) <= abs(exact) * Fraction(5, 10**4), (q, text)
     for q in cases[:5]:                                   # in float range: the sign is always printed
         assert _approx(q)[0] in "+-"
+
+
+def test_one_worker_reads_each_file_once(tmp_path, capsys, monkeypatch):
+    """With ``--workers 1`` the cells are not counted first (no second read of the file)."""
+    import exact.cli
+    cells = [{"id": "c", "eps": "1/4", "target": {"matrix": "A"},
+              "lower": {"rank": 0, "witness": {"kind": "trivial"}}, "upper": {"rank": 2, "witness": {"kind": "trivial"}}}]
+    path = write_bracket_file(tmp_path / "b.safetensors", cells, {"A": np.full((2, 2), 0.5)})
+    counted = []
+    monkeypatch.setattr(exact.cli, "count_cells", lambda p: counted.append(p) or 1)
+    assert main(["verify", "--workers", "1", str(path)]) == 0 and not counted
+    assert main(["verify", "--workers", "2", str(path)]) == 0 and counted == [str(path)]
