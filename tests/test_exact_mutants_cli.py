@@ -63,3 +63,18 @@ def test_one_worker_reads_each_file_once(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(exact.cli, "count_cells", lambda p: counted.append(p) or 1)
     assert main(["verify", "--workers", "1", str(path)]) == 0 and not counted
     assert main(["verify", "--workers", "2", str(path)]) == 0 and counted == [str(path)]
+
+
+def test_no_process_pool_for_one_worker_or_one_task(tmp_path, capsys, monkeypatch):
+    """``--workers 1`` judges every file in this process, and so does ``--workers 2`` with a single task
+    (one file of one cell): no process pool is started."""
+    import exact.cli
+    cells = [{"id": "c", "eps": "1/4", "target": {"matrix": "A"},
+              "lower": {"rank": 0, "witness": {"kind": "trivial"}}, "upper": {"rank": 2, "witness": {"kind": "trivial"}}}]
+    paths = [str(write_bracket_file(tmp_path / f"b{i}.safetensors", cells, {"A": np.full((2, 2), 0.5)})) for i in (1, 2)]
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a process pool was started")
+    monkeypatch.setattr(exact.cli, "ProcessPoolExecutor", no_pool)
+    assert main(["verify", "--workers", "1", *paths]) == 0
+    assert main(["verify", "--workers", "2", paths[0]]) == 0
