@@ -159,6 +159,8 @@ EQUIVALENT = {
         "a shape is never negative",
     ("__main__.py", 'if __name__ == "__main__":', "==", "<="):
         'run as python -m exact, __name__ is "__main__" (both true); imported, it is "exact.__main__", and "e" > "_"',
+    **{("cli.py", "if workers <= 1 or len(tasks) <= 1:", "<=", "==", col): why for col, why in (
+        (15, "workers >= 1 (main refuses --workers below 1)"), (34, "there is a task per file at least, and a file at least"))},
     ("cli.py", "if count > 1:", ">", ">="):
         "a one-cell file is judged whole or as the cells [0]: the same report, in the same process",
     ("cli.py", "count = count_cells(p) if workers > 1 else 0", ">", "!="):

@@ -6,6 +6,7 @@ pins a boundary that no other test reached.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import re
 from fractions import Fraction
@@ -67,7 +68,7 @@ def test_one_worker_reads_each_file_once(tmp_path, capsys, monkeypatch):
 
 def test_no_process_pool_for_one_worker_or_one_task(tmp_path, capsys, monkeypatch):
     """``--workers 1`` judges every file in this process, and so does ``--workers 2`` with a single task
-    (one file of one cell): no process pool is started."""
+    (one file of one cell): no process pool is started. Two files with ``--workers 2`` do start one."""
     import exact.cli
     cells = [{"id": "c", "eps": "1/4", "target": {"matrix": "A"},
               "lower": {"rank": 0, "witness": {"kind": "trivial"}}, "upper": {"rank": 2, "witness": {"kind": "trivial"}}}]
@@ -78,3 +79,5 @@ def test_no_process_pool_for_one_worker_or_one_task(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(exact.cli, "ProcessPoolExecutor", no_pool)
     assert main(["verify", "--workers", "1", *paths]) == 0
     assert main(["verify", "--workers", "2", paths[0]]) == 0
+    with pytest.raises(AssertionError, match="process pool"):              # two tasks, two workers: a pool
+        main(["verify", "--workers", "2", *paths])
