@@ -81,3 +81,29 @@ def test_no_process_pool_for_one_worker_or_one_task(tmp_path, capsys, monkeypatc
     assert main(["verify", "--workers", "2", paths[0]]) == 0
     with pytest.raises(AssertionError, match="process pool"):              # two tasks, two workers: a pool
         main(["verify", "--workers", "2", *paths])
+
+
+def _trivial_file(tmp_path, eps="1/4", name="b.safetensors"):
+    cells = [{"id": "c", "eps": eps, "target": {"matrix": "A"},
+              "lower": {"rank": 0, "witness": {"kind": "trivial"}}, "upper": {"rank": 2, "witness": {"kind": "trivial"}}}]
+    return str(write_bracket_file(tmp_path / name, cells, {"A": np.full((2, 2), 0.5)}))
+
+
+def test_table_prints_eps_as_written_up_to_24_characters(tmp_path, capsys):
+    """eps as the file writes it when it has at most 24 characters, else its short decimal image."""
+    short, long = "1/" + "3" * 22, "1/" + "3" * 23
+    assert len(short) == 24 and len(long) == 25
+    for eps, shown in ((short, short), (long, _approx(fmpq(long))), ("1/4", "1/4")):
+        assert main(["verify", _trivial_file(tmp_path, eps)]) == 0
+        assert f"eps={shown} " in capsys.readouterr().out, eps
+
+
+def test_max_work_of_one_unit_is_a_limit_not_a_usage_error(tmp_path, capsys):
+    """``--max-work 1`` is legal (the file is then refused for its work, exit 2, not by argparse);
+    0 and negative values are usage errors."""
+    assert main(["verify", "--max-work", "1", _trivial_file(tmp_path)]) in (0, 2)
+    assert "must be >= 1" not in capsys.readouterr().err
+    for bad in ("0", "-3"):
+        with pytest.raises(SystemExit) as exc:
+            main(["verify", "--max-work", bad, _trivial_file(tmp_path)])
+        assert exc.value.code == 2 and "--max-work must be >= 1" in capsys.readouterr().err
