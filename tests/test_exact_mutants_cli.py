@@ -107,3 +107,13 @@ def test_max_work_of_one_unit_is_a_limit_not_a_usage_error(tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             main(["verify", "--max-work", bad, _trivial_file(tmp_path)])
         assert exc.value.code == 2 and "--max-work must be >= 1" in capsys.readouterr().err
+
+
+def test_summary_counts_closed_cells(tmp_path, capsys):
+    """A cell verified with L = U counts as closed, the two with L < U do not."""
+    closed = {"id": "closed", "eps": "1/4", "target": {"matrix": "A"},
+              "lower": {"rank": 1, "witness": {"kind": "trivial"}}, "upper": {"rank": 1, "witness": {"kind": "trivial"}}}
+    open_ = {**closed, "id": "open", "lower": {"rank": 0, "witness": {"kind": "trivial"}}}
+    path = write_bracket_file(tmp_path / "b.safetensors", [closed, open_, {**open_, "id": "open 2"}], {"A": np.ones((1, 1))})
+    assert main(["verify", str(path)]) == 0
+    assert "3/3 cells verified on both sides, 1 closed (L = U)" in capsys.readouterr().out
