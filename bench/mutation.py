@@ -84,7 +84,8 @@ CLI_FIRST = [f"{CLI}::test_{name}" for name in (
     "ordinary_cells_never_convert_a_whole_matrix", "zero_cell_file_is_refused")] + [CLI]
 SUBSETS = {
     "__main__.py": ["exact/__main__.py", f"{CLI}::test_bad_arguments_exit_2", f"{CLI}::test_max_work_must_be_positive"],
-    "bracketfile.py": ["exact/bracketfile.py", *CLI_FIRST, "tests/test_exact_mutants_verify.py"],
+    "bracketfile.py": ["tests/test_exact_mutants_bracketfile.py", "exact/bracketfile.py", *CLI_FIRST,
+                       "tests/test_exact_mutants_verify.py"],
     "cli.py": ["tests/test_exact_mutants_cli.py", "exact/cli.py", *CLI_FIRST],
     "limits.py": CLI_FIRST,
     "rational.py": ["exact/rational.py", *CLI_FIRST] + KNOWN,

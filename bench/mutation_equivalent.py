@@ -163,6 +163,8 @@ EQUIVALENT = {
         (15, "workers >= 1 (main refuses --workers below 1)"), (34, "there is a task per file at least, and a file at least"))},
     ("cli.py", 'closed = sum(c["lower"] == c["upper"] and c["lower_verified"] and c["upper_verified"] for c in cells)', "==", ">="):
         "a cell verified on both sides has lower <= upper (a lower rank above the upper one refutes both sides)",
+    ("bracketfile.py", "if len(raw) != n:", "!=", "<"):
+        "a read of n bytes never returns more than n",
     ("cli.py", "if count > 1:", ">", ">="):
         "a one-cell file is judged whole or as the cells [0]: the same report, in the same process",
     ("cli.py", "count = count_cells(p) if workers > 1 else 0", ">", "!="):
