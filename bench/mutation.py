@@ -21,7 +21,7 @@ Mutants listed in ``EQUIVALENT`` change no behaviour (reason given) and are
 reported apart. The run is not part of the pytest suite: about 10 s per
 killed mutant and a minute per survivor on the shared 2-core machine.
 
-    python bench/mutation.py [--jobs 2] [--only floats.py] [--match REGEX] [--kind comparison] [--list] [--timeout 300]
+    python bench/mutation.py [--jobs 2] [--only floats.py] [--match REGEX] [--ops REGEX] [--kind comparison] [--list] [--timeout 300]
 """
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from mutation_equivalent import EQUIVALENT   # bench/ is sys.path[0] when this runs as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 EXACT = ROOT / "exact"
 
@@ -50,143 +52,11 @@ OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast
        ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
 BINOPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*")}
 
-_PROBE = "the probe gives the same answer as the original in all six environments that " \
-         "test_the_arithmetic_probe_refuses_every_other_environment sets (4 rounding modes, FTZ, DAZ): another clause decides"
-_PROBE_LINES = {
-    "return bool((one + 2.0**-54 == 1.0)[0] and (one + 3 * 2.0**-54 == 1.0 + 2.0**-52)[0]":
-        [(21, "+", "-"), (32, "==", "<="), (32, "==", ">="), (67, "==", ">=")],
-    "and (-one - 3 * 2.0**-54 == -1.0 - 2.0**-52)[0]": [(41, "==", "<="), (41, "==", ">=")],
-    "and (np.full(1, 2.0**-1074) * 2 * 2.0**1000 == 2.0**-73)[0]": [(60, "==", "<="), (60, "==", ">=")],
-    "and (np.full(1, 2.0**-1022) / 4 * 2.0**1000 == 2.0**-24)[0])": [(60, "==", "<="), (60, "==", ">=")],
-}
-_ROUTE = 'same value, cost only: the floats only choose a route (and rows); every route computes the norm exactly'
-#: (file, line text, original, mutant[, column]) -> why the mutant computes the same thing. The column is
-#: given where one line holds the same operator twice and only one of the two mutants is equivalent.
-EQUIVALENT = {
-    **{("floats.py", text, old, new, col): _PROBE for text, spans in _PROBE_LINES.items() for col, old, new in spans},
-    ("floats.py", "while k * (2 ** (52 - tau) + 1) ** 2 > 2**53:", ">", ">="):
-        "k (2^(52 - tau) + 1)^2 is never 2^53: the squared factor is odd",
-    ("floats.py", "while x.shape[1] > 1:", ">", "!="):
-        "pairwise_row_sums only sees rows of a non-empty target (empty targets are refused), where both loops stop at width 1",
-    ('frobenius.py', 'if k == 0:', '==', '<'):
-        'k >= 0 is checked before, and the general formula gives 0 at k = 0',
-    ('frobenius.py', 'if k == 0:', '==', '<='):
-        'k >= 0 is checked before, and the general formula gives 0 at k = 0',
-    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '!='):
-        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
-    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '<'):
-        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
-    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '=='):
-        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
-    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '>'):
-        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
-    ('frobenius.py', 'S = A.T @ A if A.ncols <= A.nrows else A @ A.T', '<=', '>='):
-        'same verdict, cost only: A^T A and A A^T have the same non-zero eigenvalues',
-    ('frobenius.py', 'hint = S.scale(fmpq(1, 2**shift) if shift >= 0 else fmpq(2**(-shift))).to_float64()', '>=', '>'):
-        'at shift 0 both branches scale by 1',
-    ('reconstruction.py', 'if eta >= 1:', '>=', '=='):
-        'same verdict: eta > 1 makes the final margin 1 - eta - ||R|| eps negative anyway (only the reason changes)',
-    ('trivial.py', 'if rank != p:', '!=', '<'):
-        'a rank above p is refused earlier (exact.certificates)',
-    ('trivial.py', 'if rank == 0:', '==', '<='):
-        'a rank is never negative',
-    ('trivial.py', 'if rank != 1:', '!=', '>'):
-        'a rank is never negative, and rank 0 returned before',
-    ("floats.py", 'if not (((sigma >= _GRID_MIN) & (sigma <= _GRID_MAX)) | ~active).all():', ">=", ">"):
-        "same value, cost only: a grid exactly at 2^-450 is refused and that product goes to FLINT",
-    ("floats.py", 'if not (((sigma >= _GRID_MIN) & (sigma <= _GRID_MAX)) | ~active).all():', "<=", "<"):
-        "same value, cost only: a grid exactly at 2^450 is refused and that product goes to FLINT",
-    ("floats.py", 'step = None if len(out) == MAX_SLICES else _split(rest, axis, tau, sigma)', "==", ">="):
-        "len(out) grows by one from 0, so len(out) >= MAX_SLICES first holds where == does",
-    ("floats.py", 'step = None if len(out) == MAX_SLICES else _split(rest, axis, tau, sigma)', "==", ">"):
-        "same value, cost only: one slice more is allowed, and every slice is exact",
-    ("floats.py", "return from_right <= from_left", "<=", '!='):
-        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
-    ("floats.py", "return from_right <= from_left", "<=", '<'):
-        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
-    ("floats.py", "return from_right <= from_left", "<=", '=='):
-        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
-    ("floats.py", "return from_right <= from_left", "<=", '>'):
-        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
-    ("floats.py", "return from_right <= from_left", "<=", '>='):
-        "same value, cost only: the other multiplication order, which gives a proved bound (filter) or the same exact product",
-    ("slack.py", '_LN2_HI = math.ldexp(math.floor(math.ldexp(math.frexp(math.log(2))[0], 32)), math.frexp(math.log(2))[1] - 32)', "floor", "ceil"):
-        "_LN2_LO is computed from _LN2_HI, so the split holds with the head rounded either way (still 32 bits)",
-    ("slack.py", 'return bool(abs(arb(2).log() - fmpq(*hi.as_integer_ratio()) - fmpq(*lo.as_integer_ratio())) < _LN2_ERR)', "<", "<="):
-        "arb's < and <= differ only on a ball that is exactly the point 2^-80; ln 2 is irrational, so the ball has a radius",
-    ("slack.py", "live = t >= _DEAD", ">=", '!='):
-        "at t <= _DEAD the clamped exp is below 2^-1074, so v (1 - delta) - TINY < 0 and lo is 0 whether live or not",
-    ("slack.py", "live = t >= _DEAD", ">=", '>'):
-        "at t <= _DEAD the clamped exp is below 2^-1074, so v (1 - delta) - TINY < 0 and lo is 0 whether live or not",
-    ("slack.py", "if exponent >= 0:", ">=", ">"):
-        "at exponent 0 both branches give fmpq(mantissa)",
-    ("norms.py", "nonzero = np.abs(block[block != 0])", "!=", "=="):
-        "same value, cost only: every block is then scaled by 2^0, and K undoes any scaling exactly",
-    ("norms.py", "e = 0 if nonzero.size == 0 else int(np.frexp(nonzero.max())[1])", "==", ">="):
-        "same value, cost only: every block is then scaled by 2^0, and K undoes any scaling exactly",
-    ("norms.py", "e = 0 if nonzero.size == 0 else int(np.frexp(nonzero.max())[1])", "==", "<="):
-        "a size is never negative",
-    ('norms.py', 'if nonzero.size and np.frexp(nonzero.min())[1] - e < -1021:', '<', '!='):
-        "same value, cost only: the block is left unscaled more often, which is always exact",
-    ('norms.py', 'if nonzero.size and np.frexp(nonzero.min())[1] - e < -1021:', '<', '<='):
-        "same value, cost only: the block is left unscaled more often, which is always exact",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '!='):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '<'):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '=='):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '>'):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '>='):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '!='):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '<'):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '<='):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '=='):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '>='):
-        _ROUTE,
-    ('norms.py', 'chosen = np.flatnonzero(hi >= lo.max())', '>=', '>'):
-        "hi > lo strictly (up/down move by at least an ulp), so the row with the largest lo stays; a row dropped, hi = max lo, can at most tie the maximum",
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '!='):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '<'):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '=='):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '>'):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '>='):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', 'is', 'is not'):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '!='):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '<'):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '=='):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '>'):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '>='):
-        _ROUTE,
-    ('norms.py', 'if len(factors) > 1 and right_first([(len(chosen), factors[0].ncols)] + [F.shape for F in factors[1:]]):', '>', '=='):
-        _ROUTE,
-    ('norms.py', 'if len(factors) > 1 and right_first([(len(chosen), factors[0].ncols)] + [F.shape for F in factors[1:]]):', '>', '>='):
-        _ROUTE,
-    ("matrix.py", "if m == 0 or n == 0:", "==", "<="):
-        "a shape is never negative",
-}
-
 #: Tests per module: the fast subset that should kill its mutants (a survivor runs all of it, so each
 #: subset holds the tests that exercise that module and no others).
 KNOWN = ["tests/test_exact_known.py", "tests/test_exact_mutation.py"]
 FLOATS = "tests/test_exact_floats.py"
-SLACK = [f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FLOATS}::test_float_softmax_bound_at_distance_zero",
+SLACK = ["tests/test_exact_mutants_slack.py", f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FLOATS}::test_float_softmax_bound_at_distance_zero",
          f"{FLOATS}::test_slack_proof_uses_arb_only_where_the_float_bound_falls_short", "exact/slack.py",
          *(f"tests/test_exact_known.py::test_slack_{name}" for name in (
              "bound_encloses_the_true_distance", "bound_is_zero_only_when_exact", "charged_on_both_sides",
@@ -195,23 +65,38 @@ SLACK = [f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FL
          "tests/test_exact_known.py::test_slack_bound_of_a_huge_distance_and_of_mismatched_shapes",
          "tests/test_exact_known.py::test_ln2_split_is_checked"]
 #: The float filter's tests, the ones that kill most of its mutants first (a killed mutant stops at its first failure).
-FLOATS_FIRST = [f"{FLOATS}::test_{name}" for name in (
+FLOATS_FIRST = ["tests/test_exact_mutants_floats.py"] + [f"{FLOATS}::test_{name}" for name in (
     "the_machine_has_the_arithmetic_the_bounds_assume", "the_arithmetic_probe_refuses_every_other_environment",
     "row_bounds_are_tight_on_ordinary_matrices", "exact_pieces_refuse_grids_out_of_range",
     "row_bounds_enclose_the_exact_row_sums", "exact_pieces_sum_to_the_product", "filter_off_gives_the_same_norms",
     "residual_norm_is_the_same_with_and_without_floats")] + [
     "tests/test_exact_cli.py::test_ordinary_cells_never_convert_a_whole_matrix", FLOATS]
+CLI = "tests/test_exact_cli.py"
+#: test_exact_cli.py, the tests that call ``exact.cli.main`` in-process first (a kill costs seconds), then
+#: the whole file (its subprocess and memory tests: what only they reach, e.g. ``python -m exact``).
+CLI_FIRST = [f"{CLI}::test_{name}" for name in (
+    "each_malformed_file_exits_2", "unreadable_paths", "malformed_file_does_not_stop_the_others", "limit_file_bytes",
+    "limit_header_bytes_real", "limit_number_chars_real", "limit_decimal_exponent_real", "limit_matrix_side_real",
+    "limit_matrix_entries_real", "limit_matrix_entries_patched", "limit_cells_real", "limit_cells_patched",
+    "limit_tensors_patched", "messages_from_files_are_escaped", "devices_and_directories_are_refused",
+    "unreferenced_tensors_are_checked_not_kept", "memory_error_is_one_line", "memory_error_while_counting_cells",
+    "dead_worker_is_one_line", "work_limit_at_and_over", "shared_work_is_done_once", "exponent_spread_costs_work",
+    "ordinary_cells_never_convert_a_whole_matrix", "zero_cell_file_is_refused")] + [CLI]
 SUBSETS = {
-    "bracketfile.py": ["tests/test_exact_cli.py", "exact/bracketfile.py"],
-    "cli.py": ["tests/test_exact_cli.py"],
-    "limits.py": ["tests/test_exact_cli.py"],
-    "rational.py": ["tests/test_exact_cli.py", "exact/rational.py"] + KNOWN,
+    "__main__.py": ["exact/__main__.py", f"{CLI}::test_bad_arguments_exit_2", f"{CLI}::test_max_work_must_be_positive"],
+    "bracketfile.py": ["tests/test_exact_mutants_bracketfile.py", "exact/bracketfile.py", *CLI_FIRST,
+                       "tests/test_exact_mutants_verify.py"],
+    "cli.py": ["tests/test_exact_mutants_cli.py", "exact/cli.py", *CLI_FIRST],
+    "limits.py": CLI_FIRST,
+    "rational.py": ["exact/rational.py", *CLI_FIRST] + KNOWN,
+    "verdict.py": ["tests/test_exact_mutants_verify.py", *KNOWN, *CLI_FIRST],
     "floats.py": FLOATS_FIRST,
     "norms.py": ["exact/norms.py", "tests/test_exact_known.py::test_diagonal_refuses_a_matrix_that_is_not_square",
                  "tests/test_exact_known.py::test_rank_zero_reconstruction_with_an_empty_basis", *FLOATS_FIRST],
-    "matrix.py": ["exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
+    "matrix.py": ["tests/test_exact_mutants_matrix.py", "exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
                   "tests/test_exact_differential.py::test_float64_conversion_is_exact", FLOATS],
     "slack.py": SLACK,
+    "verify.py": ["tests/test_exact_mutants_verify.py", *KNOWN],
 }
 #: The certificate checks (factors, reconstruction, trivial, frobenius, certificates, verdict, verify):
 #: the known answers (margins exactly 0 at the boundaries, shapes, slack) and the mutation suite.
@@ -331,11 +216,14 @@ def main(argv=None) -> int:
     ap.add_argument("--match", default=None, metavar="REGEX", help="only mutants whose 'file:line' matches")
     ap.add_argument("--kind", choices=["all", "comparison", "rounding"], default="all",
                     help="only the comparison mutants, or only the rounding ones")
+    ap.add_argument("--ops", default=None, metavar="REGEX", help="only mutants whose 'original->replacement' matches")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (past it: killed)")
     args = ap.parse_args(argv)
     files = sorted(p for p in EXACT.glob("*.py") if not args.only or p.name in args.only)
     mutants = [m for p in files for m in mutants_of(p) if not args.match or re.search(args.match, f"{m.file}:{m.line}")]
+    if args.ops:
+        mutants = [m for m in mutants if re.search(args.ops, f"{m.original}->{m.replacement}")]
     if args.kind != "all":
         mutants = [m for m in mutants if (m.original in RELATIONAL or m.original in SWAPS) == (args.kind == "comparison")]
     equivalent = [m for m in mutants if m.equivalent()]

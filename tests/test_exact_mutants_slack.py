@@ -1,0 +1,102 @@
+"""The float softmax bound's enclosures, probed one side at a time (issue 14, item 6; K.5).
+
+``exact.slack._float_row_bounds`` encloses each ``e_j / Z`` in ``[s_lo, s_hi]``
+and returns ``sum_j max(s_hi - a_j, a_j - s_lo)``. With ``A0 = 0`` that sum is
+the sum of the upper ends, with ``A0 = 1`` it is ``n`` minus the sum of the
+lower ends: each side of every enclosure is seen. The proof (docstring of
+``_float_row_bounds``) allows the Horner value its whole error
+``delta = 2 _REL_P + 3 2^-52 (|t| + 1)``: whatever value in that range it
+had, the enclosure must hold. So each side must lie beyond the worst case of
+that range (computed here with mpmath at 60 digits from the exact softmax),
+and within 2^-44 of it (tightness). A margin dropped or turned around, the
+mutation run's survivors (``bench/mutation.py --only slack.py``), moves a
+side past one of the two limits.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from flint import fmpq
+
+from exact import slack
+
+ROWS = [[0.0, -1.0, -2.5, -0.25, -4.0, -3.0],
+        [1.5, -30.0, -300.0, -700.0, 0.5, 1.0],              # |t| large: the t-dependent part of delta
+        [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]]
+
+
+def _worst_case(hrow):
+    """(the largest upper sum, the smallest lower sum) that the proof's delta allows, at 60 digits."""
+    with mpmath.workdps(60):
+        top = max(hrow)
+        e = [mpmath.exp(mpmath.mpf(h) - mpmath.mpf(top)) for h in hrow]
+        delta = [2 * mpmath.mpf(slack._REL_P) + 3 * mpmath.mpf(2) ** -52 * (abs(mpmath.mpf(h - top)) + 1)
+                 for h in hrow]
+        z_low = mpmath.fsum(x * (1 - d) / (1 + d) for x, d in zip(e, delta))     # v = e / (1 + d), hi = e
+        z_high = mpmath.fsum(x * (1 + d) / (1 - d) for x, d in zip(e, delta))
+        return mpmath.fsum(e) / z_low, mpmath.fsum(e) / z_high
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_side_of_the_float_enclosure_covers_the_proved_error(seed):
+    rng = np.random.default_rng(seed)
+    H = np.array(ROWS + rng.normal(scale=3.0, size=(3, 6)).tolist())
+    n = H.shape[1]
+    dev_upper = slack._float_row_bounds(H, np.zeros_like(H))      # sum of s_hi (A0 = 0)
+    dev_lower = slack._float_row_bounds(H, np.ones_like(H))       # n - sum of s_lo (A0 = 1)
+    with mpmath.workdps(60):
+        for i, hrow in enumerate(H.tolist()):
+            upper, lower = _worst_case(hrow)
+            assert upper <= mpmath.mpf(dev_upper[i]) <= upper + mpmath.mpf(2) ** -44, (i, dev_upper[i])
+            assert n - lower <= mpmath.mpf(dev_lower[i]) <= n - lower + mpmath.mpf(2) ** -44, (i, dev_lower[i])
+
+
+def test_a_slack_a_fraction_of_an_ulp_below_the_float_bound_is_proved():
+    """``bound_for(slack)`` returns a bound ``<= slack`` whenever the arb bound of every row is: with a slack
+    just below a row's float bound (closer to it than half an ulp, so that the slack rounds to that very
+    float), the row goes to arb instead of passing on a float bound above the slack."""
+    rng = np.random.default_rng(3)
+    H = rng.normal(scale=3.0, size=(3, 5))
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+    proof = slack.SlackProof(H, A0)
+    top = fmpq(*float(proof.fast.max()).as_integer_ratio())
+    claimed = top * (1 - fmpq(1, 2**60))
+    assert fmpq(*float(Fraction(int(claimed.p), int(claimed.q))).as_integer_ratio()) == top
+    assert slack.softmax_slack_bound(H, A0) <= claimed
+    bound = proof.bound_for(claimed)
+    assert bound is not None and bound <= claimed
+
+
+def test_masked_logits_keep_a_finite_float_bound():
+    """Attention masks put logits like -1e9 (dead: exp below 2^-1074) beside live ones: the float bound of
+    such rows stays finite (no arb fallback) and above the true distance."""
+    H = np.array([[0.0, -1e9, 1.5, -1e9], [-1e9, 2.0, -1e9, -1e9], [0.5, -800.0, -700.0, 0.0]])
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = A0 / A0.sum(axis=1, keepdims=True)
+    dev = slack._float_row_bounds(H, A0)
+    assert np.isfinite(dev).all()
+    with mpmath.workdps(60):
+        for i, (hrow, arow) in enumerate(zip(H.tolist(), A0.tolist())):
+            top = max(hrow)
+            e = [mpmath.exp(mpmath.mpf(h) - mpmath.mpf(top)) for h in hrow]
+            true = mpmath.fsum(abs(x / mpmath.fsum(e) - mpmath.mpf(a)) for x, a in zip(e, arow))
+            assert true <= mpmath.mpf(dev[i]) <= true + mpmath.mpf(2) ** -40
+
+
+@pytest.mark.parametrize("above", [0, 1])
+def test_a_slack_at_or_just_above_the_float_bound_needs_no_arb(above):
+    """``numeric.search.slack`` writes the float bound itself (rounded up): ``bound_for`` then proves it
+    from the float bounds alone, with no arb enclosure, whether the slack is that float exactly or a
+    rational just above it (which rounds down to it)."""
+    rng = np.random.default_rng(5)
+    H = rng.normal(scale=3.0, size=(4, 6))
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+    proof = slack.SlackProof(H, A0)
+    top = fmpq(*float(proof.fast.max()).as_integer_ratio())
+    claimed = top * (1 + fmpq(above, 2**60))
+    assert proof.bound_for(claimed) == top and not proof.arb
