@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numeric.search.budget import Budget
+from numeric.search.budget import Budget, stop_requested
 from numeric.search.candidate import SAFETY, LowerCandidate, certifies_rows, row_witness
 from numeric.search.lp import LPFailed, decoder_work, min_norm_row_decoder
 from numeric.search.row_map import descend_row_map, initial_row_map, voronoi_map
@@ -43,13 +43,19 @@ def far_order(M: np.ndarray) -> list[int]:
     m = M.shape[0]
     first = int(np.argmax(M.max(axis=1)))
     order = [first]
+    taken = np.zeros(m, dtype=bool)
+    taken[first] = True
     mind = np.abs(M - M[first]).sum(axis=1)
-    mind[first] = -1.0
+    mind[taken] = -1.0
     for _ in range(m - 1):
+        if stop_requested():   # Ctrl-C: the rest in index order (O(m^2 n) work is not budgeted)
+            order.extend(np.flatnonzero(~taken).tolist())
+            break
         j = int(np.argmax(mind))
         order.append(j)
+        taken[j] = True
         mind = np.minimum(mind, np.abs(M - M[j]).sum(axis=1))
-        mind[order] = -1.0
+        mind[taken] = -1.0
     return order
 
 
@@ -57,6 +63,8 @@ def far_rows(A: np.ndarray, eps: float, order: list[int]) -> tuple[LowerCandidat
     """Row-side witness on far-apart rows with the Voronoi map (greedy over ``order``)."""
     S: list[int] = []
     for i in order:
+        if stop_requested():
+            break
         _, nrm = voronoi_map(A, S + [i])
         if nrm * eps < 1 - SAFETY:
             S.append(i)
