@@ -151,6 +151,7 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch
         return real(*a, **kw)
 
     monkeypatch.setattr(driver, "search_upper", interrupted)
+    before = signal.getsignal(signal.SIGINT)
     out = tmp_path / "b.safetensors"
     try:
         rc = cli.main(["--logits", str(tmp_path / "h.npy"), "--eps", "0.1,0.25,0.5", "--out", str(out),
@@ -174,7 +175,7 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch
     finally:
         clear_stop()
     assert rc == cli.EXIT_STOPPED and not out2.exists() and "aborted" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) == before      # the caller's handler is back
 
 
 def test_long_runs_announce_their_cost(tmp_path, capsys):
