@@ -54,14 +54,18 @@ def test_each_side_of_the_float_enclosure_covers_the_proved_error(seed):
             assert n - lower <= mpmath.mpf(dev_lower[i]) <= n - lower + mpmath.mpf(2) ** -44, (i, dev_lower[i])
 
 
+def _nudged_softmax(seed: int, shape):
+    """Random logits and their float softmax moved one ulp up entrywise (a small, nonzero slack)."""
+    H = np.random.default_rng(seed).normal(scale=3.0, size=shape)
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    return H, np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+
+
 def test_a_slack_a_fraction_of_an_ulp_below_the_float_bound_is_proved():
     """``bound_for(slack)`` returns a bound ``<= slack`` whenever the arb bound of every row is: with a slack
     just below a row's float bound (closer to it than half an ulp, so that the slack rounds to that very
     float), the row goes to arb instead of passing on a float bound above the slack."""
-    rng = np.random.default_rng(3)
-    H = rng.normal(scale=3.0, size=(3, 5))
-    A0 = np.exp(H - H.max(axis=1, keepdims=True))
-    A0 = np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+    H, A0 = _nudged_softmax(3, (3, 5))
     proof = slack.SlackProof(H, A0)
     top = fmpq(*float(proof.fast.max()).as_integer_ratio())
     claimed = top * (1 - fmpq(1, 2**60))
@@ -92,10 +96,7 @@ def test_a_slack_at_or_just_above_the_float_bound_needs_no_arb(above):
     """``numeric.search.slack`` writes the float bound itself (rounded up): ``bound_for`` then proves it
     from the float bounds alone, with no arb enclosure, whether the slack is that float exactly or a
     rational just above it (which rounds down to it)."""
-    rng = np.random.default_rng(5)
-    H = rng.normal(scale=3.0, size=(4, 6))
-    A0 = np.exp(H - H.max(axis=1, keepdims=True))
-    A0 = np.nextafter(A0 / A0.sum(axis=1, keepdims=True), 1.0)
+    H, A0 = _nudged_softmax(5, (4, 6))
     proof = slack.SlackProof(H, A0)
     top = fmpq(*float(proof.fast.max()).as_integer_ratio())
     claimed = top * (1 + fmpq(above, 2**60))
