@@ -1,6 +1,8 @@
 """``exact.bracketfile.show``: values from a file, shown whole up to the limit, marked when cut (issue 14, item 6)."""
 from __future__ import annotations
 
+import numpy as np
+
 from exact.bracketfile import show
 
 
@@ -9,3 +11,55 @@ def test_show_marks_a_cut_and_only_a_cut():
     assert show("ab", 40) == "'ab'" and show("", 40) == "''"
     assert show([1] * 3, 9) == "[1, 1, 1]" and show([1] * 4, 9) == "[1, 1, 1,..."
     assert show(7, 9) == "7"
+
+
+def test_a_short_read_is_a_truncated_file():
+    """``_read_exactly`` refuses fewer bytes than asked (a file that shrinks while it is read)."""
+    import io
+
+    import pytest
+
+    from exact.bracketfile import _read_exactly
+    from exact.errors import MalformedInput
+
+    assert _read_exactly(io.BytesIO(b"abcdefgh"), 8, "x") == b"abcdefgh"
+    with pytest.raises(MalformedInput, match="truncated file: x"):
+        _read_exactly(io.BytesIO(b"abc"), 8, "x")
+
+
+def test_an_eight_byte_file_has_a_header_length(tmp_path):
+    """Eight bytes hold the header length (0 here): the file is refused for its empty header, not
+    for a missing length; seven bytes are refused for the missing length."""
+    import pytest
+
+    from exact.bracketfile import read_bracket_file
+    from exact.errors import MalformedInput
+
+    p = tmp_path / "eight.safetensors"
+    p.write_bytes((0).to_bytes(8, "little"))
+    with pytest.raises(MalformedInput) as err:
+        read_bracket_file(p)
+    assert "no header length" not in str(err.value)
+    p.write_bytes(b"\0" * 7)
+    with pytest.raises(MalformedInput, match="no header length"):
+        read_bracket_file(p)
+
+
+def test_only_f64_tensors_whatever_their_byte_count(tmp_path):
+    """A tensor declared F32 (or BF16, BOOL: names that sort before "F64") whose byte range has the
+    size of a float64 tensor is refused for its dtype, not read as float64."""
+    import pytest
+
+    from exact.bracketfile import read_bracket_file
+    from exact.errors import MalformedInput
+    from tests.test_exact_cli import bracket_bytes
+
+    for dtype in ("F32", "BF16", "BOOL", "I64", "f64"):
+        blob = bracket_bytes(tensors={}, tensor_entries={
+            "A": {"dtype": dtype, "shape": [2, 2], "data_offsets": [0, 32]}})
+        i = int.from_bytes(blob[:8], "little")
+        p = tmp_path / f"{dtype}.safetensors"
+        p.write_bytes(blob + np.full(4, 0.25).tobytes())
+        assert i + 8 + 32 == p.stat().st_size
+        with pytest.raises(MalformedInput, match="dtype"):
+            read_bracket_file(p)
