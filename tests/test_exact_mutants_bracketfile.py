@@ -63,3 +63,37 @@ def test_only_f64_tensors_whatever_their_byte_count(tmp_path):
         assert i + 8 + 32 == p.stat().st_size
         with pytest.raises(MalformedInput, match="dtype"):
             read_bracket_file(p)
+
+
+def _layout_error(tmp_path, entry: dict, data: bytes) -> str:
+    """The one-line refusal of a file whose only tensor has the header entry ``entry``."""
+    import pytest
+
+    from exact.bracketfile import read_bracket_file
+    from exact.errors import MalformedInput
+    from tests.test_exact_cli import bracket_bytes
+
+    p = tmp_path / "t.safetensors"
+    p.write_bytes(bracket_bytes(tensors={}, tensor_entries={"A": {"dtype": "F64", **entry}}) + data)
+    with pytest.raises(MalformedInput) as err:
+        read_bracket_file(p)
+    return str(err.value)
+
+
+def test_each_layout_check_names_its_own_fault(tmp_path):
+    """Shapes, offsets and byte counts: each fault is refused by its own check (so a weakened check
+    cannot hand the file to a later one, or to a crash)."""
+    z = b"\0" * 32
+    assert "negative side" in _layout_error(tmp_path, {"shape": [-1, 2], "data_offsets": [0, 32]}, z)
+    assert "negative side" in _layout_error(tmp_path, {"shape": [2, -4], "data_offsets": [0, 32]}, z)
+    assert "negative" not in _layout_error(tmp_path, {"shape": [0, 2], "data_offsets": [0, 0]}, b"")
+    assert "negative" not in _layout_error(tmp_path, {"shape": [2, 0], "data_offsets": [0, 0]}, b"")
+    for offsets in ([0, 16, 32], [32], []):
+        assert "data_offsets must be [begin, end]" in _layout_error(
+            tmp_path, {"shape": [2, 2], "data_offsets": offsets}, z)
+    assert "0 data bytes for shape" in _layout_error(tmp_path, {"shape": [2, 2], "data_offsets": [32, 32]}, z)
+    assert "0 data bytes for shape" in _layout_error(tmp_path, {"shape": [2, 2], "data_offsets": [0, 0]}, z)
+    assert "40 data bytes for shape" in _layout_error(tmp_path, {"shape": [2, 2], "data_offsets": [0, 40]},
+                                                      b"\0" * 40)
+    assert "24 data bytes for shape" in _layout_error(tmp_path, {"shape": [2, 2], "data_offsets": [0, 24]},
+                                                      b"\0" * 24)
