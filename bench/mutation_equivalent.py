@@ -165,6 +165,8 @@ EQUIVALENT = {
         "a cell verified on both sides has lower <= upper (a lower rank above the upper one refutes both sides)",
     ("bracketfile.py", "if len(raw) != n:", "!=", "<"):
         "a read of n bytes never returns more than n",
+    ("bracketfile.py", "if begin > covered:", ">", "!="):
+        "the line before refuses begin < covered, so here begin != covered is begin > covered",
     ("cli.py", "if count > 1:", ">", ">="):
         "a one-cell file is judged whole or as the cells [0]: the same report, in the same process",
     ("cli.py", "count = count_cells(p) if workers > 1 else 0", ">", "!="):
