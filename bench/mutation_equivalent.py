@@ -167,6 +167,10 @@ EQUIVALENT = {
         "a read of n bytes never returns more than n",
     ("bracketfile.py", "if begin > covered:", ">", "!="):
         "the line before refuses begin < covered, so here begin != covered is begin > covered",
+    ("bracketfile.py", "if covered != data_size:", "!=", "<"):
+        "every tensor's end is <= data_size (checked above), so covered <= data_size and != is <",
+    ("bracketfile.py", "while pos < end or (keep and not parts):", "<", "!="):
+        "each step is at most end - pos, so pos never passes end: pos != end is pos < end",
     ("cli.py", "if count > 1:", ">", ">="):
         "a one-cell file is judged whole or as the cells [0]: the same report, in the same process",
     ("cli.py", "count = count_cells(p) if workers > 1 else 0", ">", "!="):
