@@ -167,6 +167,10 @@ EQUIVALENT = {
         "a read of n bytes never returns more than n",
     ("bracketfile.py", "if begin > covered:", ">", "!="):
         "the line before refuses begin < covered, so here begin != covered is begin > covered",
+    ("bracketfile.py", 'if typ == "tensor":', "==", ">="):
+        'field types are "tensor" and "int" only (UPPER_KINDS, LOWER_KINDS), and "int" < "tensor"',
+    ("bracketfile.py", 'if set(metadata) != {"softrank"}:', "!=", ">"):
+        "the line before requires the key softrank, so the key set differs from {softrank} exactly when it is a proper superset",
     ("bracketfile.py", "if covered != data_size:", "!=", "<"):
         "every tensor's end is <= data_size (checked above), so covered <= data_size and != is <",
     ("bracketfile.py", "while pos < end or (keep and not parts):", "<", "!="):
