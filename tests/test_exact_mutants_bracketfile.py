@@ -117,3 +117,22 @@ def test_integer_witness_fields_are_nonnegative_and_zero_is_legal(tmp_path):
     p.write_bytes(bracket_bytes(document=doc([cell(-1)])))
     with pytest.raises(MalformedInput, match="must be >= 0"):
         read_bracket_file(p)
+
+
+def test_format_and_version_are_exact(tmp_path):
+    """The document's format must be exactly "softrank-brackets" and its version exactly 1: names
+    and numbers on either side of them are refused (an older version 0 as much as a newer 2)."""
+    import pytest
+
+    from exact.bracketfile import read_bracket_file
+    from exact.errors import MalformedInput
+    from tests.test_exact_cli import bracket_bytes, doc
+
+    p = tmp_path / "d.safetensors"
+    for over, needle in (({"format": "softrank-bracket"}, "format"), ({"format": "a"}, "format"),
+                         ({"format": "zz"}, "format"), ({"version": 0}, "version"), ({"version": 2}, "version")):
+        p.write_bytes(bracket_bytes(document=doc(**over)))
+        with pytest.raises(MalformedInput, match=needle):
+            read_bracket_file(p)
+    p.write_bytes(bracket_bytes(document=doc()))
+    assert len(read_bracket_file(p).cells) == 1
