@@ -72,7 +72,6 @@ def test_search_smoke_two_matrices(capsys):
     assert res["summary"]["support"]["matrices"] == 2
     for c in cases:                                     # a width can never exceed the rank-(d-1) error
         assert max(c["g_rowsub"], c["g_row"], c["g_col"]) <= c["high"] + 1e-6
-    assert np.isfinite(res["seconds"])
 
 
 def test_cycle5_column_side_proof_and_its_inputs():
