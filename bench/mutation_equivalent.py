@@ -182,14 +182,14 @@ EQUIVALENT = {
     ("cli.py", 'return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))', "<=", "<"):
         "the one character then escaped (a space, or a tilde) is its own ascii() image: the same text",
     **{("slack.py", text, old, new, col): _TINY for text, old, new, col in (
-        ("lo = np.maximum(v * (1 - delta) - TINY, 0.0) * live", "-", "+", 40),
-        ("hi = v * (1 + delta) + TINY", "+", "-", 29),
-        ("s_lo = lo / zhi[:, None] * (1 - 2.0**-50) - TINY      # e_j / Z lies in [s_lo, s_hi]", "-", "+", 50),
-        ("s_hi = hi / zlo[:, None] * (1 + 2.0**-50) + TINY", "+", "-", 50))},
+        ("lo = np.maximum(v * (1 - delta) - TINY, 0.0) * live", "-", "+", 36),
+        ("hi = v * (1 + delta) + TINY", "+", "-", 25),
+        ("s_lo = lo / zhi[:, None] * (1 - 2.0**-50) - TINY      # e_j / Z lies in [s_lo, s_hi]", "-", "+", 46),
+        ("s_hi = hi / zlo[:, None] * (1 + 2.0**-50) + TINY", "+", "-", 46))},
     **{("slack.py", "bad = (np.abs(r) > 0.35).any(axis=1) | ~np.isfinite(hi).all(axis=1)", ">", new):
        "|r| <= ln 2 / 2 + 2^-40 < 0.35 for every t (k = rint(t / ln 2)): the guard is never met, at 0.35 neither"
        for new in ("==", ">=")},
-    **{("slack.py", "dev[bad | ~np.isfinite(dev) | ~(zlo > 0)] = np.nan", ">", new):
+    **{("slack.py", "return s_lo, s_hi, g, zlo > 0", ">", new):
        "zlo is a sum of lo >= 0 times 1 - g, never negative; at zlo = 0, s_hi is hi / 0 and dev not finite (NaN anyway)"
        for new in ("!=", ">=")},
     ("rational.py", "if q is not None and int(q) == 0:", "==", "<="):

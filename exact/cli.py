@@ -35,9 +35,10 @@ def _approx(q) -> str:
     """A short decimal image of an exact rational, for the human table only."""
     if q is None:
         return "-"
-    if abs(q.p) < 10**300 and q.q < 10**300:
+    try:
         return f"{float(q.p) / float(q.q):+.3e}"
-    return arb(q).str(4, radius=False)      # beyond float range: arb's decimal, never a truncated "p/q"
+    except OverflowError:                   # beyond float range: arb's decimal, never a truncated "p/q"
+        return arb(q).str(4, radius=False)
 
 
 def _clean(text: str) -> str:

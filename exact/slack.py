@@ -140,30 +140,45 @@ def _float_row_bounds(H: np.ndarray, A0: np.ndarray) -> np.ndarray:
     rounding (relative u each) goes into the last factor.
     """
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        t = H - H.max(axis=1, keepdims=True)
-        live = t >= _DEAD
-        t = np.maximum(t, _DEAD)          # exp of the clamped t bounds a dead entry from above
-        k = np.rint(t * (1 / math.log(2)))
-        r = (t - k * _LN2_HI) - k * _LN2_LO
-        p = np.full_like(r, _COEFFS[_DEGREE])
-        for c in reversed(_COEFFS[:_DEGREE]):
-            p = p * r + c
-        delta = (np.abs(t) + 5.0) * 2.0**-50 + 2 * _REL_P
-        k1 = np.maximum(k, -1000.0)                         # 2^k = 2^k1 2^(k - k1), both normal
-        v = p * _pow2(k1) * _pow2(k - k1)                   # 2^k p; only the second product may round
-        lo = np.maximum(v * (1 - delta) - TINY, 0.0) * live
-        hi = v * (1 + delta) + TINY
-        bad = (np.abs(r) > 0.35).any(axis=1) | ~np.isfinite(hi).all(axis=1)
-        zlo, depth = pairwise_row_sums(lo)
-        zhi, _ = pairwise_row_sums(hi)
-        g = (depth + 2) * 2.0**-52 + 2.0**-50
-        zlo, zhi = zlo * (1 - g), zhi * (1 + g)
-        s_lo = lo / zhi[:, None] * (1 - 2.0**-50) - TINY      # e_j / Z lies in [s_lo, s_hi]
-        s_hi = hi / zlo[:, None] * (1 + 2.0**-50) + TINY
+        lo, hi, bad = _exp_enclosure(H)
+        s_lo, s_hi, g, ok = _quotient_enclosure(lo, hi)
         dev, _ = pairwise_row_sums(np.maximum(s_hi - A0, A0 - s_lo))
         dev = dev * (1 + g + 2.0**-50)
-    dev[bad | ~np.isfinite(dev) | ~(zlo > 0)] = np.nan
+    dev[bad | ~np.isfinite(dev) | ~ok] = np.nan
     return dev
+
+
+def _exp_enclosure(H: np.ndarray):
+    """``(lo, hi, bad)``: ``lo <= exp(h_j - max h) <= hi`` entrywise, in rows not ``bad`` (the steps of
+    ``_float_row_bounds``'s docstring up to ``2^k p (1 +- delta)``)."""
+    t = H - H.max(axis=1, keepdims=True)
+    live = t >= _DEAD
+    t = np.maximum(t, _DEAD)          # exp of the clamped t bounds a dead entry from above
+    k = np.rint(t * (1 / math.log(2)))
+    r = (t - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _COEFFS[_DEGREE])
+    for c in reversed(_COEFFS[:_DEGREE]):
+        p = p * r + c
+    delta = (np.abs(t) + 5.0) * 2.0**-50 + 2 * _REL_P
+    k1 = np.maximum(k, -1000.0)                         # 2^k = 2^k1 2^(k - k1), both normal
+    v = p * _pow2(k1) * _pow2(k - k1)                   # 2^k p; only the second product may round
+    lo = np.maximum(v * (1 - delta) - TINY, 0.0) * live
+    hi = v * (1 + delta) + TINY
+    bad = (np.abs(r) > 0.35).any(axis=1) | ~np.isfinite(hi).all(axis=1)
+    return lo, hi, bad
+
+
+def _quotient_enclosure(lo: np.ndarray, hi: np.ndarray):
+    """``(s_lo, s_hi, g, ok)``: with ``Z`` between the row sums of lo and of hi, every ``e / Z`` with
+    ``lo <= e <= hi`` lies in ``[s_lo, s_hi]`` (rows where ``ok``). The row sums, pairwise of depth L,
+    are widened by ``g = (L + 2) 2^-52 + 2^-50`` and the quotients by ``2^-50`` relative."""
+    zlo, depth = pairwise_row_sums(lo)
+    zhi, _ = pairwise_row_sums(hi)
+    g = (depth + 2) * 2.0**-52 + 2.0**-50
+    zlo, zhi = zlo * (1 - g), zhi * (1 + g)
+    s_lo = lo / zhi[:, None] * (1 - 2.0**-50) - TINY      # e_j / Z lies in [s_lo, s_hi]
+    s_hi = hi / zlo[:, None] * (1 + 2.0**-50) + TINY
+    return s_lo, s_hi, g, zlo > 0
 
 
 class SlackProof:

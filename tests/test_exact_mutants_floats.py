@@ -179,3 +179,66 @@ def test_exact_pieces_stop_past_max_pieces_and_not_before():
     assert count > 1
     assert len(floats.exact_pieces([X], Y, max_pieces=count)) == count
     assert floats.exact_pieces([X], Y, max_pieces=count - 1) is None
+
+
+def _spy(monkeypatch, name: str) -> list:
+    """Record (function, source line) of every call of ``floats.up`` or ``floats.down``."""
+    import linecache
+    import sys
+
+    calls, real = [], getattr(floats, name)
+
+    def spy(x):
+        frame = sys._getframe(1)
+        calls.append((frame.f_code.co_name, linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()))
+        return real(x)
+
+    monkeypatch.setattr(floats, name, spy)
+    return calls
+
+
+def test_every_error_term_rounds_up_and_only_the_lower_sum_rounds_down(monkeypatch):
+    """The direction of every rounding in the filter (module docstring): an error term, a bound on an
+    absolute value or a sum, and the upper row sum are rounded *up*; only the lower row sum ``lo_sum``
+    is rounded *down*. A value test cannot see one rounding turned the other way (each term carries
+    more margin than one rounding: ``bench/mutation.py --only floats.py``), so the calls are audited:
+    every call of ``down`` comes from the ``lo_sum`` line, and no call of ``up`` does. Chains of both
+    multiplication orders with lo parts and error bounds on each side reach every branch of
+    ``_product`` (asserted)."""
+    ups, downs = _spy(monkeypatch, "up"), _spy(monkeypatch, "down")
+    rng = np.random.default_rng(5)
+    for shapes in ([(6, 3), (3, 4), (4, 5)], [(6, 5), (5, 4), (4, 2)], [(2, 5), (5, 4), (4, 6)], [(6, 2), (2, 7), (7, 5), (5, 5)]):
+        factors = [rng.normal(size=s) for s in shapes]
+        assert floats.row_bounds(rng.normal(size=(shapes[0][0], shapes[-1][1])), factors) is not None
+    X = (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)) * 2.0**-30, np.full(4, 2.0**-60))
+    Y = (rng.normal(size=(3, 5)), rng.normal(size=(3, 5)) * 2.0**-30, np.full(3, 2.0**-60))
+    assert floats._product(X, Y) is not None          # lo parts on both sides: not reached by a chain
+    assert downs and all(fn == "row_bounds" and line.startswith("lo_sum =") for fn, line in downs)
+    assert not any(line.startswith("lo_sum =") for _, line in ups)
+    lines = {line for fn, line in ups if fn == "_product"}
+    for part in ("err = up(err + _mv_up(np.abs(A)", "rounding = up(rounding", "absX = ",
+                 "err = up(err + _mv_up(absX", "ymax = ", "err = up(err + up(bX"):
+        assert any(line.startswith(part) for line in lines), part
+    assert {fn for fn, _ in ups} >= {"_sum_up", "_mv_up", "_product", "row_bounds"}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_row_bounds_upper_sum_is_at_least_its_docstring_formula(seed):
+    """``hi = S (1 + g_n) + beta + 2^-52 (row sums of |C - hi| and of |D|)`` exactly (``S`` the float
+    row sum of |D|, ``g_n`` and beta the code's own floats), and at most 3 2^-52 S above it: the
+    ``2^-52`` terms for the two roundings of D are each needed (either one dropped or subtracted
+    falls below the formula on some row), while ``g_n`` covers the sum ``S`` itself."""
+    rng = np.random.default_rng(seed)
+    m, k, n = 400, 3, 4
+    F1, F2 = rng.normal(size=(m, k)), rng.normal(size=(k, n))
+    C = F1 @ F2 + rng.normal(size=(m, n)) * 2.0**-20       # cancellation: D much smaller than C - hi
+    lo, hi = floats.row_bounds(C, [F1, F2])
+    h, l, beta = floats._chain([F1, F2])
+    first = C - h
+    D = first if l is None else first - l
+    S = np.abs(D).sum(axis=1)
+    gn = Fraction(floats.g(n))
+    for i in range(m):
+        base = Fraction(S[i]) * (1 + gn) + (0 if beta is None else Fraction(beta[i]))
+        formula = base + U52 * (sum(abs(fr(first[i]))) + sum(abs(fr(D[i]))))
+        assert formula <= Fraction(hi[i]) <= formula + 3 * U52 * Fraction(S[i]) + U52 * formula, i

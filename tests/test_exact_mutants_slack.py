@@ -101,3 +101,69 @@ def test_a_slack_at_or_just_above_the_float_bound_needs_no_arb(above):
     top = fmpq(*float(proof.fast.max()).as_integer_ratio())
     claimed = top * (1 + fmpq(above, 2**60))
     assert proof.bound_for(claimed) == top and not proof.arb
+
+
+U = Fraction(1, 2**53)
+
+
+def _dyadic(rng, rows, n):
+    """Positive floats of 12 significant bits: every row sum of them is exact in float64."""
+    return rng.integers(1, 2**12, size=(rows, n)).astype(np.float64) * 2.0**-12
+
+
+@pytest.mark.parametrize("n", [1, 4, 6, 16])
+def test_quotient_enclosure_is_its_documented_formula(n):
+    """``_quotient_enclosure``: ``g = (L + 2) 2^-52 + 2^-50`` for pairwise sums of depth L, and
+    ``s_lo = lo / (Z_hi (1 + g)) (1 - 2^-50) - TINY``, ``s_hi = hi / (Z_lo (1 - g)) (1 + 2^-50) + TINY``
+    up to their own three roundings (3 u relative), with Z the exact row sums (exact here: 12-bit
+    entries). Each margin is 4 ulps or more, so a margin dropped, doubled or turned around lands
+    outside; a value test of soundness alone could not see it (the other margins cover it)."""
+    rng = np.random.default_rng(n)
+    lo = _dyadic(rng, 5, n)
+    hi = lo + _dyadic(rng, 5, n) * 2.0**-8
+    s_lo, s_hi, g, ok = slack._quotient_enclosure(lo, hi)
+    depth = max(n - 1, 0).bit_length()
+    gd = Fraction(depth + 2, 2**52) + Fraction(1, 2**50)
+    assert Fraction(g) == gd and ok.all()
+    M = Fraction(1, 2**50)
+    tiny = Fraction(slack.TINY)
+    for i in range(5):
+        zlo = sum(map(Fraction, lo[i])) * (1 - gd)
+        zhi = sum(map(Fraction, hi[i])) * (1 + gd)
+        for j in range(n):
+            want_lo = Fraction(lo[i, j]) / zhi * (1 - M)
+            want_hi = Fraction(hi[i, j]) / zlo * (1 + M)
+            assert want_lo * (1 - 3 * U) - tiny <= Fraction(s_lo[i, j]) <= want_lo * (1 + 3 * U)
+            assert want_hi * (1 - 3 * U) <= Fraction(s_hi[i, j]) <= want_hi * (1 + 3 * U) + tiny
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_deviation_sum_is_widened_by_g_and_one_margin(seed):
+    """The last step of ``_float_row_bounds``: ``sum_j max(s_hi - a_j, a_j - s_lo) (1 + g + 2^-50)``,
+    within its roundings (``L + 3`` u relative for a pairwise sum of depth L, the differences and the
+    product), against the exact sum of the exact terms from the same enclosures."""
+    rng = np.random.default_rng(seed)
+    H = rng.normal(size=(4, 8)) * 3
+    A0 = rng.dirichlet(np.ones(8), size=4)
+    lo, hi, bad = slack._exp_enclosure(H)
+    s_lo, s_hi, g, _ = slack._quotient_enclosure(lo, hi)
+    dev = slack._float_row_bounds(H, A0)
+    factor = 1 + Fraction(g) + Fraction(1, 2**50)
+    tol = (3 + 3) * U                                   # depth 3, one difference, one product
+    for i in range(4):
+        exact = sum(max(Fraction(s_hi[i, j]) - Fraction(A0[i, j]), Fraction(A0[i, j]) - Fraction(s_lo[i, j]))
+                    for j in range(8)) * factor
+        assert exact * (1 - tol) <= Fraction(dev[i]) <= exact * (1 + tol), i
+
+
+def test_horner_error_constant_is_its_documented_formula():
+    """``_REL_P``: twice ``2.03 (gamma rounding (2N + 3) 2^-53 + truncation 0.35^(N+1) / (N+1)!)``, to
+    within its one rounding; and 2.03 does bound ``e^{2 * 0.35}`` (arb)."""
+    import math
+
+    from flint import arb
+    N = slack._DEGREE
+    formula = 2 * Fraction(203, 100) * (Fraction(2 * N + 3, 2**53)
+                                        + Fraction(35, 100) ** (N + 1) / math.factorial(N + 1))
+    assert formula * (1 - U) <= Fraction(slack._REL_P) <= formula * (1 + U)
+    assert arb(fmpq(7, 10)).exp() < fmpq(203, 100)
