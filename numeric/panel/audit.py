@@ -25,7 +25,7 @@ from pathlib import Path
 from numeric.panel.table import CELLS_DIR, RecordError, read_record, sort_key
 from numeric.panel.provenance import PanelError, read_run
 
-__all__ = ["Audit", "audit", "verify_files", "run_summary"]
+__all__ = ["Audit", "audit", "verify_files", "verified_results", "run_summary"]
 
 BRACKETS_DIR = "brackets"
 
@@ -57,6 +57,20 @@ def verify_files(paths: list, workers: int | None = None) -> dict:
         return {p: _verify_one(p) for p in paths}
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
         return dict(zip(paths, pool.map(_verify_one, paths)))
+
+
+def verified_results(out: Path, files: list, workers: int | None = None, reverify: bool = False) -> dict:
+    """The exact pass on every file: from its record (``numeric.panel.vcache``: same bytes, same checker)
+    unless ``reverify``, else verified now and recorded."""
+    from numeric.panel import vcache
+
+    digests = {str(p): vcache.file_digest(p) for p in files}
+    found = {} if reverify else {p: vcache.lookup(out, d) for p, d in digests.items()}
+    missing = [p for p in digests if found.get(p) is None]
+    for p, result in verify_files(missing, workers).items():
+        vcache.store(out, digests[p], result)
+        found[p] = result
+    return {p: found[p] for p in digests}
 
 
 def _records(out: Path, run: dict | None, errors: list) -> list:
@@ -110,8 +124,9 @@ def _check_row(r: dict, verdicts: dict, errors: list) -> dict | None:
     return checked
 
 
-def audit(out, workers: int | None = None) -> Audit:
-    """Re-verify a panel directory and check its records against that pass."""
+def audit(out, workers: int | None = None, reverify: bool = False) -> Audit:
+    """Re-verify a panel directory (or read the records of that pass, ``verified_results``) and check
+    its records against that pass."""
     out = Path(out)
     errors = []
     try:
@@ -123,7 +138,8 @@ def audit(out, workers: int | None = None) -> Audit:
         errors.append(str(e))
     rows = _records(out, run, errors)
     files = sorted((out / BRACKETS_DIR).glob("*.safetensors"))
-    verdicts = {p.relative_to(out).as_posix(): v for p, v in zip(files, verify_files(files, workers).values())}
+    results = verified_results(out, files, workers, reverify)
+    verdicts = {p.relative_to(out).as_posix(): results[str(p)] for p in files}
     checked, named = [], set()
     for r in rows:
         if r.get("status") != "ok":

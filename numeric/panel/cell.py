@@ -176,14 +176,18 @@ def _write_brackets(path: Path, res) -> None:
     tmp.replace(path)
 
 
-def _verify(path: Path) -> dict:
+def _verify(path: Path, out: Path) -> dict:
+    """The exact pass on one bracket file, recorded for the audit (``numeric.panel.vcache``)."""
     from exact.verify import verify_file
+    from numeric.panel import vcache
 
     try:
-        return {r.id: r for r in verify_file(path)}
+        reports = {r.id: r for r in verify_file(path)}
     except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
         print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
         return {}
+    vcache.store(out, vcache.file_digest(path), {"cells": {k: r.to_json() for k, r in reports.items()}})
+    return reports
 
 
 def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
@@ -198,7 +202,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     path.parent.mkdir(parents=True, exist_ok=True)
     _write_brackets(path, res)
     _save_head(out / "heads" / f"{task.key}.safetensors", cap)
-    reports = _verify(path)
+    reports = _verify(path, out)
     # native-causal logits carry the finite mask (numeric.heads.blocks): no geometry (paper L.1)
     geometry = task.geometry and not task.native
     geo = _geometry_columns(cap) if geometry else {}

@@ -1,7 +1,9 @@
 """The held-out study of a panel directory (issue 15; protocol in docs/study.md).
 
 Reads the panel's cells through the report's audit (every bracket file
-re-verified by the exact tier), fits the calibrated ridge models with source
+re-verified by the exact tier, or read from the record of its exact pass:
+same file bytes, same checker code, ``numeric.panel.vcache``; ``--reverify``
+ignores the records), fits the calibrated ridge models with source
 cross-fitting, and reports the gains of G and I over the baselines with 95%
 source-cluster bootstrap intervals and the gauge audit. Recomputes nothing
 the panel certified. Writes study.md, study.json, predictions.csv and
@@ -50,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
+    p.add_argument("--reverify", action="store_true",
+                   help="re-verify every bracket file with the exact tier, ignoring the records of earlier "
+                        "exact passes (DIR/verified: same file bytes, same checker code)")
     p.add_argument("--jobs", type=int, help="bootstrap processes (default: one per core; the answer does not "
                    "depend on it)")
     p.add_argument("--gbm", type=int, default=0, metavar="N",
@@ -76,7 +81,7 @@ def run(args, command: str) -> dict:
     """Load, compare, audit, write; the JSON document."""
     _check(args)
     t0 = time.perf_counter()
-    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers)
+    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify)
     data = with_placebo(data, args.seed)
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
                       jobs=args.jobs or os.cpu_count() or 1)

@@ -37,8 +37,9 @@ def _eps(text) -> Fraction:
         raise StudyError(f"bad tolerance {text!r}") from None
 
 
-def study_rows(out, eps, workers: int | None = None) -> list:
-    """The audited rows of a panel directory at tolerance ``eps`` (all verified)."""
+def study_rows(out, eps, workers: int | None = None, reverify: bool = False) -> list:
+    """The audited rows of a panel directory at tolerance ``eps`` (all verified; ``reverify``: every
+    file through the exact tier now, not from the records of its pass)."""
     from numeric.panel.audit import audit
 
     out = Path(out)
@@ -46,7 +47,7 @@ def study_rows(out, eps, workers: int | None = None) -> list:
         raise StudyError(f"panel directory {out} does not exist")
     if not (out / "panel.json").is_file():
         raise StudyError(f"{out} is not a panel directory (no panel.json)")
-    a = audit(out, workers)
+    a = audit(out, workers, reverify)
     if a.errors:
         raise StudyError(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
     e = _eps(eps)
@@ -111,12 +112,14 @@ def _needed() -> list:
     return list(dict.fromkeys(cols + [g for g in gauged if g]))
 
 
-def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None) -> StudyData:
+def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None,
+               reverify: bool = False) -> StudyData:
     """The study's table of a panel directory, or of several (a list: their rows together; a
     cell id in two of them is an error), see the module docstring."""
     if target not in TARGETS:
         raise StudyError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
-    rows = [r for d in ([out] if isinstance(out, (str, Path)) else out) for r in study_rows(d, eps, workers)]
+    dirs = [out] if isinstance(out, (str, Path)) else out
+    rows = [r for d in dirs for r in study_rows(d, eps, workers, reverify)]
     seen: set = set()
     for r in rows:
         if r.get("cell_id") in seen:
