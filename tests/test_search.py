@@ -251,3 +251,24 @@ def test_the_safety_cap_stops_the_search_and_the_cell_says_so(tmp_path):
     assert out.provenance["capped"] == ["capped/eps=0.25"]
     free = search_brackets(A, [0.25], effort="quick", attack=False)
     assert not free.results[0].capped and free.provenance["capped"] == []
+
+
+def test_thorough_keeps_the_default_witnesses(tmp_path):
+    """Thorough runs the default preset first (its own row chain across tolerances) and keeps the better
+    verified side: never a wider bracket than default. With its own budgets starved, it returns exactly
+    default's brackets; with them as shipped, L is no lower and U no higher at every tolerance."""
+    from numeric.search.effort import PRESETS
+
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(24, 6)), rng.normal(size=(24, 6))
+    H = 2.0 * q @ k.T
+    A, eps = softmax_rows(H), [0.25, 0.5]
+    base = _search_and_verify(tmp_path, A, eps, logits=H, name="d", effort="default", attack=False)
+    starved = PRESETS["thorough"].replace(upper_work=1, far_lp_work=1, descent_steps=1, greedy_steps=1,
+                                          greedy_rows=1, swap_work=1, lp_append_work=1, lp_svd_solves=1)
+    weak = _search_and_verify(tmp_path, A, eps, logits=H, name="w", effort=starved, attack=False)
+    full = _search_and_verify(tmp_path, A, eps, logits=H, name="t", effort="thorough", attack=False)
+    assert [(r.lower, r.upper) for r in weak.results] == [(r.lower, r.upper) for r in base.results]
+    for b, t in zip(base.results, full.results):
+        assert t.lower >= b.lower and t.upper <= b.upper
+    assert full.provenance["base_effort"] == "default" and base.provenance["base_effort"] is None

@@ -45,7 +45,7 @@ import numpy as np
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
 from numeric.search.candidate import LowerCandidate, strongest_rows
-from numeric.search.effort import (DEFAULT_EFFORT, cell_seed, code_version, effort_budgets, package_versions)
+from numeric.search.effort import (BASE, DEFAULT_EFFORT, cell_seed, code_version, effort_budgets, package_versions)
 from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
 from numeric.search.lower import lower_candidates
@@ -195,9 +195,15 @@ def _bracket(t: _Target, item, eq, cid: str, row_start, effort, seed: int, attac
     lo_exact = e_exact + t.slack_q if t.slack_q is not None else e_exact
     up_exact = e_exact - t.slack_q if t.slack_q is not None else e_exact
     eps_lo, eps_up = float(eq) + t.slack_f, float(eq) - t.slack_f
-    lower_c, lower_v, top_rows = _lower_side(t, eps_lo, lo_exact, row_start, effort, seed, cap)
+    runs, top_rows = [], {}
+    for e in ([effort_budgets(BASE[effort.name])] if effort.name in BASE else []) + [effort]:
+        lower_c, lower_v, top_rows[e.name] = _lower_side(t, eps_lo, lo_exact, (row_start or {}).get(e.name),
+                                                         e, seed, cap)
+        runs.append(((lower_c, lower_v), _upper_side(t, eps_up, up_exact, e_exact * 0, lower_c.rank, e, cap, cid)))
+    # thorough keeps its base preset's witnesses: the larger verified L, the smaller verified U (first on ties)
+    lower_c, lower_v = max((r[0] for r in runs), key=lambda c: c[0].rank)
+    U, U_fam, upper_v, upper, svd_rank = min((r[1] for r in runs), key=lambda u: u[0])
     L = lower_c.rank
-    U, U_fam, upper_v, upper, svd_rank = _upper_side(t, eps_up, up_exact, e_exact * 0, L, effort, cap, cid)
     if L > U:
         raise RuntimeError(f"{cid}: verified lower {L} above verified upper {U}: the exact tier is unsound")
     attack_success, attack_error = None, None
@@ -249,7 +255,7 @@ def _target(A: np.ndarray, logits, device, id_prefix: str):
 
 def _run_provenance(effort, seed: int) -> dict:
     """What produced a run: effort preset and budgets, seed, search tolerances, threads, versions."""
-    return {"effort": effort.name, "budgets": effort.budgets(), "seed": seed,
+    return {"effort": effort.name, "base_effort": BASE.get(effort.name), "budgets": effort.budgets(), "seed": seed,
             "tolerances": {"lower_safety": LOWER_SAFETY, "upper_safety": UPPER_SAFETY,
                            "attack_fraction": ATTACK_FRACTION, "stochastic_tol": STOCHASTIC_TOL},
             "threads": SEARCH_THREADS, "versions": package_versions(), "code": code_version()}
@@ -287,7 +293,7 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
             eps_text = rational_string(eq)
             cell, results[idx], cell_tensors, top = _bracket(t, item, eq, cid, row_start, effort,
                                                             cell_seed(seed, eps_text), attack)
-            row_start = top if top is not None else row_start
+            row_start = {k: v if v is not None else (row_start or {}).get(k) for k, v in top.items()}
             tensors.update(cell_tensors)
             prov = {"search": {**cell.pop("search"), **run_prov}}
             prov.update(provenance or {})

@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
+__all__ = ["BASE", "EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
            "Effort", "PRESETS", "effort_budgets", "expected_seconds"]
 
 #: The effort presets, cheapest first. The budgets of each live with the
@@ -177,6 +177,13 @@ PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
 
 
+#: Presets that keep another preset's witnesses (issue 17: thorough is never wider than default):
+#: at each tolerance the search runs the base preset first (with the base's own chain of row
+#: sets across tolerances, so its witnesses are those a base run finds), then its own budgets,
+#: and keeps the larger verified L and the smaller verified U (the base's on ties).
+BASE = {"thorough": "default"}
+
+
 def effort_budgets(effort) -> Effort:
     """The ``Effort`` of a preset name (``parse_effort``) or an ``Effort`` itself.
 
@@ -214,4 +221,6 @@ def expected_seconds(effort, m: int, n: int, tolerances: int = 1) -> float:
                + (e.far_lp_work + e.swap_work + e.lp_append_work) * LP_UNIT_SECONDS
                + (e.descent_steps + e.greedy_steps) * MAP_STEP_SECONDS * cols
                + e.lp_svd_solves * ROW_LP_SECONDS * cols)
-    return SVD_SECONDS_PER_FLOP * m * n * min(m, n) + tolerances * per_tol
+    base = expected_seconds(BASE[e.name], m, n, tolerances) - SVD_SECONDS_PER_FLOP * m * n * min(m, n) \
+        if e.name in BASE else 0.0
+    return SVD_SECONDS_PER_FLOP * m * n * min(m, n) + tolerances * per_tol + base
