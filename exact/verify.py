@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from flint import fmpq
 
 from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
-from .certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
+from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
 from .errors import LimitExceeded
 from .limits import MAX_WORK, work_limit
 from .matrix import ExactMatrix
+from .oddmap import labels_of
 from .rational import format_rational
 from .slack import SlackProof
 from .verdict import Verdict, refuted
@@ -111,6 +112,8 @@ def _witness(side: str, claim: Claim, exact: _Exact):
         return RowReconstructionWitness(exact(f["G"]), exact(f["Z"]), exact(f["M"]))
     if kind == "frobenius":
         return FrobeniusTail(f["k"])
+    if kind == "odd_map":
+        return OddMapWitness(labels_of(exact.tensors[f["labels"]]), exact(f["points"]))
     raise ValueError(f"unknown {side} witness kind {kind!r}")
 
 
