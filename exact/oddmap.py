@@ -38,6 +38,7 @@ S and label (i, s) of S is > 0 (exact rationals). ``d`` above
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from flint import fmpq
@@ -83,7 +84,7 @@ def labels_of(rows) -> tuple:
 
 def label_sets(labels: tuple, d: int) -> list:
     """The distinct label sets of the facets (maximal chains), sorted; the walk is charged."""
-    charge(2**d * _factorial(d) * d, f"walking the {2**d * _factorial(d)} facets of a d = {d} odd map")
+    charge(2**d * math.factorial(d) * d, f"walking the {2**d * math.factorial(d)} facets of a d = {d} odd map")
     middle, sets = (3**d - 1) // 2, set()
     weight = [3 ** (d - 1 - c) for c in range(d)]
 
@@ -99,10 +100,6 @@ def label_sets(labels: tuple, d: int) -> list:
 
     grow(middle, tuple(range(d)), frozenset())
     return sorted(sets)
-
-
-def _factorial(d: int) -> int:
-    return 1 if d <= 1 else d * _factorial(d - 1)
 
 
 def _lowest(A: ExactMatrix, points: ExactMatrix, sets: list) -> tuple:
