@@ -16,7 +16,7 @@ _PROBE_LINES = {
     "and (np.full(1, 2.0**-1022) / 4 * 2.0**1000 == 2.0**-24)[0])": [(60, "==", "<="), (60, "==", ">=")],
 }
 _KINDS = ("the kinds a file may name are checked by exact.bracketfile (trivial, factors, reconstruction, "
-          "row_reconstruction, frobenius), and on each reachable one the order comparison agrees with the original")
+          "row_reconstruction, frobenius, odd_map), and on each reachable one the order comparison agrees with the original")
 _TINY = ("a TINY (2^-1022) term moves only terms below 2^-1000: every row holds exp(0) = 1 at its maximum, so Z "
          "and dev (>= 2 delta / n > 2^-60) round to the same floats: the result is bitwise the same")
 _ZERO = ("the shifts already give 0 there: magnitude < 2^53, so a right shift by 53 or more (down is clipped "
@@ -202,7 +202,7 @@ EQUIVALENT = {
         "a canonical denominator is never below 1",
     **{("verify.py", text, "==", new): _KINDS for text, new in (
         ('if kind == "trivial":', ">="), ('if kind == "factors":', "<="), ('if kind == "row_reconstruction":', ">="),
-        ('if kind == "frobenius":', "<="), ('if kind == "frobenius":', ">="))},
+        ('if kind == "frobenius":', "<="), ('if kind == "odd_map":', "<="), ('if kind == "odd_map":', ">="))},
     ("verify.py", 'return TrivialUpper() if side == "upper" else TrivialLower()', "==", ">="):
         'side is "lower" or "upper", and "lower" < "upper"',
     ("verify.py", 'if eps < 0 and claim.kind != "trivial":', "!=", "<"):

@@ -256,6 +256,7 @@ def _malformed(tmp_path) -> dict:
     d8 = np.array([[0, 1]] * (3**8 - 1), dtype=np.float64)
     return {
         "labels-three-columns": (_file(tmp_path, "a", labels=np.hstack([L, L[:, :1]])), "labels have shape"),
+        "labels-one-column": (_file(tmp_path, "a1", labels=L[:, :1]), "labels have shape"),
         "labels-25-rows": (_file(tmp_path, "b", labels=L[:25]), "3^d - 1"),
         "labels-empty": (_file(tmp_path, "b0", labels=L[:0]), "3^d - 1"),
         "label-non-integer": (_file(tmp_path, "c", labels=lab(3, 2.5)), "integer row"),
@@ -264,7 +265,8 @@ def _malformed(tmp_path) -> dict:
         "label-row-5": (_file(tmp_path, "e", labels=lab(4, 5.0)), "names row 5"),
         "label-row-minus-1": (_file(tmp_path, "f", labels=lab(4, -1.0)), "names row -1"),
         "label-row-huge": (_file(tmp_path, "g", labels=lab(4, 1e300)), "names row"),
-        "points-wrong-columns": (_file(tmp_path, "h", points=P[:, :4]), "columns"),
+        "points-four-columns": (_file(tmp_path, "h", points=P[:, :4]), "columns"),
+        "points-six-columns": (_file(tmp_path, "h6", points=np.hstack([P, P[:, :1]])), "columns"),
         "dimension-8": (_file(tmp_path, "i", labels=d8, rank=8), "limit"),
     }
 
