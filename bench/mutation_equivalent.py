@@ -207,4 +207,8 @@ EQUIVALENT = {
         'side is "lower" or "upper", and "lower" < "upper"',
     ("verify.py", 'if eps < 0 and claim.kind != "trivial":', "!=", "<"):
         _KINDS,
+    ("oddmap.py", "return d if count == vertices else None", "==", "<="):
+        "the loop above ends with count >= vertices, so count <= vertices is count == vertices",
+    ("oddmap.py", "grow(nxt, rest, acc | {labels[nxt - (nxt > middle)]})", ">", ">="):
+        "nxt is the product index of a nonzero sign vector, never the zero vector's index middle",
 }

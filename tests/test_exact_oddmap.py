@@ -134,7 +134,7 @@ def test_a_changed_row_that_breaks_a_facet_is_refused():
 
 def test_labels_out_of_range_or_with_a_bad_sign_are_refused():
     A, w, eps, rank, _ = case("cycle5")
-    for bad in ((5, 1), (-1, 1), (0, 0), (0, 2)):
+    for bad in ((5, 1), (6, 1), (-1, 1), (-2, -1), (0, 0), (0, 2)):
         v = check_lower(A, with_label(w, 0, bad, keep_odd=False), eps, rank)
         assert not v.verified and "is not (row" in v.reason, bad
     assert "is not (row" not in check_lower(A, with_label(w, 0, (4, 1)), eps, rank).reason     # row m - 1 is a row
@@ -181,7 +181,9 @@ def test_points_outside_the_cube_are_refused():
         moved[0][k] = out if (out > 0) == (X[0][k] > 0) else -out
         v = check_lower(A, with_points(w, moved), eps, rank)
         assert not v.verified and "outside [-1, 1]" in v.reason
-    assert not check_lower(A, with_points(w, X[:-1]), eps, rank).verified             # one point missing
+    for fewer in (X[:-1], [r[:-1] for r in X]):                          # one point, one column missing
+        v = check_lower(A, with_points(w, fewer), eps, rank)
+        assert not v.verified and "need" in v.reason, v
     assert "need" in check_lower(A, with_points(w, [r + [0] for r in X]), eps, rank).reason
 
 
