@@ -304,17 +304,21 @@ def _odd_map_shapes(fields: dict, target: tuple, layout: dict, what: str) -> Non
         raise MalformedInput(f"{what} points have {points[1]} columns, the target has {target[1]}")
 
 
-def _odd_map_labels(cell: Cell, tensors: dict) -> None:
-    """Every label is (integer row of the target, +1 or -1)."""
+def _odd_map_labels(cell: Cell, tensors: dict, seen: set) -> None:
+    """Every label is (integer row of the target, +1 or -1); each (labels, rows) pair is read once."""
     rows = tensors[cell.target.matrix].shape[0]
+    key = (cell.lower.fields["labels"], rows)
+    if key in seen:
+        return
     try:
-        labels = labels_of(tensors[cell.lower.fields["labels"]])
+        labels = labels_of(tensors[key[0]])
     except ValueError as exc:
         raise MalformedInput(f"cell {show(cell.id)} lower witness: {exc}") from None
     bad = next((k for k, (i, _) in enumerate(labels) if not 0 <= i < rows), None)
     if bad is not None:
         raise MalformedInput(f"cell {show(cell.id)} lower witness: label {bad} names row {labels[bad][0]}, "
                              f"the target has {rows} rows")
+    seen.add(key)
 
 
 def _document(header: dict) -> list:
@@ -370,9 +374,10 @@ def read_bracket_file(path) -> BracketFile:
             array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", keep=name in used)
             if array is not None:
                 tensors[name] = array
+    seen: set = set()
     for c in parsed:
         if c.lower.kind == "odd_map":
-            _odd_map_labels(c, tensors)
+            _odd_map_labels(c, tensors, seen)
     return BracketFile(path, parsed, tensors)
 
 

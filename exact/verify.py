@@ -93,6 +93,12 @@ class _Exact:
             return self.derived[key, what]
         return cache
 
+    def labels(self, name: str) -> tuple:
+        """An odd map's labels as (row, sign) pairs, read once per tensor."""
+        if ("labels", name) not in self.derived:
+            self.derived["labels", name] = labels_of(self.tensors[name])
+        return self.derived["labels", name]
+
     def __call__(self, name: str) -> ExactMatrix:
         if name not in self.matrices:
             self.matrices[name] = ExactMatrix.from_float64(self.tensors[name], f"tensor {name!a}")
@@ -113,7 +119,7 @@ def _witness(side: str, claim: Claim, exact: _Exact):
     if kind == "frobenius":
         return FrobeniusTail(f["k"])
     if kind == "odd_map":
-        return OddMapWitness(labels_of(exact.tensors[f["labels"]]), exact(f["points"]))
+        return OddMapWitness(exact.labels(f["labels"]), exact(f["points"]))
     raise ValueError(f"unknown {side} witness kind {kind!r}")
 
 

@@ -24,7 +24,7 @@ from exact.certificates import OddMapWitness, check_lower
 from exact.cli import main
 from exact.errors import LimitExceeded
 from exact.matrix import ExactMatrix
-from exact.oddmap import MAX_ODDMAP_DIM, check_odd_map, dimension, label_sets, labels_of
+from exact.oddmap import FACET_UNITS, MAX_ODDMAP_DIM, check_odd_map, dimension, label_sets, labels_of
 from exact.verify import judge_file
 from numeric.bracketwriter import write_bracket_file
 from tests.test_exact_cli import bracket_bytes, doc
@@ -32,7 +32,7 @@ from tests.test_exact_cli import bracket_bytes, doc
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "oddmap.safetensors"
 #: The last commit of exact/ before the odd-map kind.
-OLD_COMMIT = "1212468"
+OLD_COMMIT = "12124686424b7eef6568281c419af0e61840e92d"
 BF = read_bracket_file(DATA)
 CELLS = {c.id: c for c in BF.cells}
 
@@ -208,7 +208,7 @@ def test_the_dimension_limit_and_the_work_are_charged():
             check_odd_map(A, w, eps, rank)
     with work_limit(2**20) as meter:
         check_odd_map(A, w, eps, rank)
-    assert meter[0] >= 2**3 * 6 * 3
+    assert meter[0] >= FACET_UNITS * 3 * 48
 
 
 def test_softmax_target_charges_the_slack_to_the_odd_map(tmp_path):
@@ -266,7 +266,9 @@ def _malformed(tmp_path) -> dict:
         "label-sign-two": (_file(tmp_path, "d2", labels=lab(3, 2.0, 1)), "+1 or -1"),
         "label-row-5": (_file(tmp_path, "e", labels=lab(4, 5.0)), "names row 5"),
         "label-row-minus-1": (_file(tmp_path, "f", labels=lab(4, -1.0)), "names row -1"),
-        "label-row-huge": (_file(tmp_path, "g", labels=lab(4, 1e300)), "names row"),
+        "label-row-huge": (_file(tmp_path, "g", labels=lab(4, 1e300)), "integer row"),
+        "label-row-2^53": (_file(tmp_path, "g2", labels=lab(4, 2.0**53)), "integer row"),
+        "label-row-2^53-1": (_file(tmp_path, "g3", labels=lab(4, 2.0**53 - 1)), "names row 9007199254740991"),
         "points-four-columns": (_file(tmp_path, "h", points=P[:, :4]), "columns"),
         "points-six-columns": (_file(tmp_path, "h6", points=np.hstack([P, P[:, :1]])), "columns"),
         "dimension-8": (_file(tmp_path, "i", labels=d8, rank=8), "limit"),
@@ -314,6 +316,24 @@ def test_the_work_limit_refuses_the_file(tmp_path, capsys):
     assert "work limit" in capsys.readouterr().err
 
 
+def test_labels_shared_by_cells_are_read_once(tmp_path, monkeypatch):
+    import exact.bracketfile
+    import exact.verify
+    calls = []
+    for module in (exact.bracketfile, exact.verify):
+        real = module.labels_of
+        monkeypatch.setattr(module, "labels_of", lambda a, real=real: calls.append(1) or real(a))
+    c = CELLS["cycle5"]
+    f = c.lower.fields
+    tensors = {"A": BF.tensors[c.target.matrix], "labels": BF.tensors[f["labels"]], "points": BF.tensors[f["points"]]}
+    cells = [{"id": f"c{k}", "eps": eps, "target": {"matrix": "A"},
+              "lower": {"rank": 3, "witness": {"kind": "odd_map", "labels": "labels", "points": "points"}},
+              "upper": {"rank": 5, "witness": {"kind": "trivial"}}} for k, eps in enumerate(["1/2", "9/10", "99/100"])]
+    reports, _ = judge_file(read_bracket_file(write_bracket_file(tmp_path / "m.safetensors", cells, tensors)))
+    assert all(r.lower.verified for r in reports) and len(calls) == 2            # once in the reader, once in verify
+    assert [str(r.lower.margin) for r in reports] == ["1/2", "1/10", "1/100"]
+
+
 def test_an_old_checker_refuses_the_new_kind(tmp_path):
     """exact/ before this kind: the file is refused (exit 2, one line naming the unknown kind), never verified."""
     archive = subprocess.run(["git", "archive", OLD_COMMIT, "exact"], cwd=ROOT, capture_output=True)
@@ -331,6 +351,7 @@ def test_an_old_checker_refuses_the_new_kind(tmp_path):
 
 def test_labels_of_refuses_non_integers():
     assert labels_of(np.array([[3.0, -1.0], [-0.0, 1.0]])) == ((3, -1), (0, 1))
-    for bad in ([[0.5, 1.0]], [[1.0, 0.5]], [[1.0, math.inf]]):
+    for bad in ([[0.5, 1.0]], [[1.0, 0.5]], [[1.0, math.inf]], [[math.nan, 1.0]], [[1.0, -0.0]], [[2.0**53, 1.0]],
+                [[1.0, 1.0, 1.0]], [1.0, 1.0]):
         with pytest.raises(ValueError):
             labels_of(np.array(bad))
