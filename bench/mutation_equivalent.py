@@ -211,4 +211,8 @@ EQUIVALENT = {
         "the loop above ends with count >= vertices, so count <= vertices is count == vertices",
     ("oddmap.py", "grow(nxt, rest, acc | {labels[nxt - (nxt > middle)]})", ">", ">="):
         "nxt is the product index of a nonzero sign vector, never the zero vector's index middle",
+    ("oddmap.py", "ok = (np.abs(a[:, 0]) < 2.0**53) & (a[:, 0] == np.floor(a[:, 0])) & (np.abs(a[:, 1]) == 1)",
+     "==", "<=", 48): "a finite float is never below its floor, so a <= floor(a) is a == floor(a)",
+    ("oddmap.py", "ok = (np.abs(a[:, 0]) < 2.0**53) & (a[:, 0] == np.floor(a[:, 0])) & (np.abs(a[:, 1]) == 1)",
+     "floor", "ceil"): "a finite float equals its ceiling exactly when it equals its floor (an integer)",
 }

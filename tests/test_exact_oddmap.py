@@ -352,6 +352,6 @@ def test_an_old_checker_refuses_the_new_kind(tmp_path):
 def test_labels_of_refuses_non_integers():
     assert labels_of(np.array([[3.0, -1.0], [-0.0, 1.0]])) == ((3, -1), (0, 1))
     for bad in ([[0.5, 1.0]], [[1.0, 0.5]], [[1.0, math.inf]], [[math.nan, 1.0]], [[1.0, -0.0]], [[2.0**53, 1.0]],
-                [[1.0, 1.0, 1.0]], [1.0, 1.0]):
+                [[1.0, 1.0, 1.0]], [[1.0]], [1.0, 1.0]):
         with pytest.raises(ValueError):
             labels_of(np.array(bad))
