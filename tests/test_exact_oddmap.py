@@ -355,3 +355,5 @@ def test_labels_of_refuses_non_integers():
                 [[1.0, 1.0, 1.0]], [[1.0]], [1.0, 1.0]):
         with pytest.raises(ValueError):
             labels_of(np.array(bad))
+    with pytest.raises(ValueError):
+        labels_of(np.ones((2, 2, 2)))                                # 3-D
