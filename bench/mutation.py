@@ -72,6 +72,7 @@ FLOATS_FIRST = ["tests/test_exact_mutants_floats.py"] + [f"{FLOATS}::test_{name}
     "residual_norm_is_the_same_with_and_without_floats")] + [
     "tests/test_exact_cli.py::test_ordinary_cells_never_convert_a_whole_matrix", FLOATS]
 CLI = "tests/test_exact_cli.py"
+ODDMAP = "tests/test_exact_oddmap.py"
 #: test_exact_cli.py, the tests that call ``exact.cli.main`` in-process first (a kill costs seconds), then
 #: the whole file (its subprocess and memory tests: what only they reach, e.g. ``python -m exact``).
 CLI_FIRST = [f"{CLI}::test_{name}" for name in (
@@ -85,7 +86,7 @@ CLI_FIRST = [f"{CLI}::test_{name}" for name in (
 SUBSETS = {
     "__main__.py": ["exact/__main__.py", f"{CLI}::test_bad_arguments_exit_2", f"{CLI}::test_max_work_must_be_positive"],
     "bracketfile.py": ["tests/test_exact_mutants_bracketfile.py", "exact/bracketfile.py", *CLI_FIRST,
-                       "tests/test_exact_mutants_verify.py"],
+                       "tests/test_exact_mutants_verify.py", ODDMAP],
     "cli.py": ["tests/test_exact_mutants_cli.py", "exact/cli.py", *CLI_FIRST],
     "limits.py": CLI_FIRST,
     "rational.py": ["exact/rational.py", *CLI_FIRST] + KNOWN,
@@ -96,7 +97,9 @@ SUBSETS = {
     "matrix.py": ["tests/test_exact_mutants_matrix.py", "exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
                   "tests/test_exact_differential.py::test_float64_conversion_is_exact", FLOATS],
     "slack.py": SLACK,
-    "verify.py": ["tests/test_exact_mutants_verify.py", *KNOWN],
+    "verify.py": ["tests/test_exact_mutants_verify.py", *KNOWN, ODDMAP],
+    "oddmap.py": [ODDMAP, "exact/oddmap.py", "tests/test_exact_differential.py::test_odd_map_agrees",
+                  "tests/test_exact_differential.py::test_odd_map_agrees_on_the_known_answers_and_their_mutants"],
 }
 #: The certificate checks (factors, reconstruction, trivial, frobenius, certificates, verdict, verify):
 #: the known answers (margins exactly 0 at the boundaries, shapes, slack) and the mutation suite.

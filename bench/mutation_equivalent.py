@@ -16,7 +16,7 @@ _PROBE_LINES = {
     "and (np.full(1, 2.0**-1022) / 4 * 2.0**1000 == 2.0**-24)[0])": [(60, "==", "<="), (60, "==", ">=")],
 }
 _KINDS = ("the kinds a file may name are checked by exact.bracketfile (trivial, factors, reconstruction, "
-          "row_reconstruction, frobenius), and on each reachable one the order comparison agrees with the original")
+          "row_reconstruction, frobenius, odd_map), and on each reachable one the order comparison agrees with the original")
 _TINY = ("a TINY (2^-1022) term moves only terms below 2^-1000: every row holds exp(0) = 1 at its maximum, so Z "
          "and dev (>= 2 delta / n > 2^-60) round to the same floats: the result is bitwise the same")
 _ZERO = ("the shifts already give 0 there: magnitude < 2^53, so a right shift by 53 or more (down is clipped "
@@ -202,9 +202,17 @@ EQUIVALENT = {
         "a canonical denominator is never below 1",
     **{("verify.py", text, "==", new): _KINDS for text, new in (
         ('if kind == "trivial":', ">="), ('if kind == "factors":', "<="), ('if kind == "row_reconstruction":', ">="),
-        ('if kind == "frobenius":', "<="), ('if kind == "frobenius":', ">="))},
+        ('if kind == "frobenius":', "<="), ('if kind == "odd_map":', "<="), ('if kind == "odd_map":', ">="))},
     ("verify.py", 'return TrivialUpper() if side == "upper" else TrivialLower()', "==", ">="):
         'side is "lower" or "upper", and "lower" < "upper"',
     ("verify.py", 'if eps < 0 and claim.kind != "trivial":', "!=", "<"):
         _KINDS,
+    ("oddmap.py", "return d if count == vertices else None", "==", "<="):
+        "the loop above ends with count >= vertices, so count <= vertices is count == vertices",
+    ("oddmap.py", "grow(nxt, rest, acc | {labels[nxt - (nxt > middle)]})", ">", ">="):
+        "nxt is the product index of a nonzero sign vector, never the zero vector's index middle",
+    ("oddmap.py", "ok = (np.abs(a[:, 0]) < 2.0**53) & (a[:, 0] == np.floor(a[:, 0])) & (np.abs(a[:, 1]) == 1)",
+     "==", "<=", 48): "a finite float is never below its floor, so a <= floor(a) is a == floor(a)",
+    ("oddmap.py", "ok = (np.abs(a[:, 0]) < 2.0**53) & (a[:, 0] == np.floor(a[:, 0])) & (np.abs(a[:, 1]) == 1)",
+     "floor", "ceil"): "a finite float equals its ceiling exactly when it equals its floor (an integer)",
 }

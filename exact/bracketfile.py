@@ -26,6 +26,7 @@ from flint import fmpq
 
 from .errors import LimitExceeded, MalformedInput
 from .limits import MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, MAX_TENSORS
+from .oddmap import MAX_ODDMAP_DIM, dimension, labels_of
 from .rational import parse_nonnegative
 
 __all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file", "count_cells",
@@ -41,6 +42,7 @@ LOWER_KINDS = {
     "reconstruction": {"R": "tensor", "X": "tensor", "L": "tensor"},
     "row_reconstruction": {"G": "tensor", "Z": "tensor", "M": "tensor"},
     "frobenius": {"k": "int"},
+    "odd_map": {"labels": "tensor", "points": "tensor"},
 }
 #: Bytes read at a time when an unreferenced tensor is checked for NaN and Inf.
 _CHUNK = 2**24
@@ -283,9 +285,40 @@ def _cell(obj, index: int, layout: dict) -> Cell:
     provenance = obj.get("provenance", {})
     if not isinstance(provenance, dict):
         raise MalformedInput(f"{what}: provenance must be a JSON object")
-    return Cell(obj["id"], eps, obj["eps"], tgt,
-                _claim(obj["lower"], f"{what} lower", LOWER_KINDS, layout),
+    lower = _claim(obj["lower"], f"{what} lower", LOWER_KINDS, layout)
+    if lower.kind == "odd_map":
+        _odd_map_shapes(lower.fields, layout[tgt.matrix][0], layout, f"{what} lower witness")
+    return Cell(obj["id"], eps, obj["eps"], tgt, lower,
                 _claim(obj["upper"], f"{what} upper", UPPER_KINDS, layout), provenance)
+
+
+def _odd_map_shapes(fields: dict, target: tuple, layout: dict, what: str) -> None:
+    """An odd map's labels are (3^d - 1) x 2 with 1 <= d <= MAX_ODDMAP_DIM; its points have n columns."""
+    (V, two), points = layout[fields["labels"]][0], layout[fields["points"]][0]
+    d = dimension(V)
+    if two != 2 or d is None:
+        raise MalformedInput(f"{what} labels have shape [{V}, {two}], need [3^d - 1, 2] for some d >= 1")
+    if d > MAX_ODDMAP_DIM:
+        raise LimitExceeded(f"{what}: odd map of dimension {d}, limit {MAX_ODDMAP_DIM}")
+    if points[1] != target[1]:
+        raise MalformedInput(f"{what} points have {points[1]} columns, the target has {target[1]}")
+
+
+def _odd_map_labels(cell: Cell, tensors: dict, seen: set) -> None:
+    """Every label is (integer row of the target, +1 or -1); each (labels, rows) pair is read once."""
+    rows = tensors[cell.target.matrix].shape[0]
+    key = (cell.lower.fields["labels"], rows)
+    if key in seen:
+        return
+    try:
+        labels = labels_of(tensors[key[0]])
+    except ValueError as exc:
+        raise MalformedInput(f"cell {show(cell.id)} lower witness: {exc}") from None
+    bad = next((k for k, (i, _) in enumerate(labels) if not 0 <= i < rows), None)
+    if bad is not None:
+        raise MalformedInput(f"cell {show(cell.id)} lower witness: label {bad} names row {labels[bad][0]}, "
+                             f"the target has {rows} rows")
+    seen.add(key)
 
 
 def _document(header: dict) -> list:
@@ -341,6 +374,10 @@ def read_bracket_file(path) -> BracketFile:
             array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", keep=name in used)
             if array is not None:
                 tensors[name] = array
+    seen: set = set()
+    for c in parsed:
+        if c.lower.kind == "odd_map":
+            _odd_map_labels(c, tensors, seen)
     return BracketFile(path, parsed, tensors)
 
 

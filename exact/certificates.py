@@ -12,6 +12,7 @@ from flint import fmpq
 from .factors import UpperFactors, check_factors
 from .frobenius import FrobeniusTail, check_frobenius
 from .matrix import ExactMatrix
+from .oddmap import OddMapWitness, check_odd_map
 from .reconstruction import ReconstructionWitness, check_reconstruction
 from .row_reconstruction import RowReconstructionWitness, check_row_reconstruction
 from .trivial import TrivialLower, TrivialUpper, check_trivial_lower, check_trivial_upper
@@ -19,11 +20,12 @@ from .errors import LimitExceeded
 from .verdict import Verdict, fresh, refuted
 
 __all__ = ["TrivialUpper", "UpperFactors", "TrivialLower", "ReconstructionWitness",
-           "RowReconstructionWitness", "FrobeniusTail", "check_upper", "check_lower"]
+           "RowReconstructionWitness", "FrobeniusTail", "OddMapWitness", "check_upper", "check_lower"]
 
 _UPPER = {TrivialUpper: check_trivial_upper, UpperFactors: check_factors}
 _LOWER = {TrivialLower: check_trivial_lower, ReconstructionWitness: check_reconstruction,
-          RowReconstructionWitness: check_row_reconstruction, FrobeniusTail: check_frobenius}
+          RowReconstructionWitness: check_row_reconstruction, FrobeniusTail: check_frobenius,
+          OddMapWitness: check_odd_map}
 
 
 def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank, cache) -> Verdict:
@@ -52,5 +54,5 @@ def check_upper(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int, cache=fre
 
 
 def check_lower(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int, cache=fresh) -> Verdict:
-    """Verified iff ``witness`` proves ``r_eps(A) >= claimed_rank`` exactly (K.2, K.3, trivial)."""
+    """Verified iff ``witness`` proves ``r_eps(A) >= claimed_rank`` exactly (K.2, K.3, odd map, trivial)."""
     return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank, cache)

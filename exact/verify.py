@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from flint import fmpq
 
 from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
-from .certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
+from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
 from .errors import LimitExceeded
 from .limits import MAX_WORK, work_limit
 from .matrix import ExactMatrix
+from .oddmap import labels_of
 from .rational import format_rational
 from .slack import SlackProof
 from .verdict import Verdict, refuted
@@ -92,6 +93,12 @@ class _Exact:
             return self.derived[key, what]
         return cache
 
+    def labels(self, name: str) -> tuple:
+        """An odd map's labels as (row, sign) pairs, read once per tensor."""
+        if ("labels", name) not in self.derived:
+            self.derived["labels", name] = labels_of(self.tensors[name])
+        return self.derived["labels", name]
+
     def __call__(self, name: str) -> ExactMatrix:
         if name not in self.matrices:
             self.matrices[name] = ExactMatrix.from_float64(self.tensors[name], f"tensor {name!a}")
@@ -111,6 +118,8 @@ def _witness(side: str, claim: Claim, exact: _Exact):
         return RowReconstructionWitness(exact(f["G"]), exact(f["Z"]), exact(f["M"]))
     if kind == "frobenius":
         return FrobeniusTail(f["k"])
+    if kind == "odd_map":
+        return OddMapWitness(exact.labels(f["labels"]), exact(f["points"]))
     raise ValueError(f"unknown {side} witness kind {kind!r}")
 
 

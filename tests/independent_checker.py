@@ -12,6 +12,9 @@ deciding inequality (``None`` when the check stopped before it), and the
 * upper factors (K.1): ``eps - ||A - P Q^T||_row1``, verified when ``>= 0``;
 * trivial lower: rank 0 always; rank 1 with margin ``||A||_row1 - eps > 0``;
 * reconstruction (K.3) and its row side: ``1 - eta - ||R|| eps > 0``;
+* odd map (MATH.md section 2, Borsuk-Ulam): ``min s (a_i . x_S) - eps > 0``
+  over the facet label sets S of the subdivided cross-polytope, built here
+  from the cross-polytope's faces (sets of signed coordinates);
 * Frobenius tail (K.2): a rigorous enclosure of the top-k singular energy
   from the exact characteristic polynomial of ``A^T A`` (Faddeev-LeVerrier)
   and Descartes' rule of signs, which is exact for real-rooted polynomials.
@@ -24,6 +27,7 @@ from fractions import Fraction
 __all__ = ["Judgement", "fractions_of", "matmul", "transpose", "sub", "identity", "row_l1",
            "frobenius_sq", "check_factors", "check_trivial_upper", "check_trivial_lower",
            "check_reconstruction", "check_row_reconstruction", "top_energy_enclosure",
+           "odd_map_vertices", "odd_map_label_sets", "check_odd_map",
            "frobenius_judgement", "charpoly", "count_above", "eigenvalue_enclosures",
            "solve", "min_l1_row", "lp_optimal_R", "pseudo_inverse", "kron", "bsc", "two_bit", "WALSH", "walsh_basis"]
 
@@ -154,6 +158,65 @@ def check_row_reconstruction(A, G, Z, M, eps: Fraction, rank: int) -> Judgement:
     E = sub(matmul(matmul(Zt, A), G), Zt)
     F = sub(matmul(M, Z), identity(d))
     return _defect_and_final(row_l1(E), row_l1(transpose(M)), row_l1(transpose(F)), row_l1(G), eps)
+
+
+# ------------------------------------------------------------ odd map
+def odd_map_vertices(d: int) -> list[tuple]:
+    """The faces of the d-cross-polytope boundary (nonempty sets of signed coordinates, one sign per
+    coordinate), each written as its sign vector, sorted: the vertices of the barycentric subdivision."""
+    from itertools import combinations, product
+    out = []
+    for size in range(1, d + 1):
+        for coords in combinations(range(d), size):
+            for signs in product((1, -1), repeat=size):
+                v = [0] * d
+                for c, s in zip(coords, signs):
+                    v[c] = s
+                out.append(tuple(v))
+    return sorted(out)
+
+
+def odd_map_label_sets(labels, d: int) -> list[tuple]:
+    """The distinct label sets of the maximal chains f_1 < ... < f_d of cross-polytope faces, sorted."""
+    from itertools import permutations, product
+    index = {v: k for k, v in enumerate(odd_map_vertices(d))}
+    sets = set()
+    for full in product((1, -1), repeat=d):                # a facet of the cross-polytope
+        for order in permutations(range(d)):               # a flag of its faces
+            labs = set()
+            for size in range(1, d + 1):
+                face = tuple(full[c] if c in order[:size] else 0 for c in range(d))
+                labs.add(labels[index[face]])
+            sets.add(tuple(sorted(labs)))
+    return sorted(sets)
+
+
+def check_odd_map(A, labels, points, eps: Fraction, rank: int) -> Judgement:
+    """Odd map (MATH.md section 2): odd labels (row, sign) on the subdivided d-cross-polytope, a point
+    x_S in [-1,1]^n per facet label set S, ``s (a_i . x_S) > eps`` for every (i, s) in S proves d."""
+    m, n = shape(A)
+    if rank < 0 or rank > min(m, n):
+        return Judgement(False, None, "rank")
+    d = next((k for k in range(1, 12) if 3**k - 1 == len(labels)), None)
+    if d is None:
+        return Judgement(False, None, "shape")
+    if d != rank:
+        return Judgement(False, None, "rank")
+    verts = odd_map_vertices(d)
+    index = {v: k for k, v in enumerate(verts)}
+    for v, (i, s) in zip(verts, labels):
+        if not (0 <= i < m and s in (1, -1)):
+            return Judgement(False, None, "labels")
+        if labels[index[tuple(-c for c in v)]] != (i, -s):
+            return Judgement(False, None, "odd")
+    sets = odd_map_label_sets(labels, d)
+    if len(points) != len(sets) or any(len(x) != n for x in points):
+        return Judgement(False, None, "shape")
+    if any(abs(t) > 1 for x in points for t in x):
+        return Judgement(False, None, "box")
+    low = min(s * sum((a * t for a, t in zip(A[i], x)), Fraction(0)) for S, x in zip(sets, points) for i, s in S)
+    margin = low - eps
+    return Judgement(margin > 0, margin, "final")
 
 
 # ------------------------------------------------------------ Frobenius tail

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 __all__ = ["dyadics", "small_rationals", "matrices", "shapes", "epsilons", "round_dyadic",
-           "factor_cases", "reconstruction_cases", "row_reconstruction_cases", "frobenius_cases",
+           "factor_cases", "reconstruction_cases", "row_reconstruction_cases", "frobenius_cases", "odd_map_cases",
            "to_float_rows"]
 
 #: Numerators up to 16 over 2^0..2^5: a few bits, so products stay short but ties happen.
@@ -135,3 +135,36 @@ def frobenius_cases(draw, elements=None):
     scale = draw(st.sampled_from([0.0, 0.5, 0.9, 0.99, 1.0, 1.01, 1.5]))
     eps = Fraction(round(crit * scale * 2**20), 2**20)
     return A, k, eps
+
+
+@st.composite
+def odd_map_cases(draw, elements=None):
+    """(A, labels, points, eps, rank) for the odd-map certificate (MATH.md section 2), d = 1..3.
+
+    Odd random labels on the subdivided cross-polytope (``tests.independent_checker``'s
+    construction), points ``x_j = sign(sum_S s a_ij)`` per facet label set, eps near
+    the lowest ``s a_i . x``; sometimes a label, a point, the point count or the rank is spoiled.
+    """
+    from tests.independent_checker import odd_map_label_sets
+    m, n = draw(shapes(4))
+    d = draw(st.integers(1, min(3, m, n) + (1 if draw(st.booleans()) else 0)))
+    A = draw(matrices(m, n, elements or dyadics()))
+    V = 3**d - 1
+    half = [(draw(st.integers(0, m - 1)), draw(st.sampled_from((1, -1)))) for _ in range(V // 2)]
+    labels = half + [(i, -s) for i, s in reversed(half)]
+    spoil = draw(st.sampled_from(["none"] * 6 + ["odd", "row", "box", "count", "rank"]))
+    if spoil == "odd":
+        labels[draw(st.integers(0, V - 1))] = (draw(st.integers(0, m - 1)), draw(st.sampled_from((1, -1))))
+    if spoil == "row":
+        labels[0] = (m, 1)
+    sets = odd_map_label_sets([tuple(x) for x in labels], d) if spoil != "row" else [()]
+    points = [[Fraction((t > 0) - (t < 0)) for t in (sum(s * A[i][j] for i, s in S) for j in range(n))]
+              for S in sets]
+    if spoil == "box" and points:
+        points[0][0] = Fraction(draw(st.sampled_from((1, -1)))) * (1 + Fraction(1, 2**40))
+    if spoil == "count":
+        points = points[:-1] if len(points) > 1 else points + points
+    values = [s * sum(a * x for a, x in zip(A[i], p)) for S, p in zip(sets, points) for i, s in S] or [Fraction(0)]
+    eps = max(Fraction(0), min(values) - draw(st.sampled_from([Fraction(0), Fraction(1, 2**30)]) | small_rationals(1, 8)))
+    rank = d + (draw(st.sampled_from((1, -1))) if spoil == "rank" else 0)
+    return A, labels, points, eps, max(rank, 0)

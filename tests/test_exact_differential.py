@@ -16,12 +16,13 @@ from flint import fmpq
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
+from exact.certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                                 TrivialUpper, UpperFactors, check_lower, check_upper)
 from exact.frobenius import top_energy_upper_bound
 from exact.matrix import ExactMatrix
 from tests import independent_checker as ind
-from tests.strategies import (dyadics, epsilons, factor_cases, frobenius_cases, matrices, reconstruction_cases,
+from tests.strategies import (dyadics, epsilons, factor_cases, frobenius_cases, matrices, odd_map_cases,
+                              reconstruction_cases,
                               row_reconstruction_cases, shapes, small_rationals)
 
 #: Examples per property; together about 2,700 cases, about half a minute on one core.
@@ -31,6 +32,7 @@ N_ROW = 450
 N_TRIVIAL = 400
 N_FROB = 250
 N_ARITH = 200
+N_ODD = 300
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -185,6 +187,49 @@ def test_frobenius_sound_against_rigorous_enclosure(case):
     assert not check_lower(E(A), FrobeniusTail(k), q(eps), k + 2).verified
 
 
+def _odd_map_verdict(A, labels, points, eps, rank):
+    X = E(points) if points and points[0] else ExactMatrix.zeros(len(points), len(A[0]))
+    return check_lower(E(A), OddMapWitness(tuple(labels), X), q(eps), rank)
+
+
+@settings(max_examples=N_ODD, **SETTINGS)
+@given(odd_map_cases())
+def test_odd_map_agrees(case):
+    """MATH.md section 2: both checkers build the subdivided cross-polytope their own way."""
+    A, labels, points, eps, rank = case
+    agree(_odd_map_verdict(*case), ind.check_odd_map(A, labels, points, eps, rank))
+
+
+def test_odd_map_agrees_on_the_known_answers_and_their_mutants():
+    from exact.bracketfile import read_bracket_file
+    from exact.oddmap import labels_of
+    from pathlib import Path
+    bf = read_bracket_file(Path(__file__).with_name("data") / "oddmap.safetensors")
+    for cell in bf.cells:
+        A = ind.fractions_of(bf.tensors[cell.target.matrix].tolist())
+        labels = list(labels_of(bf.tensors[cell.lower.fields["labels"]]))
+        points = ind.fractions_of(bf.tensors[cell.lower.fields["points"]].tolist())
+        eps = frac(cell.eps)
+        V = len(labels)
+        variants = [(labels, points, eps, 3), (labels, points, eps, 4), (labels, points, Fraction(1), 3)]
+        for k in range(0, V // 2, 3):
+            i, s = labels[k]
+            flipped = labels[:k] + [(i, -s)] + labels[k + 1:]
+            variants.append((flipped, points, eps, 3))
+            both = list(flipped)
+            both[V - 1 - k] = (i, s)
+            variants.append((both, points, eps, 3))
+            moved = [(((i + 1) % len(A), s) if v in (k, V - 1 - k) else lab) for v, lab in enumerate(labels)]
+            moved[V - 1 - k] = (moved[k][0], -s)
+            variants.append((moved, points, eps, 3))
+        for lab, pts, e, r in variants:
+            judgement = ind.check_odd_map(A, lab, pts, e, r)
+            verdict = _odd_map_verdict(A, lab, pts, e, r) if len(pts) else None
+            if verdict is not None:
+                agree(verdict, judgement)
+        assert ind.check_odd_map(A, labels, points, eps, 3).verified
+
+
 # ------------------------------------------------- the strategies reach both outcomes
 def test_strategies_produce_verified_and_refuted_cases():
     """The differential properties are not vacuous: each strategy yields valid certificates too."""
@@ -199,3 +244,6 @@ def test_strategies_produce_verified_and_refuted_cases():
     find(row_reconstruction_cases(), lambda c: ind.check_row_reconstruction(*c).stage == "final"
          and not ind.check_row_reconstruction(*c).verified, settings=cfg)
     find(frobenius_cases(), lambda c: c[1] >= 1 and ind.frobenius_judgement(*c)[0], settings=cfg)
+    find(odd_map_cases(), lambda c: ind.check_odd_map(*c).verified and c[4] >= 2, settings=cfg)
+    find(odd_map_cases(), lambda c: ind.check_odd_map(*c).stage == "final" and not ind.check_odd_map(*c).verified,
+         settings=cfg)
