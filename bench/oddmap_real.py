@@ -1,0 +1,334 @@
+"""Odd-map certificates on real attention cells: do they prove more than the verified L? (issue 17 item 2)
+
+Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo
+panel's roster (``DEMO_HEADS`` x ``DEMO_SOURCES``), 256 x 256 softmax
+targets, eps 1/10, 1/4, 1/2; a (head, source) in both rosters is one matrix.
+``numeric.search.search_brackets`` (seed 0, ``--effort``) gives each cell's
+verified bracket [L, U]; the open cells (L < U) with 1 <= L <= 7 are kept.
+
+Per kept cell, an odd-map certificate (MATH.md section 2, the kind
+``exact/oddmap.py`` checks) for ``r_eps(A) >= d``, d = L + 1, is sought as
+the softmax witnesses are: at ``eps + slack`` (K.5, ``target_slack``), so a
+found one is a claim about the exact softmax. Route (issue 17):
+
+1. a pool of ``--pool`` rows: the rows of the verified row-side witness,
+   then farthest-first in l1 (``far_order``); sorted by index;
+2. a rank-(d-1) l1 fit of the pool (alternating: per-row l1 LPs given Q, one
+   LP for Q given P, from the pool's SVD); a float error <= eps + slack rules
+   the pool out (every odd map on the pool's rows proves ``r(A_pool) >= d``);
+3. the nerve of the ``C(i, s)`` over the pool, label sets of size <= d, by LP
+   (``--max-lps`` LPs in all, fit included);
+4. the mod-2 height filter (Yang's chain criterion, ``bench/oddmap_geom.py``;
+   at most ``--max-rows`` faces): fails -> no odd map S^{d-1} -> U at all;
+5. SAT (python-sat, CaDiCaL, ``--conflicts``) for a vertex labelling of the
+   first barycentric subdivision of the d-cross-polytope (the exact kind,
+   d <= 7), skipped when the encoding exceeds ``--max-clauses`` clauses;
+6. a found labelling is written with ``numeric.search.oddmap.odd_map_cell``
+   (logits and slack in the target, the search's factors as the upper side)
+   and judged by ``exact.verify`` (the same code as ``python -m exact verify``).
+
+Budgets are work (effort units, LPs, GF(2) rows, clauses, conflicts); seconds
+are printed for information only. Nothing here but step 6 is a proof; an
+outcome other than "verified" is a float search result, never a bound.
+
+    nice -n 15 python bench/oddmap_real.py [--effort default] [--pool 12] [--out DIR] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from fractions import Fraction
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from scipy.optimize import linprog  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import oddmap_geom as geom  # noqa: E402
+from exact.oddmap import MAX_ODDMAP_DIM, label_sets  # noqa: E402
+from numeric.bracketwriter import write_bracket_file  # noqa: E402
+from numeric.search.far_rows import far_order  # noqa: E402
+from numeric.search.l1fit import l1_row_fit  # noqa: E402
+from numeric.search.oddmap import FACE_TOL, _pair, _sat_labels, face_point, odd_map_cell  # noqa: E402
+
+EPS = ("1/10", "1/4", "1/2")
+MAX_L = 7
+#: Same as bench/quality.py's MINILM_HEADS (first 8, the default --heads).
+QUALITY_HEADS = [(0, 0), (1, 3), (2, 5), (3, 7), (4, 2), (5, 9), (2, 0), (4, 11)]
+#: The lower search's own float safety (numeric.search.driver.LOWER_SAFETY).
+LOWER_SAFETY = 1e-9
+
+
+def roster(demo_sources: int, quality_heads: int) -> list[tuple]:
+    """(layer, head, source) triples: the quality heads on source 0, then the demo roster, no repeats."""
+    from numeric.panel.presets import DEMO_HEADS
+
+    out = [(l, h, 0) for l, h in QUALITY_HEADS[:quality_heads]]
+    out += [(l, h, s) for s in range(demo_sources) for l, h in DEMO_HEADS]
+    return list(dict.fromkeys(out))
+
+
+def matrices(triples):
+    """Yield (name, A, logits) per triple (all-MiniLM-L6-v2, 256 tokens, offline)."""
+    from numeric.heads.extract import extract_heads, source_for
+    from numeric.heads.models import load_model
+
+    lm = load_model("minilm")
+    for s in sorted({t[2] for t in triples}):
+        heads = [(l, h) for l, h, src in triples if src == s]
+        src = source_for(lm, s, length=256)
+        for cap, (l, h) in zip(extract_heads(lm, src, heads), heads):
+            yield f"l{l}h{h}/text:{s}", cap.matrix, cap.logits
+
+
+def brackets(name: str, A, H, effort: str) -> list[dict]:
+    """The search's verified bracket per eps, with the row-side witness rows, slack and upper factors."""
+    from numeric.search import search_brackets
+
+    out = search_brackets(A, list(EPS), logits=H, id_prefix=name, effort=effort, seed=0)
+    cells = []
+    for cell, res in zip(out.cells, out.results):
+        w = cell["lower"]["witness"]
+        rows = [int(i) for i in np.argmax(out.tensors[w["Z"]], axis=0)] if "Z" in w else []
+        up = cell["upper"]["witness"]
+        upper = ({"rank": res.upper, "P": out.tensors[up["P"]], "Q": out.tensors[up["Q"]]}
+                 if up["kind"] == "factors" else None)
+        cells.append({"name": name, "eps": cell["eps"], "L": res.lower, "U": res.upper,
+                      "lower_family": res.lower_witness, "rows": rows, "slack": cell["target"].get("slack"),
+                      "upper": upper})
+    return cells
+
+
+def make_pool(A: np.ndarray, rows: list[int], size: int) -> list[int]:
+    """The witness rows, then farthest-first rows in l1, ``size`` in all, sorted by index."""
+    pool = list(dict.fromkeys(rows))
+    for i in far_order(A):
+        if len(pool) >= size:
+            break
+        if i not in pool:
+            pool.append(i)
+    return sorted(pool[:max(size, len(rows))])
+
+
+def _q_step(Ap: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """LP: Q (m x k) minimising ``max_i ||a_i - P_i Q^T||_1`` for fixed P (sparse, one solve)."""
+    n, m = Ap.shape
+    k = P.shape[1]
+    nq, ne = m * k, n * m
+    r, c, v, rhs = [], [], [], []
+    row = 0
+    for i in range(n):
+        for j in range(m):
+            for sgn in (1.0, -1.0):   # sgn (P_i . q_j - a_ij) <= e_ij
+                r += [row] * (k + 1)
+                c += list(range(j * k, j * k + k)) + [nq + i * m + j]
+                v += list(sgn * P[i]) + [-1.0]
+                rhs.append(sgn * Ap[i, j])
+                row += 1
+        r += [row] * (m + 1)
+        c += list(range(nq + i * m, nq + (i + 1) * m)) + [nq + ne]
+        v += [1.0] * m + [-1.0]
+        rhs.append(0.0)
+        row += 1
+    M = sp.csr_matrix((v, (r, c)), shape=(row, nq + ne + 1))
+    cost = np.zeros(nq + ne + 1)
+    cost[-1] = 1.0
+    res = linprog(cost, A_ub=M, b_ub=np.array(rhs), bounds=[(None, None)] * nq + [(0, None)] * (ne + 1),
+                  method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"Q-step LP failed: {res.message}")
+    return res.x[:nq].reshape(m, k)
+
+
+def l1_fit(Ap: np.ndarray, k: int, target: float, rounds: int) -> tuple[float, int]:
+    """(best row-l1 error found of a rank-k fit of the pool, LPs spent); stops once <= target."""
+    if k <= 0:
+        return float(np.abs(Ap).sum(axis=1).max()), 0
+    Q = np.linalg.svd(Ap)[2][:k].T
+    best, lps = math.inf, 0
+    for _ in range(rounds):
+        fits = [l1_row_fit(a, Q) for a in Ap]
+        lps += len(Ap)
+        best = min(best, max(f[1] for f in fits))
+        if best <= target:
+            break
+        Q = _q_step(Ap, np.array([f[0] for f in fits]))
+        lps += 1
+    return best, lps
+
+
+def budgeted_nerve(Ap: np.ndarray, eps: float, d: int, max_lps: int) -> tuple[dict, list, int, bool]:
+    """(faces, minimal non-faces, LPs, complete) of the cover by the C(i, s), sets of size <= d.
+
+    The enumeration of ``numeric.search.oddmap.nerve`` with an LP budget.
+    """
+    nlab = 2 * Ap.shape[0]
+    faces, mnf, level, lps = {}, [(2 * i, 2 * i + 1) for i in range(Ap.shape[0])], [()], 0
+    for _ in range(d):
+        nxt = []
+        for F in level:
+            used = {l >> 1 for l in F}
+            for l in range((F[-1] + 1) if F else 0, nlab):
+                G = F + (l,)
+                if l >> 1 in used or any(G[:k] + G[k + 1:] not in faces for k in range(len(G) - 1)):
+                    continue
+                if lps >= max_lps:
+                    return faces, mnf, lps, False
+                t, x = face_point(Ap, eps, [_pair(c) for c in G])
+                lps += 1
+                if t > FACE_TOL:
+                    faces[G] = x
+                    nxt.append(G)
+                else:
+                    mnf.append(G)
+        level = nxt
+    return faces, mnf, lps, True
+
+
+def sat_clauses(d: int, nlab: int, mnf: list) -> int:
+    """Clauses of ``numeric.search.oddmap``'s SAT encoding (vertex-labelled, sd of the cross-polytope)."""
+    small = sum(len(N) <= d for N in mnf)
+    return (3**d - 1) // 2 + 2**d * math.factorial(d) * (d * nlab + small)
+
+
+def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, out_dir: str) -> dict:
+    """Write the found labelling as a one-cell bracket file (softmax target with slack) and judge it exactly."""
+    from exact.verify import verify_file
+
+    local = tuple(_pair(l) for l in codes)
+    points = np.array([faces[tuple(sorted(2 * i + (s < 0) for i, s in S))] for S in label_sets(local, d)])
+    labels = np.array([(pool[i], s) for i, s in local], dtype=np.float64)
+    cid = f"{cell['name']}/eps={cell['eps']}/oddmap"
+    c, tensors = odd_map_cell(cid, A, Fraction(cell["eps"]), d, labels, points, upper=cell["upper"])
+    if H is not None:
+        tensors["logits"] = H
+        c["target"].update({"logits": "logits", "slack": cell["slack"]})
+    path = os.path.join(out_dir, cell["name"].replace("/", "_").replace(":", "") + f"_eps{cell['eps'].replace('/', '-')}.safetensors")
+    write_bracket_file(path, [c], tensors)
+    rep = verify_file(path)[0]
+    return {"file": path, "verified": bool(rep.lower.verified), "reason": rep.lower.reason,
+            "margin": str(rep.lower.margin) if rep.lower.margin is not None else None}
+
+
+def try_cell(A: np.ndarray, H, cell: dict, args, out_dir: str) -> dict:
+    """One kept cell: the route of the module docstring at d = L + 1; the outcome and the work spent."""
+    d = cell["L"] + 1
+    eps_lo = (float(Fraction(cell["eps"])) + float(Fraction(cell["slack"] or 0))) * (1 + LOWER_SAFETY)
+    pool = make_pool(A, cell["rows"], args.pool)
+    Ap = A[pool]
+    rec = {"d": d, "pool": len(pool), "witness_rows": len(cell["rows"]), "lps": 0, "gf2_rows": 0,
+           "clauses": 0, "conflicts": 0}
+    err, rec["lps"] = l1_fit(Ap, d - 1, eps_lo, args.fit_rounds)
+    rec["fit_err"] = round(err, 6)
+    if err <= eps_lo:
+        return {**rec, "outcome": "ruled out by l1 fit"}
+    faces, mnf, lps, complete = budgeted_nerve(Ap, eps_lo, d, args.max_lps - rec["lps"])
+    rec.update(lps=rec["lps"] + lps, faces=len(faces), non_faces=len(mnf))
+    if not complete:
+        return {**rec, "outcome": "nerve LP budget exhausted"}
+    if len(faces) > args.max_rows:
+        return {**rec, "outcome": "height filter over row budget"}
+    rec["gf2_rows"] = len(faces)
+    if not geom.height_at_least(faces, d - 1):
+        return {**rec, "outcome": "height filter fails"}
+    if d > MAX_ODDMAP_DIM:
+        return {**rec, "outcome": f"SAT not tried (d > {MAX_ODDMAP_DIM})"}
+    n_cl = sat_clauses(d, 2 * len(pool), mnf)
+    if n_cl > args.max_clauses:
+        return {**rec, "clauses": n_cl, "outcome": "SAT encoding over clause budget"}
+    rec.update(clauses=n_cl, conflicts=args.conflicts)
+    codes = _sat_labels(d, 2 * len(pool), mnf, args.conflicts)
+    if codes is None:
+        return {**rec, "outcome": "SAT unsat"}
+    if codes == "unknown":
+        return {**rec, "outcome": "SAT budget exhausted"}
+    rec.update(export_and_verify(A, H, cell, d, pool, codes, faces, out_dir))
+    rec["outcome"] = "found and exactly verified" if rec["verified"] else "found, exact check refused"
+    return rec
+
+
+def run(args) -> dict:
+    """Brackets of every matrix, then the odd-map attempt on each kept cell (roster order, eps ascending)."""
+    out_dir = args.out or tempfile.mkdtemp(prefix="softrank-oddreal-")
+    os.makedirs(out_dir, exist_ok=True)
+    triples = roster(args.demo_sources, args.quality_heads)
+    all_cells, kept, t0 = [], [], time.monotonic()
+    for name, A, H in matrices(triples):
+        cells = brackets(name, A, H, args.effort)
+        all_cells += cells
+        for cell in sorted(cells, key=lambda c: Fraction(c["eps"])):
+            if 1 <= cell["L"] <= MAX_L and cell["L"] < cell["U"] and len(kept) < args.max_cells:
+                if not args.quiet:
+                    print(f"  {name} eps={cell['eps']} [{cell['L']}, {cell['U']}] ...", file=sys.stderr, flush=True)
+                rec = try_cell(A, H, cell, args, out_dir)
+                kept.append({k: v for k, v in cell.items() if k not in ("upper", "rows")} | rec)
+    summary = {}
+    for r in kept:
+        summary[r["outcome"]] = summary.get(r["outcome"], 0) + 1
+    return {"matrices": len(triples), "brackets": len(all_cells),
+            "open_le7": sum(1 <= c["L"] <= MAX_L and c["L"] < c["U"] for c in all_cells),
+            "brackets_all": [{k: v for k, v in c.items() if k not in ("upper", "rows")} for c in all_cells],
+            "cells": kept, "summary": summary, "seconds": round(time.monotonic() - t0, 1), "out": out_dir,
+            "settings": {k: v for k, v in vars(args).items() if k not in ("json", "quiet", "out")}}
+
+
+def _print(res: dict) -> None:
+    print(f"{'cell':<16}{'eps':>5}{'L':>3}{'U':>4}{'d':>3}{'pool':>5}{'fit':>8}{'faces':>7}{'LPs':>6}"
+          f"{'clauses':>10}  outcome")
+    for r in res["cells"]:
+        print(f"{r['name']:<16}{r['eps']:>5}{r['L']:>3}{r['U']:>4}{r['d']:>3}{r['pool']:>5}{r['fit_err']:>8.4f}"
+              f"{r.get('faces', '-'):>7}{r['lps']:>6}{r['clauses']:>10}  {r['outcome']}"
+              + (f" (margin {r['margin']})" if r.get("margin") else ""))
+    print(f"{res['matrices']} matrices, {res['brackets']} brackets, {res['open_le7']} open with L <= {MAX_L}, "
+          f"{len(res['cells'])} tried; outcomes: {res['summary']}; {res['seconds']} s; files: {res['out']}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python bench/oddmap_real.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--effort", default="default", choices=("quick", "default"), help="bracket search preset")
+    ap.add_argument("--quality-heads", type=int, default=8, help="MiniLM heads of bench/quality.py (0..8)")
+    ap.add_argument("--demo-sources", type=int, default=2, help="sources of the demo roster (0..2)")
+    ap.add_argument("--pool", type=int, default=12, help="rows in the pool (at least the witness rows)")
+    ap.add_argument("--fit-rounds", type=int, default=3, help="alternating rounds of the l1 fit")
+    ap.add_argument("--max-lps", type=int, default=6000, help="LPs per cell (fit and nerve)")
+    ap.add_argument("--max-rows", type=int, default=6000, help="faces (GF(2) unknowns) for the height filter")
+    ap.add_argument("--max-clauses", type=int, default=4_000_000, help="SAT clauses per cell")
+    ap.add_argument("--conflicts", type=int, default=100_000, help="SAT conflict budget per cell")
+    ap.add_argument("--max-cells", type=int, default=40, help="kept cells tried, in roster order")
+    ap.add_argument("--out", help="directory for certificate files (default: a temporary one)")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2
+            and min(args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts,
+                    args.max_cells) >= 1):
+        print("python bench/oddmap_real.py: error: a count is out of range", file=sys.stderr)
+        return 2
+    try:
+        import pysat  # noqa: F401
+    except ImportError:
+        print("python bench/oddmap_real.py: error: python-sat is not installed (pip install python-sat)",
+              file=sys.stderr)
+        return 2
+    res = run(args)
+    if args.json:
+        print(json.dumps(res, default=str))
+    else:
+        _print(res)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
