@@ -61,7 +61,7 @@ from exact.oddmap import MAX_ODDMAP_DIM, label_sets  # noqa: E402
 from numeric.bracketwriter import write_bracket_file  # noqa: E402
 from numeric.search.far_rows import far_order  # noqa: E402
 from numeric.search.l1fit import l1_row_fit  # noqa: E402
-from numeric.search.oddmap import FACE_TOL, _pair, _sat_labels, face_point, odd_map_cell  # noqa: E402
+from numeric.search.oddmap import FACE_TOL, _pair, face_point, facets, odd_map_cell  # noqa: E402
 
 EPS = ("1/10", "1/4", "1/2")
 MAX_L = 7
@@ -222,6 +222,69 @@ def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, o
             "margin": str(rep.lower.margin) if rep.lower.margin is not None else None}
 
 
+def _shrink(Ap: np.ndarray, eps: float, S: tuple, budget: list) -> tuple:
+    """A minimal non-face inside the non-face S (drop labels while the LP stays infeasible)."""
+    S = list(S)
+    for l in list(S):
+        if len(S) > 1 and budget[0] > 0:
+            T = [c for c in S if c != l]
+            budget[0] -= 1
+            if face_point(Ap, eps, [_pair(c) for c in T])[0] <= FACE_TOL:
+                S = T
+    return tuple(S)
+
+
+def lazy_sat(Ap: np.ndarray, eps: float, d: int, faces: dict, mnf: list, args, rec: dict):
+    """Odd labelling of sd(cross_d) whose facet label sets are faces: codes, None (unsat) or 'unknown'.
+
+    The encoding of ``numeric.search.oddmap._sat_labels`` on one incremental solver; a facet
+    label set not yet known is tested by LP when a model uses it, and a non-face (shrunk to
+    a minimal one) is added as a clause on every facet (a complete nerve needs one round).
+    """
+    from pysat.solvers import Solver
+
+    nlab, V = 2 * Ap.shape[0], 3**d - 1
+    half, chains = V // 2, facets(d)
+    x = lambda v, l: 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)  # noqa: E731
+    z = lambda a, l: 1 + half * nlab + a * nlab + l  # noqa: E731
+    budget = [args.max_lps - rec["lps"]]
+    with Solver(name="cadical195") as s:
+        for v in range(half):
+            s.add_clause([x(v, l) for l in range(nlab)])
+        for a, F in enumerate(chains):
+            for v in F:
+                for l in range(nlab):
+                    s.add_clause([-x(v, l), z(a, l)])
+        new = [N for N in mnf if len(N) <= d]
+        for rnd in range(args.max_rounds):
+            for N in new:
+                for a in range(len(chains)):
+                    s.add_clause([-z(a, l) for l in N])
+            rec["clauses"] += len(new) * len(chains)
+            s.conf_budget(args.conflicts)
+            ok = s.solve_limited()
+            rec["conflicts"], rec["sat_rounds"] = int(s.accum_stats().get("conflicts", 0)), rnd + 1
+            if not ok:
+                return "unknown" if ok is None else None
+            model = set(v for v in s.get_model() if v > 0)
+            codes = [next(l for l in range(nlab) if x(v, l) in model) for v in range(V)]
+            new = []
+            for S in {tuple(sorted({codes[v] for v in F})) for F in chains} - set(faces):
+                if budget[0] <= 0:
+                    rec["lps"] = args.max_lps
+                    return "unknown"
+                t, pt = face_point(Ap, eps, [_pair(c) for c in S])
+                budget[0] -= 1
+                if t > FACE_TOL:
+                    faces[S] = pt
+                else:
+                    new.append(_shrink(Ap, eps, S, budget))
+            rec["lps"] = args.max_lps - budget[0]
+            if not new:
+                return codes
+    return "unknown"
+
+
 def try_cell(A: np.ndarray, H, cell: dict, args, out_dir: str) -> dict:
     """One kept cell: the route of the module docstring at d = L + 1; the outcome and the work spent."""
     d = cell["L"] + 1
@@ -229,31 +292,28 @@ def try_cell(A: np.ndarray, H, cell: dict, args, out_dir: str) -> dict:
     pool = make_pool(A, cell["rows"], args.pool)
     Ap = A[pool]
     rec = {"d": d, "pool": len(pool), "witness_rows": len(cell["rows"]), "lps": 0, "gf2_rows": 0,
-           "clauses": 0, "conflicts": 0}
+           "clauses": 0, "conflicts": 0, "nerve": "-"}
     err, rec["lps"] = l1_fit(Ap, d - 1, eps_lo, args.fit_rounds)
     rec["fit_err"] = round(err, 6)
     if err <= eps_lo:
         return {**rec, "outcome": "ruled out by l1 fit"}
-    faces, mnf, lps, complete = budgeted_nerve(Ap, eps_lo, d, args.max_lps - rec["lps"])
-    rec.update(lps=rec["lps"] + lps, faces=len(faces), non_faces=len(mnf))
-    if not complete:
-        return {**rec, "outcome": "nerve LP budget exhausted"}
-    if len(faces) > args.max_rows:
-        return {**rec, "outcome": "height filter over row budget"}
-    rec["gf2_rows"] = len(faces)
-    if not geom.height_at_least(faces, d - 1):
-        return {**rec, "outcome": "height filter fails"}
+    faces, mnf, lps, complete = budgeted_nerve(Ap, eps_lo, d, args.nerve_lps)
+    rec.update(lps=rec["lps"] + lps, faces=len(faces), non_faces=len(mnf), nerve="full" if complete else "partial")
+    if complete and len(faces) <= args.max_rows:
+        rec["gf2_rows"] = len(faces)
+        if not geom.height_at_least(faces, d - 1):
+            return {**rec, "outcome": "height filter fails"}
     if d > MAX_ODDMAP_DIM:
         return {**rec, "outcome": f"SAT not tried (d > {MAX_ODDMAP_DIM})"}
     n_cl = sat_clauses(d, 2 * len(pool), mnf)
     if n_cl > args.max_clauses:
         return {**rec, "clauses": n_cl, "outcome": "SAT encoding over clause budget"}
-    rec.update(clauses=n_cl, conflicts=args.conflicts)
-    codes = _sat_labels(d, 2 * len(pool), mnf, args.conflicts)
+    codes = lazy_sat(Ap, eps_lo, d, faces, mnf, args, rec)
+    rec["clauses"] += n_cl - len([N for N in mnf if len(N) <= d]) * 2**d * math.factorial(d)
     if codes is None:
         return {**rec, "outcome": "SAT unsat"}
     if codes == "unknown":
-        return {**rec, "outcome": "SAT budget exhausted"}
+        return {**rec, "outcome": "SAT/LP budget exhausted"}
     rec.update(export_and_verify(A, H, cell, d, pool, codes, faces, out_dir))
     rec["outcome"] = "found and exactly verified" if rec["verified"] else "found, exact check refused"
     return rec
@@ -263,16 +323,21 @@ def run(args) -> dict:
     """Brackets of every matrix, then the odd-map attempt on each kept cell (roster order, eps ascending)."""
     out_dir = args.out or tempfile.mkdtemp(prefix="softrank-oddreal-")
     os.makedirs(out_dir, exist_ok=True)
-    triples = roster(args.demo_sources, args.quality_heads)
+    part, parts = args.part
+    triples = roster(args.demo_sources, args.quality_heads)[part::parts]
     all_cells, kept, t0 = [], [], time.monotonic()
     for name, A, H in matrices(triples):
+        t1 = time.monotonic()
         cells = brackets(name, A, H, args.effort)
+        search_s = round(time.monotonic() - t1, 1)
         all_cells += cells
         for cell in sorted(cells, key=lambda c: Fraction(c["eps"])):
             if 1 <= cell["L"] <= MAX_L and cell["L"] < cell["U"] and len(kept) < args.max_cells:
                 if not args.quiet:
                     print(f"  {name} eps={cell['eps']} [{cell['L']}, {cell['U']}] ...", file=sys.stderr, flush=True)
+                t1 = time.monotonic()
                 rec = try_cell(A, H, cell, args, out_dir)
+                rec.update(seconds=round(time.monotonic() - t1, 1), search_seconds=search_s)
                 kept.append({k: v for k, v in cell.items() if k not in ("upper", "rows")} | rec)
     summary = {}
     for r in kept:
@@ -286,10 +351,10 @@ def run(args) -> dict:
 
 def _print(res: dict) -> None:
     print(f"{'cell':<16}{'eps':>5}{'L':>3}{'U':>4}{'d':>3}{'pool':>5}{'fit':>8}{'faces':>7}{'LPs':>6}"
-          f"{'clauses':>10}  outcome")
+          f"{'clauses':>10}{'confl':>8}{'s':>6}  outcome")
     for r in res["cells"]:
         print(f"{r['name']:<16}{r['eps']:>5}{r['L']:>3}{r['U']:>4}{r['d']:>3}{r['pool']:>5}{r['fit_err']:>8.4f}"
-              f"{r.get('faces', '-'):>7}{r['lps']:>6}{r['clauses']:>10}  {r['outcome']}"
+              f"{r.get('faces', '-'):>7}{r['lps']:>6}{r['clauses']:>10}{r['conflicts']:>8}{r['seconds']:>6}  {r['outcome']}"
               + (f" (margin {r['margin']})" if r.get("margin") else ""))
     print(f"{res['matrices']} matrices, {res['brackets']} brackets, {res['open_le7']} open with L <= {MAX_L}, "
           f"{len(res['cells'])} tried; outcomes: {res['summary']}; {res['seconds']} s; files: {res['out']}")
@@ -302,17 +367,26 @@ def main(argv=None) -> int:
     ap.add_argument("--demo-sources", type=int, default=2, help="sources of the demo roster (0..2)")
     ap.add_argument("--pool", type=int, default=12, help="rows in the pool (at least the witness rows)")
     ap.add_argument("--fit-rounds", type=int, default=3, help="alternating rounds of the l1 fit")
-    ap.add_argument("--max-lps", type=int, default=6000, help="LPs per cell (fit and nerve)")
+    ap.add_argument("--max-lps", type=int, default=3000, help="LPs per cell (fit, nerve, lazy SAT)")
+    ap.add_argument("--nerve-lps", type=int, default=1500, help="LPs of the up-front nerve (then lazy)")
+    ap.add_argument("--max-rounds", type=int, default=200, help="lazy SAT rounds per cell")
     ap.add_argument("--max-rows", type=int, default=6000, help="faces (GF(2) unknowns) for the height filter")
-    ap.add_argument("--max-clauses", type=int, default=4_000_000, help="SAT clauses per cell")
-    ap.add_argument("--conflicts", type=int, default=100_000, help="SAT conflict budget per cell")
+    ap.add_argument("--max-clauses", type=int, default=8_000_000, help="SAT clauses per cell")
+    ap.add_argument("--conflicts", type=int, default=20_000, help="SAT conflict budget per cell")
     ap.add_argument("--max-cells", type=int, default=40, help="kept cells tried, in roster order")
+    ap.add_argument("--part", default="0/1", help="I/K: only matrices I, I+K, ... of the roster (parallel runs)")
     ap.add_argument("--out", help="directory for certificate files (default: a temporary one)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    try:
+        args.part = tuple(int(t) for t in args.part.split("/"))
+        assert len(args.part) == 2 and 0 <= args.part[0] < args.part[1]
+    except (ValueError, AssertionError):
+        print(f"python bench/oddmap_real.py: error: --part {args.part!r} is not I/K with 0 <= I < K", file=sys.stderr)
+        return 2
     if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2
-            and min(args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts,
+            and min(args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts, args.nerve_lps, args.max_rounds,
                     args.max_cells) >= 1):
         print("python bench/oddmap_real.py: error: a count is out of range", file=sys.stderr)
         return 2
