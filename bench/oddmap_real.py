@@ -380,11 +380,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     try:
-        args.part = tuple(int(t) for t in args.part.split("/"))
-        assert len(args.part) == 2 and 0 <= args.part[0] < args.part[1]
+        part = tuple(int(t) for t in args.part.split("/"))
+        assert len(part) == 2 and 0 <= part[0] < part[1]
     except (ValueError, AssertionError):
         print(f"python bench/oddmap_real.py: error: --part {args.part!r} is not I/K with 0 <= I < K", file=sys.stderr)
         return 2
+    args.part = part
     if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2
             and min(args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts, args.nerve_lps, args.max_rounds,
                     args.max_cells) >= 1):
