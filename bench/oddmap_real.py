@@ -17,12 +17,18 @@ found one is a claim about the exact softmax. Route (issue 17):
    LP for Q given P, from the pool's SVD); a float error <= eps + slack rules
    the pool out (every odd map on the pool's rows proves ``r(A_pool) >= d``);
 3. the nerve of the ``C(i, s)`` over the pool, label sets of size <= d, by LP
-   (``--max-lps`` LPs in all, fit included);
-4. the mod-2 height filter (Yang's chain criterion, ``bench/oddmap_geom.py``;
-   at most ``--max-rows`` faces): fails -> no odd map S^{d-1} -> U at all;
-5. SAT (python-sat, CaDiCaL, ``--conflicts``) for a vertex labelling of the
-   first barycentric subdivision of the d-cross-polytope (the exact kind,
-   d <= 7), skipped when the encoding exceeds ``--max-clauses`` clauses;
+   (at most ``--nerve-lps`` LPs; "partial" when that budget ends first);
+4. on a full nerve, the mod-2 height filter (Yang's chain criterion,
+   ``bench/oddmap_geom.py``; at most ``--max-rows`` faces): fails -> no odd
+   map S^{d-1} -> U at all, on any triangulation;
+5. SAT (python-sat, CaDiCaL, ``--conflicts`` per round) for a vertex
+   labelling of the first barycentric subdivision of the d-cross-polytope
+   (the exact kind, d <= 7) whose facet label sets avoid every known
+   minimal non-face; skipped when the encoding exceeds ``--max-clauses``.
+   Lazy: a facet label set a model uses and the nerve has not settled is
+   tested by LP, a non-face found is shrunk to a minimal one and added, and
+   the solver runs again (``--max-rounds``; all LPs within ``--max-lps``).
+   With a full nerve one round decides;
 6. a found labelling is written with ``numeric.search.oddmap.odd_map_cell``
    (logits and slack in the target, the search's factors as the upper side)
    and judged by ``exact.verify`` (the same code as ``python -m exact verify``).
