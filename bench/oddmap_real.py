@@ -1,53 +1,49 @@
 """Odd-map certificates on real attention cells: do they prove more than the verified L? (issue 17 item 2)
 
-Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo
-panel's roster (``DEMO_HEADS`` x ``DEMO_SOURCES``), 256 x 256 softmax
-targets, eps 1/10, 1/4, 1/2; a (head, source) in both rosters is one matrix.
-``numeric.search.search_brackets`` (seed 0, ``--effort``) gives each cell's
-verified bracket [L, U]; the open cells (L < U) with 1 <= L <= 7 are kept.
+Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo roster
+(``DEMO_HEADS`` x ``DEMO_SOURCES``), 256 x 256 softmax targets, eps 1/10, 1/4,
+1/2; a (head, source) in both is one matrix. ``search_brackets`` (seed 0,
+``--effort``) gives each verified bracket [L, U]; open cells with 1 <= L <= 7
+are kept. Per kept cell an odd-map certificate (MATH.md section 2, the kind of
+``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + slack``
+(K.5, as every softmax lower witness), by the route of issue 17:
 
-Per kept cell, an odd-map certificate (MATH.md section 2, the kind
-``exact/oddmap.py`` checks) for ``r_eps(A) >= d``, d = L + 1, is sought as
-the softmax witnesses are: at ``eps + slack`` (K.5, ``target_slack``), so a
-found one is a claim about the exact softmax. Route (issue 17):
-
-1. a pool of ``--pool`` rows: the rows of the verified row-side witness,
-   then farthest-first in l1 (``far_order``); sorted by index;
-2. a rank-(d-1) l1 fit of the pool (alternating: per-row l1 LPs given Q, one
-   LP for Q given P, from the pool's SVD); a float error <= eps + slack rules
-   the pool out (every odd map on the pool's rows proves ``r(A_pool) >= d``);
-3. the nerve of the ``C(i, s)`` over the pool, label sets of size <= d, by LP
-   (at most ``--nerve-lps`` LPs; "partial" when that budget ends first);
+1. a pool of ``--pool`` rows: the verified row-side witness's rows, then
+   farthest-first in l1 (``far_order``), sorted by index;
+2. a rank-(d-1) l1 fit of the pool (per-row l1 LPs given Q, one LP for Q given
+   P, from the pool's SVD); float error <= eps + slack rules the pool out;
+3. the nerve of the ``C(i, s)`` on the pool, sets of size <= d, by LP (at most
+   ``--nerve-lps``; "partial" when that ends first);
 4. on a full nerve, the mod-2 height filter (Yang's chain criterion,
-   ``bench/oddmap_geom.py``; at most ``--max-rows`` faces): fails -> no odd
-   map S^{d-1} -> U at all, on any triangulation;
-5. SAT (python-sat, CaDiCaL, ``--conflicts`` per round) for a vertex
-   labelling of the first barycentric subdivision of the d-cross-polytope
-   (the exact kind, d <= 7) whose facet label sets avoid every known
-   minimal non-face; skipped when the encoding exceeds ``--max-clauses``.
-   Lazy: a facet label set a model uses and the nerve has not settled is
-   tested by LP, a non-face found is shrunk to a minimal one and added, and
-   the solver runs again (``--max-rounds``; all LPs within ``--max-lps``).
-   With a full nerve one round decides;
-6. a found labelling is written with ``numeric.search.oddmap.odd_map_cell``
-   (logits and slack in the target, the search's factors as the upper side)
-   and judged by ``exact.verify`` (the same code as ``python -m exact verify``).
+   ``bench/oddmap_geom.py``, <= ``--max-rows`` faces): fails -> no odd map
+   S^{d-1} -> U on any triangulation;
+5. SAT (python-sat, CaDiCaL, ``--conflicts`` per round) for a vertex labelling
+   of the first barycentric subdivision of the d-cross-polytope (the exact
+   kind, d <= 7; at most ``--max-clauses``) whose facet label sets avoid every
+   known minimal non-face; lazily: a set a model uses and the nerve has not
+   settled is tested by LP, a non-face is shrunk to a minimal one and added,
+   and the solver runs again (``--max-rounds``, LPs within ``--max-lps``);
+6. a found labelling is written by ``numeric.search.oddmap.odd_map_cell``
+   (logits and slack in the target, the search's factors as upper side) and
+   judged by ``exact.verify`` (the code of ``python -m exact verify``).
 
 Budgets are work (effort units, LPs, GF(2) rows, clauses, conflicts); seconds
-are printed for information only. Nothing here but step 6 is a proof; an
-outcome other than "verified" is a float search result, never a bound.
+are information. Only step 6 proves anything; every other outcome is a float
+search result, never a bound.
 
-    nice -n 15 python bench/oddmap_real.py [--effort default] [--pool 12] [--out DIR] [--json]
+    nice -n 15 python bench/oddmap_real.py [--part I/K] [--out DIR] [--json]; --merge A.json B.json
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from fractions import Fraction
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -59,22 +55,20 @@ import scipy.sparse as sp  # noqa: E402
 from scipy.optimize import linprog  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import oddmap_geom as geom  # noqa: E402
+from quality import MINILM_HEADS  # noqa: E402
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets  # noqa: E402
 from numeric.bracketwriter import write_bracket_file  # noqa: E402
+from numeric.search.driver import LOWER_SAFETY  # noqa: E402
 from numeric.search.far_rows import far_order  # noqa: E402
 from numeric.search.l1fit import l1_row_fit  # noqa: E402
 from numeric.search.oddmap import FACE_TOL, _pair, face_point, facets, odd_map_cell  # noqa: E402
 
 EPS = ("1/10", "1/4", "1/2")
 MAX_L = 7
-#: Same as bench/quality.py's MINILM_HEADS (first 8, the default --heads).
-QUALITY_HEADS = [(0, 0), (1, 3), (2, 5), (3, 7), (4, 2), (5, 9), (2, 0), (4, 11)]
-#: The lower search's own float safety (numeric.search.driver.LOWER_SAFETY).
-LOWER_SAFETY = 1e-9
+QUALITY_HEADS = MINILM_HEADS[:8]          # bench/quality.py's default --heads 8
 
 
 def roster(demo_sources: int, quality_heads: int) -> list[tuple]:
@@ -132,30 +126,20 @@ def _q_step(Ap: np.ndarray, P: np.ndarray) -> np.ndarray:
     """LP: Q (m x k) minimising ``max_i ||a_i - P_i Q^T||_1`` for fixed P (sparse, one solve)."""
     n, m = Ap.shape
     k = P.shape[1]
-    nq, ne = m * k, n * m
-    r, c, v, rhs = [], [], [], []
-    row = 0
-    for i in range(n):
-        for j in range(m):
-            for sgn in (1.0, -1.0):   # sgn (P_i . q_j - a_ij) <= e_ij
-                r += [row] * (k + 1)
-                c += list(range(j * k, j * k + k)) + [nq + i * m + j]
-                v += list(sgn * P[i]) + [-1.0]
-                rhs.append(sgn * Ap[i, j])
-                row += 1
-        r += [row] * (m + 1)
-        c += list(range(nq + i * m, nq + (i + 1) * m)) + [nq + ne]
-        v += [1.0] * m + [-1.0]
-        rhs.append(0.0)
-        row += 1
-    M = sp.csr_matrix((v, (r, c)), shape=(row, nq + ne + 1))
-    cost = np.zeros(nq + ne + 1)
+    ne, (I, J) = n * m, np.divmod(np.arange(n * m), m)
+    X = sp.csr_matrix((P[I].ravel(), (np.repeat(np.arange(ne), k), (J[:, None] * k + np.arange(k)).ravel())),
+                      shape=(ne, m * k))                        # row (i, j): P_i . q_j
+    E, zq, zt = sp.identity(ne, format="csr"), sp.csr_matrix((n, m * k)), sp.csr_matrix((ne, 1))
+    S = sp.kron(sp.identity(n), np.ones((1, m)), format="csr")  # row i: sum_j e_ij
+    M = sp.vstack([sp.hstack([X, -E, zt]), sp.hstack([-X, -E, zt]), sp.hstack([zq, S, -np.ones((n, 1))])])
+    rhs = np.concatenate([Ap.ravel(), -Ap.ravel(), np.zeros(n)])
+    cost = np.zeros(m * k + ne + 1)
     cost[-1] = 1.0
-    res = linprog(cost, A_ub=M, b_ub=np.array(rhs), bounds=[(None, None)] * nq + [(0, None)] * (ne + 1),
+    res = linprog(cost, A_ub=M.tocsr(), b_ub=rhs, bounds=[(None, None)] * (m * k) + [(0, None)] * (ne + 1),
                   method="highs")
     if res.status != 0:
         raise RuntimeError(f"Q-step LP failed: {res.message}")
-    return res.x[:nq].reshape(m, k)
+    return res.x[:m * k].reshape(m, k)
 
 
 def l1_fit(Ap: np.ndarray, k: int, target: float, rounds: int) -> tuple[float, int]:
@@ -176,10 +160,7 @@ def l1_fit(Ap: np.ndarray, k: int, target: float, rounds: int) -> tuple[float, i
 
 
 def budgeted_nerve(Ap: np.ndarray, eps: float, d: int, max_lps: int) -> tuple[dict, list, int, bool]:
-    """(faces, minimal non-faces, LPs, complete) of the cover by the C(i, s), sets of size <= d.
-
-    The enumeration of ``numeric.search.oddmap.nerve`` with an LP budget.
-    """
+    """(faces, minimal non-faces, LPs, complete): ``numeric.search.oddmap.nerve`` with an LP budget."""
     nlab = 2 * Ap.shape[0]
     faces, mnf, level, lps = {}, [(2 * i, 2 * i + 1) for i in range(Ap.shape[0])], [()], 0
     for _ in range(d):
@@ -203,12 +184,6 @@ def budgeted_nerve(Ap: np.ndarray, eps: float, d: int, max_lps: int) -> tuple[di
     return faces, mnf, lps, True
 
 
-def sat_clauses(d: int, nlab: int, mnf: list) -> int:
-    """Clauses of ``numeric.search.oddmap``'s SAT encoding (vertex-labelled, sd of the cross-polytope)."""
-    small = sum(len(N) <= d for N in mnf)
-    return (3**d - 1) // 2 + 2**d * math.factorial(d) * (d * nlab + small)
-
-
 def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, out_dir: str) -> dict:
     """Write the found labelling as a one-cell bracket file (softmax target with slack) and judge it exactly."""
     from exact.verify import verify_file
@@ -221,7 +196,8 @@ def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, o
     if H is not None:
         tensors["logits"] = H
         c["target"].update({"logits": "logits", "slack": cell["slack"]})
-    path = os.path.join(out_dir, cell["name"].replace("/", "_").replace(":", "") + f"_eps{cell['eps'].replace('/', '-')}.safetensors")
+    stem = f"{cell['name']}_eps{cell['eps']}".replace("/", "_").replace(":", "")
+    path = os.path.join(out_dir, stem + ".safetensors")
     write_bracket_file(path, [c], tensors)
     rep = verify_file(path)[0]
     return {"file": path, "verified": bool(rep.lower.verified), "reason": rep.lower.reason,
@@ -255,29 +231,24 @@ def lazy_sat(Ap: np.ndarray, eps: float, d: int, faces: dict, mnf: list, args, r
     z = lambda a, l: 1 + half * nlab + a * nlab + l  # noqa: E731
     budget = [args.max_lps - rec["lps"]]
     with Solver(name="cadical195") as s:
-        for v in range(half):
-            s.add_clause([x(v, l) for l in range(nlab)])
-        for a, F in enumerate(chains):
-            for v in F:
-                for l in range(nlab):
-                    s.add_clause([-x(v, l), z(a, l)])
+        s.append_formula([x(v, l) for l in range(nlab)] for v in range(half))
+        s.append_formula([-x(v, l), z(a, l)] for a, F in enumerate(chains) for v in F for l in range(nlab))
         new = [N for N in mnf if len(N) <= d]
         for rnd in range(args.max_rounds):
-            for N in new:
-                for a in range(len(chains)):
-                    s.add_clause([-z(a, l) for l in N])
+            s.append_formula([-z(a, l) for l in N] for N in new for a in range(len(chains)))
             rec["clauses"] += len(new) * len(chains)
             s.conf_budget(args.conflicts)
             ok = s.solve_limited()
             rec["conflicts"], rec["sat_rounds"] = int(s.accum_stats().get("conflicts", 0)), rnd + 1
             if not ok:
+                rec["stop"] = "conflicts" if ok is None else None
                 return "unknown" if ok is None else None
             model = set(v for v in s.get_model() if v > 0)
             codes = [next(l for l in range(nlab) if x(v, l) in model) for v in range(V)]
             new = []
             for S in {tuple(sorted({codes[v] for v in F})) for F in chains} - set(faces):
                 if budget[0] <= 0:
-                    rec["lps"] = args.max_lps
+                    rec["lps"], rec["stop"] = args.max_lps, "lps"
                     return "unknown"
                 t, pt = face_point(Ap, eps, [_pair(c) for c in S])
                 budget[0] -= 1
@@ -288,6 +259,7 @@ def lazy_sat(Ap: np.ndarray, eps: float, d: int, faces: dict, mnf: list, args, r
             rec["lps"] = args.max_lps - budget[0]
             if not new:
                 return codes
+    rec["stop"] = "rounds"
     return "unknown"
 
 
@@ -311,15 +283,16 @@ def try_cell(A: np.ndarray, H, cell: dict, args, out_dir: str) -> dict:
             return {**rec, "outcome": "height filter fails"}
     if d > MAX_ODDMAP_DIM:
         return {**rec, "outcome": f"SAT not tried (d > {MAX_ODDMAP_DIM})"}
-    n_cl = sat_clauses(d, 2 * len(pool), mnf)
+    n_small = sum(len(N) <= d for N in mnf)   # clauses of numeric.search.oddmap's encoding:
+    n_cl = (3**d - 1) // 2 + 2**d * math.factorial(d) * (d * 2 * len(pool) + n_small)
     if n_cl > args.max_clauses:
         return {**rec, "clauses": n_cl, "outcome": "SAT encoding over clause budget"}
     codes = lazy_sat(Ap, eps_lo, d, faces, mnf, args, rec)
-    rec["clauses"] += n_cl - len([N for N in mnf if len(N) <= d]) * 2**d * math.factorial(d)
+    rec["clauses"] += n_cl - n_small * 2**d * math.factorial(d)
     if codes is None:
         return {**rec, "outcome": "SAT unsat"}
     if codes == "unknown":
-        return {**rec, "outcome": "SAT/LP budget exhausted"}
+        return {**rec, "outcome": f"SAT budget exhausted ({rec['stop']})"}
     rec.update(export_and_verify(A, H, cell, d, pool, codes, faces, out_dir))
     rec["outcome"] = "found and exactly verified" if rec["verified"] else "found, exact check refused"
     return rec
@@ -338,32 +311,56 @@ def run(args) -> dict:
         search_s = round(time.monotonic() - t1, 1)
         all_cells += cells
         for cell in sorted(cells, key=lambda c: Fraction(c["eps"])):
-            if 1 <= cell["L"] <= MAX_L and cell["L"] < cell["U"] and len(kept) < args.max_cells:
-                if not args.quiet:
-                    print(f"  {name} eps={cell['eps']} [{cell['L']}, {cell['U']}] ...", file=sys.stderr, flush=True)
+            if 1 <= cell["L"] <= MAX_L and cell["L"] < cell["U"]:
+                print(f"  {name} eps={cell['eps']} [{cell['L']}, {cell['U']}] ...", file=sys.stderr, flush=True)
                 t1 = time.monotonic()
                 rec = try_cell(A, H, cell, args, out_dir)
                 rec.update(seconds=round(time.monotonic() - t1, 1), search_seconds=search_s)
                 kept.append({k: v for k, v in cell.items() if k not in ("upper", "rows")} | rec)
-    summary = {}
-    for r in kept:
-        summary[r["outcome"]] = summary.get(r["outcome"], 0) + 1
+    summary = dict(Counter(r["outcome"] for r in kept))
     return {"matrices": len(triples), "brackets": len(all_cells),
             "open_le7": sum(1 <= c["L"] <= MAX_L and c["L"] < c["U"] for c in all_cells),
             "brackets_all": [{k: v for k, v in c.items() if k not in ("upper", "rows")} for c in all_cells],
             "cells": kept, "summary": summary, "seconds": round(time.monotonic() - t0, 1), "out": out_dir,
-            "settings": {k: v for k, v in vars(args).items() if k not in ("json", "quiet", "out")}}
+            "settings": {k: v for k, v in vars(args).items() if k not in ("json", "out", "merge")}}
 
 
 def _print(res: dict) -> None:
-    print(f"{'cell':<16}{'eps':>5}{'L':>3}{'U':>4}{'d':>3}{'pool':>5}{'fit':>8}{'faces':>7}{'LPs':>6}"
+    print(f"{'cell':<16}{'eps':>5}{'L':>3}{'U':>4}{'d':>3}{'pool':>5}{'fit':>8}{'faces':>7}{'nerve':>8}{'LPs':>6}"
           f"{'clauses':>10}{'confl':>8}{'s':>6}  outcome")
     for r in res["cells"]:
         print(f"{r['name']:<16}{r['eps']:>5}{r['L']:>3}{r['U']:>4}{r['d']:>3}{r['pool']:>5}{r['fit_err']:>8.4f}"
-              f"{r.get('faces', '-'):>7}{r['lps']:>6}{r['clauses']:>10}{r['conflicts']:>8}{r['seconds']:>6}  {r['outcome']}"
+              f"{r.get('faces', '-'):>7}{r['nerve']:>8}{r['lps']:>6}{r['clauses']:>10}{r['conflicts']:>8}"
+              f"{r['seconds']:>6}  {r['outcome']}"
               + (f" (margin {r['margin']})" if r.get("margin") else ""))
     print(f"{res['matrices']} matrices, {res['brackets']} brackets, {res['open_le7']} open with L <= {MAX_L}, "
           f"{len(res['cells'])} tried; outcomes: {res['summary']}; {res['seconds']} s; files: {res['out']}")
+
+
+def _bad(args) -> str | None:
+    """The first problem with the arguments (``args.part`` parsed in place), or None."""
+    try:
+        part = tuple(int(t) for t in args.part.split("/"))
+        assert len(part) == 2 and 0 <= part[0] < part[1]
+    except (ValueError, AssertionError):
+        return f"--part {args.part!r} is not I/K with 0 <= I < K"
+    args.part = part
+    counts = (args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts, args.nerve_lps,
+              args.max_rounds)
+    if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2 and min(counts) >= 1):
+        return "a count is out of range"
+    if importlib.util.find_spec("pysat") is None:
+        return "python-sat is not installed (pip install python-sat)"
+    return None
+
+
+def merge(paths: list[str]) -> dict:
+    """One result from the --json outputs of several --part runs (roster order kept per part)."""
+    parts = [json.loads(open(p).read()) for p in paths]
+    res = {k: sum(r[k] for r in parts) for k in ("matrices", "brackets", "open_le7", "seconds")}
+    res.update(cells=[c for r in parts for c in r["cells"]], out=", ".join(r["out"] for r in parts))
+    res["summary"] = dict(Counter(c["outcome"] for c in res["cells"]))
+    return res
 
 
 def main(argv=None) -> int:
@@ -378,36 +375,23 @@ def main(argv=None) -> int:
     ap.add_argument("--max-rounds", type=int, default=200, help="lazy SAT rounds per cell")
     ap.add_argument("--max-rows", type=int, default=6000, help="faces (GF(2) unknowns) for the height filter")
     ap.add_argument("--max-clauses", type=int, default=8_000_000, help="SAT clauses per cell")
-    ap.add_argument("--conflicts", type=int, default=20_000, help="SAT conflict budget per cell")
-    ap.add_argument("--max-cells", type=int, default=40, help="kept cells tried, in roster order")
+    ap.add_argument("--conflicts", type=int, default=20_000, help="SAT conflicts per lazy round")
     ap.add_argument("--part", default="0/1", help="I/K: only matrices I, I+K, ... of the roster (parallel runs)")
     ap.add_argument("--out", help="directory for certificate files (default: a temporary one)")
-    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of saved --json outputs and stop")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    try:
-        part = tuple(int(t) for t in args.part.split("/"))
-        assert len(part) == 2 and 0 <= part[0] < part[1]
-    except (ValueError, AssertionError):
-        print(f"python bench/oddmap_real.py: error: --part {args.part!r} is not I/K with 0 <= I < K", file=sys.stderr)
-        return 2
-    args.part = part
-    if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2
-            and min(args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts, args.nerve_lps, args.max_rounds,
-                    args.max_cells) >= 1):
-        print("python bench/oddmap_real.py: error: a count is out of range", file=sys.stderr)
+    err = _bad(args)
+    if err:
+        print(f"python bench/oddmap_real.py: error: {err}", file=sys.stderr)
         return 2
     try:
-        import pysat  # noqa: F401
-    except ImportError:
-        print("python bench/oddmap_real.py: error: python-sat is not installed (pip install python-sat)",
-              file=sys.stderr)
+        res = merge(args.merge) if args.merge else None
+    except (OSError, ValueError, KeyError) as e:
+        print(f"python bench/oddmap_real.py: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    res = run(args)
-    if args.json:
-        print(json.dumps(res, default=str))
-    else:
-        _print(res)
+    res = res or run(args)
+    _print(res) if not args.json else print(json.dumps(res, default=str))
     return 0
 
 
