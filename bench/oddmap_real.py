@@ -1,8 +1,7 @@
 """Odd-map certificates on real attention cells: do they prove more than the verified L? (issue 17 item 2)
 
-Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo roster
-(``DEMO_HEADS`` x ``DEMO_SOURCES``), 256 x 256 softmax targets, eps 1/10, 1/4,
-1/2; a (head, source) in both is one matrix. ``search_brackets`` (seed 0,
+Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo roster (``DEMO_HEADS`` x
+``DEMO_SOURCES``), 256 x 256 softmax targets, eps 1/10, 1/4, 1/2; a (head, source) in both is one matrix. ``search_brackets`` (seed 0,
 ``--effort``) gives each verified bracket [L, U]; open cells with 1 <= L <= 7
 are kept. Per kept cell an odd-map certificate (MATH.md section 2, the kind of
 ``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + slack``
@@ -10,8 +9,8 @@ are kept. Per kept cell an odd-map certificate (MATH.md section 2, the kind of
 
 1. a pool of ``--pool`` rows: the verified row-side witness's rows, then
    farthest-first in l1 (``far_order``), sorted by index;
-2. a rank-(d-1) l1 fit of the pool (per-row l1 LPs given Q, one LP for Q given
-   P, from the pool's SVD); float error <= eps + slack rules the pool out;
+2. a rank-(d-1) l1 fit of the pool (per-row l1 LPs given Q, one LP for Q given P, from the
+   pool's SVD); float error <= eps + slack rules the pool out;
 3. the nerve of the ``C(i, s)`` on the pool, sets of size <= d, by LP (at most
    ``--nerve-lps``; "partial" when that ends first);
 4. on a full nerve, the mod-2 height filter (Yang's chain criterion,
@@ -27,9 +26,8 @@ are kept. Per kept cell an odd-map certificate (MATH.md section 2, the kind of
    (logits and slack in the target, the search's factors as upper side) and
    judged by ``exact.verify`` (the code of ``python -m exact verify``).
 
-Budgets are work (effort units, LPs, GF(2) rows, clauses, conflicts); seconds
-are information. Only step 6 proves anything; every other outcome is a float
-search result, never a bound.
+Budgets are work (effort units, LPs, GF(2) rows, clauses, conflicts), seconds information only.
+Only step 6 proves anything; every other outcome is a float search result, never a bound.
 
     nice -n 15 python bench/oddmap_real.py [--part I/K] [--out DIR] [--json]; --merge A.json B.json
 """
@@ -66,7 +64,6 @@ from numeric.search.far_rows import far_order  # noqa: E402
 from numeric.search.l1fit import l1_row_fit  # noqa: E402
 from numeric.search.oddmap import FACE_TOL, _pair, face_point, facets, odd_map_cell  # noqa: E402
 
-EPS = ("1/10", "1/4", "1/2")
 MAX_L = 7
 QUALITY_HEADS = MINILM_HEADS[:8]          # bench/quality.py's default --heads 8
 
@@ -93,11 +90,11 @@ def matrices(triples):
             yield f"l{l}h{h}/text:{s}", cap.matrix, cap.logits
 
 
-def brackets(name: str, A, H, effort: str) -> list[dict]:
+def brackets(name: str, A, H, effort: str, eps: list[str]) -> list[dict]:
     """The search's verified bracket per eps, with the row-side witness rows, slack and upper factors."""
     from numeric.search import search_brackets
 
-    out = search_brackets(A, list(EPS), logits=H, id_prefix=name, effort=effort, seed=0)
+    out = search_brackets(A, eps, logits=H, id_prefix=name, effort=effort, seed=0)
     cells = []
     for cell, res in zip(out.cells, out.results):
         w = cell["lower"]["witness"]
@@ -307,16 +304,17 @@ def run(args) -> dict:
     all_cells, kept, t0 = [], [], time.monotonic()
     for name, A, H in matrices(triples):
         t1 = time.monotonic()
-        cells = brackets(name, A, H, args.effort)
+        cells = brackets(name, A, H, args.effort, args.eps.split(","))
         search_s = round(time.monotonic() - t1, 1)
         all_cells += cells
+        print("BRACKETS " + json.dumps([[c["eps"], c["L"], c["U"]] for c in cells]), name, file=sys.stderr, flush=True)
         for cell in sorted(cells, key=lambda c: Fraction(c["eps"])):
             if 1 <= cell["L"] <= MAX_L and cell["L"] < cell["U"]:
-                print(f"  {name} eps={cell['eps']} [{cell['L']}, {cell['U']}] ...", file=sys.stderr, flush=True)
                 t1 = time.monotonic()
                 rec = try_cell(A, H, cell, args, out_dir)
                 rec.update(seconds=round(time.monotonic() - t1, 1), search_seconds=search_s)
                 kept.append({k: v for k, v in cell.items() if k not in ("upper", "rows")} | rec)
+                print("CELL " + json.dumps(kept[-1], default=str), file=sys.stderr, flush=True)
     summary = dict(Counter(r["outcome"] for r in kept))
     return {"matrices": len(triples), "brackets": len(all_cells),
             "open_le7": sum(1 <= c["L"] <= MAX_L and c["L"] < c["U"] for c in all_cells),
@@ -347,6 +345,8 @@ def _bad(args) -> str | None:
     args.part = part
     counts = (args.fit_rounds, args.max_lps, args.max_rows, args.max_clauses, args.conflicts, args.nerve_lps,
               args.max_rounds)
+    if not all(0 < Fraction(e) <= 1 for e in args.eps.split(",")):
+        return f"--eps {args.eps!r}: tolerances in (0, 1]"
     if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2 and min(counts) >= 1):
         return "a count is out of range"
     if importlib.util.find_spec("pysat") is None:
@@ -365,6 +365,7 @@ def merge(paths: list[str]) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python bench/oddmap_real.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--eps", default="1/10,1/4,1/2", help="tolerances (searched largest first, each seeded alone)")
     ap.add_argument("--effort", default="default", choices=("quick", "default"), help="bracket search preset")
     ap.add_argument("--quality-heads", type=int, default=8, help="MiniLM heads of bench/quality.py (0..8)")
     ap.add_argument("--demo-sources", type=int, default=2, help="sources of the demo roster (0..2)")
@@ -381,7 +382,10 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of saved --json outputs and stop")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    err = _bad(args)
+    try:
+        err = _bad(args)
+    except (ValueError, ZeroDivisionError):
+        err = f"--eps {args.eps!r} is not a list of fractions"
     if err:
         print(f"python bench/oddmap_real.py: error: {err}", file=sys.stderr)
         return 2
