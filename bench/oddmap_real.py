@@ -111,12 +111,7 @@ def brackets(name: str, A, H, effort: str, eps: list[str]) -> list[dict]:
 def make_pool(A: np.ndarray, rows: list[int], size: int) -> list[int]:
     """The witness rows, then farthest-first rows in l1, ``size`` in all, sorted by index."""
     pool = list(dict.fromkeys(rows))
-    for i in far_order(A):
-        if len(pool) >= size:
-            break
-        if i not in pool:
-            pool.append(i)
-    return sorted(pool[:max(size, len(rows))])
+    return sorted(pool + [i for i in far_order(A) if i not in pool][:max(0, size - len(pool))])
 
 
 def _q_step(Ap: np.ndarray, P: np.ndarray) -> np.ndarray:
