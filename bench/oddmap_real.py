@@ -188,8 +188,7 @@ def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, o
     if H is not None:
         tensors["logits"] = H
         c["target"].update({"logits": "logits", "slack": cell["slack"]})
-    stem = f"{cell['name']}_eps{cell['eps']}".replace("/", "_").replace(":", "")
-    path = os.path.join(out_dir, stem + ".safetensors")
+    path = os.path.join(out_dir, f"{cell['name']}_eps{cell['eps']}.st".replace("/", "_").replace(":", ""))
     write_bracket_file(path, [c], tensors)
     rep = verify_file(path)[0]
     return {"file": path, "verified": bool(rep.lower.verified), "reason": rep.lower.reason,
@@ -211,9 +210,8 @@ def _shrink(Ap: np.ndarray, eps: float, S: tuple, budget: list) -> tuple:
 def lazy_sat(Ap: np.ndarray, eps: float, d: int, faces: dict, mnf: list, args, rec: dict):
     """Odd labelling of sd(cross_d) whose facet label sets are faces: codes, None (unsat) or 'unknown'.
 
-    The encoding of ``numeric.search.oddmap._sat_labels`` on one incremental solver; a facet
-    label set not yet known is tested by LP when a model uses it, and a non-face (shrunk to
-    a minimal one) is added as a clause on every facet (a complete nerve needs one round).
+    ``numeric.search.oddmap._sat_labels``'s encoding on one incremental solver; a facet label set a model
+    uses and the nerve lacks is tested by LP, a non-face is shrunk and added on every facet.
     """
     from pysat.solvers import Solver
 
@@ -294,8 +292,8 @@ def run(args) -> dict:
     """Brackets of every matrix, then the odd-map attempt on each kept cell (roster order, eps ascending)."""
     out_dir = args.out or tempfile.mkdtemp(prefix="softrank-oddreal-")
     os.makedirs(out_dir, exist_ok=True)
-    part, parts = args.part
-    triples = roster(args.demo_sources, args.quality_heads)[part::parts]
+    triples = [t for t in roster(args.demo_sources, args.quality_heads)[args.part[0]::args.part[1]]
+               if not args.only or "l{}h{}/text:{}".format(*t) in args.only.split(",")]
     all_cells, kept, t0 = [], [], time.monotonic()
     for name, A, H in matrices(triples):
         t1 = time.monotonic()
@@ -304,7 +302,7 @@ def run(args) -> dict:
         all_cells += cells
         print("BRACKETS " + json.dumps([[c["eps"], c["L"], c["U"]] for c in cells]), name, file=sys.stderr, flush=True)
         for cell in sorted(cells, key=lambda c: Fraction(c["eps"])):
-            if 1 <= cell["L"] <= MAX_L and cell["L"] < cell["U"]:
+            if 1 <= cell["L"] <= min(MAX_L, args.max_d - 1) and cell["L"] < cell["U"]:
                 t1 = time.monotonic()
                 rec = try_cell(A, H, cell, args, out_dir)
                 rec.update(seconds=round(time.monotonic() - t1, 1), search_seconds=search_s)
@@ -342,7 +340,8 @@ def _bad(args) -> str | None:
               args.max_rounds)
     if not all(0 < Fraction(e) <= 1 for e in args.eps.split(",")):
         return f"--eps {args.eps!r}: tolerances in (0, 1]"
-    if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2 and min(counts) >= 1):
+    if not (0 <= args.quality_heads <= 8 and 0 <= args.demo_sources <= 2 and args.pool >= 2 and min(counts) >= 1
+            and args.max_d >= 2):
         return "a count is out of range"
     if importlib.util.find_spec("pysat") is None:
         return "python-sat is not installed (pip install python-sat)"
@@ -372,6 +371,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-rows", type=int, default=6000, help="faces (GF(2) unknowns) for the height filter")
     ap.add_argument("--max-clauses", type=int, default=8_000_000, help="SAT clauses per cell")
     ap.add_argument("--conflicts", type=int, default=20_000, help="SAT conflicts per lazy round")
+    ap.add_argument("--only", help="matrices by name, e.g. l0h1/text:1,l4h2/text:0 (default: all)")
+    ap.add_argument("--max-d", type=int, default=MAX_L + 1, help="try only cells with d = L + 1 <= this")
     ap.add_argument("--part", default="0/1", help="I/K: only matrices I, I+K, ... of the roster (parallel runs)")
     ap.add_argument("--out", help="directory for certificate files (default: a temporary one)")
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of saved --json outputs and stop")
