@@ -62,7 +62,7 @@ from numeric.bracketwriter import write_bracket_file  # noqa: E402
 from numeric.search.driver import LOWER_SAFETY  # noqa: E402
 from numeric.search.far_rows import far_order  # noqa: E402
 from numeric.search.l1fit import l1_row_fit  # noqa: E402
-from numeric.search.oddmap import FACE_TOL, _pair, face_point, facets, odd_map_cell  # noqa: E402
+from numeric.search.oddmap import FACE_TOL, _pair, budgeted_nerve, face_point, facets, odd_map_cell  # noqa: E402
 
 MAX_L = 7
 QUALITY_HEADS = MINILM_HEADS[:8]          # bench/quality.py's default --heads 8
@@ -149,31 +149,6 @@ def l1_fit(Ap: np.ndarray, k: int, target: float, rounds: int) -> tuple[float, i
         Q = _q_step(Ap, np.array([f[0] for f in fits]))
         lps += 1
     return best, lps
-
-
-def budgeted_nerve(Ap: np.ndarray, eps: float, d: int, max_lps: int) -> tuple[dict, list, int, bool]:
-    """(faces, minimal non-faces, LPs, complete): ``numeric.search.oddmap.nerve`` with an LP budget."""
-    nlab = 2 * Ap.shape[0]
-    faces, mnf, level, lps = {}, [(2 * i, 2 * i + 1) for i in range(Ap.shape[0])], [()], 0
-    for _ in range(d):
-        nxt = []
-        for F in level:
-            used = {l >> 1 for l in F}
-            for l in range((F[-1] + 1) if F else 0, nlab):
-                G = F + (l,)
-                if l >> 1 in used or any(G[:k] + G[k + 1:] not in faces for k in range(len(G) - 1)):
-                    continue
-                if lps >= max_lps:
-                    return faces, mnf, lps, False
-                t, x = face_point(Ap, eps, [_pair(c) for c in G])
-                lps += 1
-                if t > FACE_TOL:
-                    faces[G] = x
-                    nxt.append(G)
-                else:
-                    mnf.append(G)
-        level = nxt
-    return faces, mnf, lps, True
 
 
 def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, out_dir: str) -> dict:

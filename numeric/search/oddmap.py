@@ -22,7 +22,7 @@ from scipy.optimize import linprog
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
 from numeric.bracketwriter import rational_string, write_bracket_file
 
-__all__ = ["FACE_TOL", "vertices", "facets", "face_point", "nerve", "find_odd_map", "odd_map_cell",
+__all__ = ["FACE_TOL", "vertices", "facets", "face_point", "nerve", "budgeted_nerve", "find_odd_map", "odd_map_cell",
            "export_odd_map"]
 
 #: A label set is a face when its LP margin exceeds this; points are only kept above it.
@@ -70,8 +70,14 @@ def nerve(A: np.ndarray, eps: float, max_size: int) -> tuple[dict, list]:
 
     Downward closed: a set is tried only when its one-smaller subsets are faces.
     """
+    faces, mnf, _, _ = budgeted_nerve(A, eps, max_size)
+    return faces, mnf
+
+
+def budgeted_nerve(A: np.ndarray, eps: float, max_size: int, max_lps: int | None = None):
+    """``nerve`` with at most ``max_lps`` LPs: (faces, minimal non-faces, LPs, complete)."""
     nlab = 2 * A.shape[0]
-    faces, mnf, level = {}, [(2 * i, 2 * i + 1) for i in range(A.shape[0])], [()]
+    faces, mnf, level, lps = {}, [(2 * i, 2 * i + 1) for i in range(A.shape[0])], [()], 0
     for _ in range(max_size):
         nxt = []
         for F in level:
@@ -80,14 +86,17 @@ def nerve(A: np.ndarray, eps: float, max_size: int) -> tuple[dict, list]:
                 G = F + (l,)
                 if l >> 1 in used or any(G[:k] + G[k + 1:] not in faces for k in range(len(G) - 1)):
                     continue
+                if max_lps is not None and lps >= max_lps:
+                    return faces, mnf, lps, False
                 t, x = face_point(A, eps, [_pair(c) for c in G])
+                lps += 1
                 if t > FACE_TOL:
                     faces[G] = x
                     nxt.append(G)
                 else:
                     mnf.append(G)
         level = nxt
-    return faces, mnf
+    return faces, mnf, lps, True
 
 
 def _sat_labels(d: int, nlab: int, mnf: list, conflicts: int):
