@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         from exact.verify import verify_file
 
         t = time.monotonic()
-        reports = verify_file(out)
+        reports = verify_file(out, max_work=2**40)      # the bracket command's own re-check limit
         print(f"{out}: {len(reports)} cell(s), verified: {[r.verified for r in reports]}, "
               f"ranks: {[(r.lower.rank, r.upper.rank) for r in reports]} ({time.monotonic() - t:.1f} s)")
     else:

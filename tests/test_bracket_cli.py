@@ -188,3 +188,19 @@ def test_long_runs_announce_their_cost(tmp_path, capsys):
     assert "4096 x 4096" in err and "expected cost" in err and "Ctrl-C" in err
     _announce("default", (24, 24), 3)
     assert capsys.readouterr().err == ""
+
+
+def test_a_re_check_past_the_work_limit_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    """The command re-checks the file it wrote with the raised limit ``OWN_FILE_WORK`` (its own file:
+    a 4096 x 4096 target's factors need more than the exact tier's default 2^35 units). Past that
+    limit: the file stays written, one line says how to verify it, exit 1, no traceback."""
+    from numeric.search import cli
+
+    assert cli.OWN_FILE_WORK > 2**35
+    np.save(tmp_path / "m.npy", twobit(0.5, 0.25))
+    monkeypatch.setattr(cli, "OWN_FILE_WORK", 1)
+    out = tmp_path / "b.safetensors"
+    rc = cli.main(["--matrix", str(tmp_path / "m.npy"), "--eps", "1/4", "--out", str(out), "--no-attack"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and out.exists()
+    assert len(err) == 1 and "work limit" in err[0] and "python -m exact verify" in err[0] and "--max-work" in err[0]

@@ -151,6 +151,26 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+#: Work limit of the re-check of the file this command has just written (``exact.limits``): the
+#: file is its own, not a hostile one, so the default limit (2^35 units, about a minute) is raised
+#: 32-fold, enough for rank-1000 factors of the largest legal target, 4096 x 4096.
+OWN_FILE_WORK = 2**40
+
+
+def _self_check(path):
+    """``{cell id: report}`` of the exact tier on the file just written, or None (one-line error)."""
+    from exact.errors import CertificateError
+    from exact.verify import verify_file
+
+    try:
+        return {r.id: r for r in verify_file(path, max_work=OWN_FILE_WORK)}
+    except (CertificateError, MemoryError) as exc:
+        print(f"{PROG}: error: {path} is written but its exact re-check stopped: "
+              f"{str(exc) or type(exc).__name__}; run python -m exact verify {path} --max-work N",
+              file=sys.stderr)
+        return None
+
+
 def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -188,9 +208,9 @@ def main(argv=None) -> int:
     stopped = bool(out.provenance.get("stopped"))
     path = write_bracket_file(args.out, out.cells, out.tensors)
 
-    from exact.verify import verify_file
-
-    reports = {r.id: r for r in verify_file(path)}
+    reports = _self_check(path)
+    if reports is None:
+        return 1
     bad = False
     rows = []
     for cell, rec in zip(out.cells, out.results):
