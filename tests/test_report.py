@@ -196,7 +196,7 @@ def test_capped_cells_listed(panel_dir, tmp_path):
     assert main([str(out), "--workers", "1"]) == 0
     text = (out / "report.md").read_text()
     n = N_CELLS * len(EPS)
-    assert f"| searches within their work budgets (not capped by the wall-clock safety cap) | {n - 1} | {n} |" in text
+    assert f"| searches within their work budgets (not ended by a stop request) | {n - 1} | {n} |" in text
     listed = text[text.index("Capped searches"):].split("\n\n")[1].splitlines()
     assert listed == [f"- {doc['rows'][1]['cell_id']} (brackets/L0H0_s00.safetensors): lower verified True, "
                       "upper verified True"]

@@ -156,10 +156,10 @@ def _integrity(s, errors) -> list:
           f"| {s['attacks_run']} |",
           f"| upper factorisations checked directly (exact max row-l1 of A - P Q^T) | "
           f"{s['direct_passed']} | {s['direct_checked']} |",
-          f"| searches within their work budgets (not capped by the wall-clock safety cap) | "
+          f"| searches within their work budgets (not ended by a stop request) | "
           f"{s['brackets'] - len(s['capped'])} | {s['brackets']} |\n"]
     for title, rows in (("Unverified brackets (not used below)", s["unverified"]),
-                        ("Capped searches (the outer wall-clock safety cap fired; brackets still verified "
+                        ("Capped searches (a stop request ended them; brackets still verified "
                          "but not reproducible)", s["capped"])):
         if rows:
             L.append(f"{title}:\n")

@@ -2,12 +2,11 @@
 
 A search stops when its ``Budget`` of work units (descent steps, LP work by size,
 candidate rows) is spent, never on a clock, so a bracket does not depend
-on the load of the machine. The one clock left is ``SafetyCap``: an outer
-limit per cell for pathological input. No normal cell reaches it; when it
-fires, ``fired`` turns true and the cell records ``"capped": true``.
-``request_stop`` (the CLI's first Ctrl-C) makes every cap fire at once: the
-searches end with what they have, and the driver stops after the current
-tolerance, so a long run writes what it certified so far.
+on the load of the machine. No clock is read anywhere: ``SafetyCap``, the
+outer cap of a cell, fires only on ``request_stop`` (the CLI's first Ctrl-C).
+Then every search ends with what it has, ``fired`` turns true, the cell
+records ``"capped": true``, and the driver stops after the current tolerance,
+so a long run writes what it certified so far.
 
 >>> b = Budget(3); b.spend(2); b.exhausted
 False
@@ -15,8 +14,6 @@ False
 (True, 3)
 """
 from __future__ import annotations
-
-import time
 
 __all__ = ["Budget", "SafetyCap", "request_stop", "stop_requested", "clear_stop"]
 
@@ -39,17 +36,13 @@ def clear_stop() -> None:
 
 
 class SafetyCap:
-    """A wall-clock limit (seconds, None: none) that remembers whether it fired."""
+    """The outer cap of one cell: it fires on a stop request and remembers that it did."""
 
-    def __init__(self, seconds: float | None):
-        self.seconds = seconds
-        self.start = time.monotonic()
+    def __init__(self):
         self.fired = False
 
     def expired(self) -> bool:
-        """True once the limit has passed (and from then on ``fired``)."""
-        if self.seconds is not None and not self.fired and time.monotonic() - self.start > self.seconds:
-            self.fired = True
+        """True once a stop was requested (and from then on ``fired``)."""
         if _STOP["requested"]:
             self.fired = True
         return self.fired

@@ -241,7 +241,7 @@ def main(argv=None) -> int:
         if not r["verified"]:
             print(f"{PROG}: exact verification refused {r['id']}", file=sys.stderr)
         if r["capped"]:
-            print(f"{PROG}: warning: the safety cap stopped the search of {r['id']} (recorded as capped)",
+            print(f"{PROG}: warning: the stop request ended the search of {r['id']} (recorded as capped)",
                   file=sys.stderr)
     if stopped:
         print(f"{PROG}: stopped by Ctrl-C: {path} holds the {len(rows)} of {len(eps_items)} tolerance(s) "

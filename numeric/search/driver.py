@@ -27,9 +27,9 @@ its search; output keeps the caller's order):
 Same input, code, seed and effort give the same cells apart from timing
 fields (issue 12): every search spends counted budgets (``effort.Effort``),
 the random choices of a tolerance come from ``cell_seed(seed, eps)``, and
-the search runs with pinned threads (``threads.pinned_threads``). Only the
-outer safety cap (``Effort.cap_seconds``) reads a clock; a cell it stopped
-records ``"capped": true``.
+the search runs with pinned threads (``threads.pinned_threads``). No clock
+is read: only a stop request (Ctrl-C, ``budget.request_stop``) ends a search
+early, and a cell it ended records ``"capped": true``.
 
 Nothing unverified is ever exported: every claim in ``cells`` was verified by
 the exact API before it was written.
@@ -78,7 +78,7 @@ class BracketResult:
     attack_error: float | None = None
     lower_margin: str | None = None
     upper_margin: str | None = None
-    capped: bool = False           # the outer safety cap stopped a search of this cell
+    capped: bool = False           # a stop request (Ctrl-C) ended a search of this cell
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def _bracket(t: _Target, item, eq, cid: str, row_start, effort, seed: int, attac
     from exact.rational import format_rational, to_fmpq, to_fraction
 
     t0 = time.perf_counter()
-    cap = SafetyCap(effort.cap_seconds)
+    cap = SafetyCap()
     e_exact = to_fmpq(eq)
     lo_exact = e_exact + t.slack_q if t.slack_q is not None else e_exact
     up_exact = e_exact - t.slack_q if t.slack_q is not None else e_exact

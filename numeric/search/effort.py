@@ -79,9 +79,7 @@ def code_version() -> dict:
 class Effort:
     """Named work budgets of one search, per tolerance (issue 12 item 1).
 
-    Every number counts work, never seconds, except ``cap_seconds``: the
-    outer safety cap of a cell, for pathological input only (a cell that
-    reaches it records ``"capped": true``). The default figures are the work
+    Every number counts work, never seconds. The default figures are the work
     that the former wall-clock budgets allowed on an idle core (MiniLM
     heads, 256 x 256, ``bench/quality.py``), rounded up; quick is about a
     quarter of default, thorough four times default.
@@ -116,8 +114,6 @@ class Effort:
     lp_append_work: int
     #: Row LPs of the LP on singular subspaces (was 1.5 s).
     lp_svd_solves: int
-    #: Outer wall-clock safety cap per cell, seconds (no normal cell comes near it).
-    cap_seconds: float
 
     def upper_units(self, m: int, n: int, svd_rank: int) -> int:
         """The upper search's work units on an m x n cell whose truncated-SVD rank is ``svd_rank``.
@@ -163,18 +159,17 @@ class Effort:
 #: 0.95 times the seconds). Quick is a quarter of it, thorough four times, with its upper
 #: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16) and hybrid starts
 #: for sharp heads (``upper_hybrid``, issue 17).
-#: The cap: the slowest cell took 13 s of CPU.
 PRESETS = {
     "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
                       greedy_steps=3000, greedy_rows=12, swap_work=3500, lp_append_work=3000,
-                      lp_svd_solves=100, cap_seconds=900.0),
+                      lp_svd_solves=100),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=875,
-    lp_append_work=750, lp_svd_solves=25), name="quick", cap_seconds=300.0)
+    lp_append_work=750, lp_svd_solves=25), name="quick")
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
-    swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough", cap_seconds=3600.0)
+    swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough")
 
 
 #: Presets that keep another preset's witnesses (issue 17: thorough is never wider than default):

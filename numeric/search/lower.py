@@ -84,7 +84,7 @@ def lower_candidates(A: np.ndarray, eps: float, svd, effort: Effort, *, lp: bool
     witness found at a larger tolerance; it stays valid at ``eps``, so it is
     offered as it is and the row-set searches grow it instead of starting
     over. ``seed``: the cell's seed (random exchanges of the swap search);
-    ``cap``: the cell's safety cap.
+    ``cap``: the cell's safety cap (fired by a stop request).
     """
     out = [trivial(A, eps)]
     if out[0].rank == 0:

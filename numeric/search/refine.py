@@ -67,7 +67,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     """Refine rank-k factors to bring the max row-l1 error to ``eps`` or below (K.1).
 
     Each Adam step spends ``step_work`` units of ``budget`` (the trial itself is
-    bounded by ``iters`` steps; only the budget's safety cap stops it early). Returns
+    bounded by ``iters`` steps; only a stop request, through the budget's safety cap, stops it early). Returns
     (P, Q, err) of the best iterate by float64 max row-l1 error. The torch
     thread count is set for the call and restored.
     """
