@@ -94,50 +94,14 @@ EQUIVALENT = {
         "same value, cost only: the block is left unscaled more often, which is always exact",
     ('norms.py', 'if nonzero.size and np.frexp(nonzero.min())[1] - e < -1021:', '<', '<='):
         "same value, cost only: the block is left unscaled more often, which is always exact",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '!='):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '<'):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '=='):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '>'):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', '>='):
-        "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum",
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '!='):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '<'):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '<='):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '=='):
-        _ROUTE,
-    ('norms.py', 'if floats and C.nrows > 1:', '>', '>='):
-        _ROUTE,
+    **{('norms.py', 'low, side = min(exps), n <= r                     # side by side: coefficients (n q) x n, else r x (r q)', '<=', new): "same value, cost only: side by side or stacked, the +-2^k coefficients give the same signed sum" for new in ('!=', '<', '==', '>', '>=')},
+    **{('norms.py', 'if floats and C.nrows > 1:', '>', new): _ROUTE for new in ('!=', '<', '<=', '==', '>=')},
     ('norms.py', 'chosen = np.flatnonzero(hi >= lo.max())', '>=', '>'):
         "hi > lo strictly (up/down move by at least an ulp), so the row with the largest lo stays; a row dropped, hi = max lo, can at most tie the maximum",
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '!='):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '<'):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '=='):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '>'):
-        _ROUTE,
-    ('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', '>='):
-        _ROUTE,
+    **{('norms.py', 'if floats and (len(chosen) <= FEW_ROWS or not factors):', '<=', new): _ROUTE for new in ('!=', '<', '==', '>', '>=')},
     ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', 'is', 'is not'):
         _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '!='):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '<'):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '=='):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '>'):
-        _ROUTE,
-    ('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', '>='):
-        _ROUTE,
+    **{('norms.py', 'whole = bounds is None and len(chosen) <= ROW_BLOCK', '<=', new): _ROUTE for new in ('!=', '<', '==', '>', '>=')},
     ('norms.py', 'if len(factors) > 1 and right_first([(len(chosen), factors[0].ncols)] + [F.shape for F in factors[1:]]):', '>', '=='):
         _ROUTE,
     ('norms.py', 'if len(factors) > 1 and right_first([(len(chosen), factors[0].ncols)] + [F.shape for F in factors[1:]]):', '>', '>='):
