@@ -177,13 +177,14 @@ def test_records_of_the_exact_pass_are_bound_to_file_and_checker(panel, tmp_path
     """The panel records its exact pass of every bracket file (``DIR/verified``); the audit reads a
     record only for the same file bytes and the same checker code, re-verifies anything else (and
     rewrites the record), and ``reverify`` ignores every record."""
+    from numeric.heads.zoo.common import file_sha256
     from numeric.panel import audit as audit_mod
     from numeric.panel import vcache
 
     out = shutil.copytree(panel[1], tmp_path / "p")
     files = sorted((out / "brackets").glob("*.safetensors"))
     records = sorted((out / vcache.VERIFIED_DIR).glob("*.json"))
-    assert {p.stem for p in records} == {vcache.file_digest(f) for f in files}   # written by the panel
+    assert {p.stem for p in records} == {file_sha256(f) for f in files}   # written by the panel
 
     verified = []
     real = audit_mod.verify_files
@@ -191,11 +192,11 @@ def test_records_of_the_exact_pass_are_bound_to_file_and_checker(panel, tmp_path
     first = audit_mod.audit(out, 1)
     assert not first.errors and not verified                  # every file from its record
 
-    rec = out / vcache.VERIFIED_DIR / f"{vcache.file_digest(files[0])}.json"
+    rec = out / vcache.VERIFIED_DIR / f"{file_sha256(files[0])}.json"
     doc = json.loads(rec.read_text())
     doc["checker_sha256"] = "0" * 64                          # another checker's pass
     rec.write_text(json.dumps(doc))
-    forged = out / vcache.VERIFIED_DIR / f"{vcache.file_digest(files[1])}.json"
+    forged = out / vcache.VERIFIED_DIR / f"{file_sha256(files[1])}.json"
     doc = json.loads(forged.read_text())
     doc["file_sha256"] = "f" * 64                             # a record of other bytes under this name
     forged.write_text(json.dumps(doc))
@@ -204,10 +205,10 @@ def test_records_of_the_exact_pass_are_bound_to_file_and_checker(panel, tmp_path
     data[-1] ^= 1                                             # a file whose bytes no longer match
     changed.write_bytes(bytes(data))
     audit_mod.audit(out, 1)
-    by_digest = {vcache.file_digest(f): str(f) for f in files}
+    by_digest = {file_sha256(f): str(f) for f in files}
     assert sorted(verified) == sorted([by_digest[rec.stem], str(files[1]), str(changed)])
     assert vcache.lookup(out, rec.stem) is not None           # rewritten by this checker
-    assert vcache.lookup(out, vcache.file_digest(changed)) is not None   # the changed bytes' own record
+    assert vcache.lookup(out, file_sha256(changed)) is not None   # the changed bytes' own record
 
     verified.clear()
     audit_mod.audit(out, 1, reverify=True)

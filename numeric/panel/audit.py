@@ -62,9 +62,10 @@ def verify_files(paths: list, workers: int | None = None) -> dict:
 def verified_results(out: Path, files: list, workers: int | None = None, reverify: bool = False) -> dict:
     """The exact pass on every file: from its record (``numeric.panel.vcache``: same bytes, same checker)
     unless ``reverify``, else verified now and recorded."""
+    from numeric.heads.zoo.common import file_sha256
     from numeric.panel import vcache
 
-    digests = {str(p): vcache.file_digest(p) for p in files}
+    digests = {str(p): file_sha256(p) for p in files}
     found = {} if reverify else {p: vcache.lookup(out, d) for p, d in digests.items()}
     missing = [p for p in digests if found.get(p) is None]
     for p, result in verify_files(missing, workers).items():

@@ -179,6 +179,7 @@ def _write_brackets(path: Path, res) -> None:
 def _verify(path: Path, out: Path) -> dict:
     """The exact pass on one bracket file, recorded for the audit (``numeric.panel.vcache``)."""
     from exact.verify import verify_file
+    from numeric.heads.zoo.common import file_sha256
     from numeric.panel import vcache
 
     try:
@@ -186,7 +187,7 @@ def _verify(path: Path, out: Path) -> dict:
     except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
         print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
         return {}
-    vcache.store(out, vcache.file_digest(path), {"cells": {k: r.to_json() for k, r in reports.items()}})
+    vcache.store(out, file_sha256(path), {"cells": {k: r.to_json() for k, r in reports.items()}})
     return reports
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from numeric.panel.table import RUN_NAME, atomic_write
 
-__all__ = ["PanelError", "source_digest", "run_identity", "check_resume", "write_run", "read_run"]
+__all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run"]
 
 #: The packages whose sources make up the code identity.
 SOURCE_PACKAGES = ("numeric", "exact")
@@ -37,9 +37,14 @@ def source_digest() -> str:
 
     The git commit does not name uncommitted code; this digest does.
     """
+    return sources_sha256(SOURCE_PACKAGES)
+
+
+def sources_sha256(packages, prefix: bytes = b"") -> str:
+    """SHA-256 of ``prefix`` and the Python sources of ``packages`` (path and bytes, sorted)."""
     root = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256()
-    for pkg in SOURCE_PACKAGES:
+    h = hashlib.sha256(prefix)
+    for pkg in packages:
         for p in sorted((root / pkg).rglob("*.py")):
             h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()

@@ -14,13 +14,14 @@ not trust the directory re-verifies.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["VERIFIED_DIR", "checker_digest", "file_digest", "lookup", "store"]
+from numeric.panel.provenance import sources_sha256
+from numeric.panel.table import atomic_write
+
+__all__ = ["VERIFIED_DIR", "checker_digest", "lookup", "store"]
 
 VERIFIED_DIR = "verified"
 _FORMAT = "softrank-verify exact pass record 1"
@@ -28,23 +29,10 @@ _FORMAT = "softrank-verify exact pass record 1"
 
 @lru_cache(maxsize=1)
 def checker_digest() -> str:
-    """SHA-256 of the ``exact`` package's Python sources (path and bytes, sorted) and python-flint's version."""
+    """SHA-256 of the ``exact`` package's Python sources (``provenance.sources_sha256``) and python-flint's version."""
     import flint
 
-    root = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256(f"python-flint {flint.__version__}\0".encode())
-    for p in sorted((root / "exact").rglob("*.py")):
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def file_digest(path) -> str:
-    """SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return sources_sha256(("exact",), prefix=f"python-flint {flint.__version__}\0".encode())
 
 
 def _record_path(out, digest: str) -> Path:
@@ -64,9 +52,5 @@ def lookup(out, digest: str) -> dict | None:
 
 def store(out, digest: str, result: dict) -> None:
     """Record ``result`` (``{"cells": {...}}`` or ``{"error": ...}``) for the file of this digest (atomic)."""
-    path = _record_path(out, digest)
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"format": _FORMAT, "file_sha256": digest, "checker_sha256": checker_digest(), "result": result}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, sort_keys=True))
-    tmp.replace(path)
+    atomic_write(_record_path(out, digest), json.dumps(doc, sort_keys=True))
