@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+#: Commands that never use torch: their threads are pinned without importing it.
+NO_TORCH = ("study",)
 COMMANDS = {
     "bracket": "numeric.search.cli",
     "panel": "numeric.panel.cli",
@@ -32,7 +34,7 @@ def main(argv=None) -> int:
             return 2
         return 0 if argv else 2
     module = importlib.import_module(COMMANDS[argv[0]])
-    with pinned_threads():
+    with pinned_threads(torch=argv[0] not in NO_TORCH):
         return module.main(argv[1:])
 
 

@@ -114,6 +114,17 @@ def test_study_is_reproducible(panel, study, tmp_path, capsys):
     assert json.loads((tmp_path / "study.json").read_text())["comparisons"] == a
 
 
+def test_the_figure_draws_an_interval_that_misses_its_point(tmp_path):
+    """A percentile interval need not contain its point estimate (few draws, a skewed gain):
+    the figure draws it all the same (it once raised on a negative error bar)."""
+    from numeric.study.write import _figure
+
+    doc = {"comparisons": [{"name": "B1 vs B1+G", "estimates": {"aggregate": {"rho": 0.1, "rho_ci": [0.2, 0.3]}}},
+                           {"name": "B1 vs B1+I", "estimates": {"aggregate": {"rho": 0.0, "rho_ci": [-0.1, 0.1]}}}]}
+    _figure(doc, tmp_path / "gains.png")
+    assert (tmp_path / "gains.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def _without(src: Path, dst: Path, drop) -> Path:
     """A copy of a panel directory without the cells whose key satisfies ``drop``."""
     shutil.copytree(src, dst)

@@ -41,7 +41,10 @@ PARENT_POLL_S = 1.0
 ORPHAN_EXIT = 70
 
 
-def _torch():
+def _torch(load: bool = True):
+    """torch, imported if ``load`` (else only if something already imported it), or None."""
+    if not load:
+        return sys.modules.get("torch")
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency of the float tier
@@ -50,12 +53,15 @@ def _torch():
 
 
 @contextlib.contextmanager
-def pinned_threads(threads: int = WORKER_THREADS):
-    """Set the thread count of torch and the BLAS pools; restore everything on exit."""
+def pinned_threads(threads: int = WORKER_THREADS, torch: bool = True):
+    """Set the thread count of torch and the BLAS pools; restore everything on exit.
+
+    ``torch=False``: a command that never uses torch (the study) does not import it just to
+    pin it (about 1.5 s); a torch already imported is pinned all the same."""
     from threadpoolctl import threadpool_limits
 
     saved_env = {v: os.environ.get(v) for v in THREAD_VARIABLES}
-    torch = _torch()
+    torch = _torch(torch)
     saved_torch = torch.get_num_threads() if torch is not None else None
     try:
         for v in THREAD_VARIABLES:

@@ -138,7 +138,9 @@ def _figure(doc: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
     for i, c in enumerate(comps):
         e = c["estimates"][AGGREGATE]
-        ax.errorbar(e["rho"], i, xerr=[[e["rho"] - e["rho_ci"][0]], [e["rho_ci"][1] - e["rho"]]], fmt="o", color="k")
+        # a percentile interval need not contain the point estimate (few draws, skewed gains)
+        ax.hlines(i, *e["rho_ci"], color="k", lw=1.2)
+        ax.plot(e["rho"], i, "o", color="k")
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(range(len(comps)), [c["name"] for c in comps])
     ax.invert_yaxis()

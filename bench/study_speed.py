@@ -1,0 +1,102 @@
+"""The held-out study's run time, two code versions side by side in one run (issue 15).
+
+Runs ``python -m numeric study`` of a git ref (extracted with ``git archive``)
+and of the working tree on the same panel directory at the same time, each
+pinned to its own core with ``taskset`` and one worker (``--jobs 1``), so
+both see the same load; then prints each side's wall and CPU seconds, their
+ratio, and the largest difference between the two sides' estimates and
+interval ends (same seed: the same draws). Then, alone, the working tree with
+every core (the default ``--jobs``), which is what a user waits for.
+
+    python bench/study_speed.py --ref 06ae275 --panel /work/runs/study16 --out /tmp/study-speed
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from compare_versions import extract_ref  # noqa: E402
+
+
+def start(tree: Path, panel: Path, out: Path, core: int | None, replicates: int) -> tuple:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    cmd = [sys.executable, "-m", "numeric", "study", str(panel), "--out", str(out), "--json",
+           "--replicates", str(replicates)]
+    if core is not None:
+        cmd = ["taskset", "-c", str(core)] + cmd + ["--jobs", "1"]
+    return subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True), time.perf_counter()
+
+
+def finish(proc, t0) -> float:
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"study failed: {err.strip().splitlines()[-1] if err.strip() else proc.returncode}")
+    return time.perf_counter() - t0
+
+
+def cpu_seconds(pid_rusage) -> float:
+    return pid_rusage.ru_utime + pid_rusage.ru_stime
+
+
+def estimates(out: Path) -> dict:
+    doc = json.loads((out / "study.json").read_text())
+    return {(c["name"], f): [e["delta"], e["rho"], *e["delta_ci"], *e["rho_ci"]]
+            for c in doc["comparisons"] for f, e in c["estimates"].items()}
+
+
+def largest_difference(a: dict, b: dict) -> float:
+    if a.keys() != b.keys():
+        return float("inf")
+    return max(abs(x - y) for k in a for x, y in zip(a[k], b[k]))
+
+
+def side_by_side(ref_tree: Path, panel: Path, out: Path, replicates: int) -> dict:
+    """Both versions at once, one core each; wall and CPU seconds of each."""
+    runs = {}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    procs = {"before": start(ref_tree, panel, out / "before", 0, replicates),
+             "after": start(ROOT, panel, out / "after", 1, replicates)}
+    for name, (proc, t0) in procs.items():
+        _, err = proc.communicate()
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit(f"{name}: study failed: {err.strip().splitlines()[-1]}")
+        runs[name] = {"wall_s": round(wall, 1)}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    runs["cpu_s_both"] = round(cpu_seconds(after) - cpu_seconds(before), 1)
+    return runs
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ref", required=True, help="git ref of the 'before' side")
+    p.add_argument("--panel", required=True, type=Path, help="panel directory (its exact pass recorded)")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--replicates", type=int, default=1000)
+    args = p.parse_args(argv)
+    ref_tree = extract_ref(args.ref, args.out / "ref")
+    runs = side_by_side(ref_tree, args.panel, args.out, args.replicates)
+    diff = largest_difference(estimates(args.out / "before"), estimates(args.out / "after"))
+    proc, t0 = start(ROOT, args.panel, args.out / "all-cores", None, args.replicates)
+    wall_all = finish(proc, t0)
+    print(f"{args.replicates} resamples, {args.panel}; one core each, side by side:")
+    print(f"  before ({args.ref}): {runs['before']['wall_s']} s   after (working tree): {runs['after']['wall_s']} s"
+          f"   ratio before/after {runs['before']['wall_s'] / runs['after']['wall_s']:.2f}")
+    print(f"  CPU seconds of both: {runs['cpu_s_both']}; largest difference of an estimate or interval end: {diff:.2e}")
+    print(f"after, every core ({os.cpu_count()}): {wall_all:.1f} s wall, load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
