@@ -21,50 +21,141 @@ True
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from numeric.study.fit import ALPHAS
 
-__all__ = ["weighted_cross_fit", "weighted_mae"]
+__all__ = ["FoldFits", "fit_folds", "weighted_cross_fit", "weighted_mae"]
 
 
-def _fold_moments(X0: np.ndarray, w: np.ndarray, fold: np.ndarray, ks: np.ndarray):
+def _fold_moments(X0: np.ndarray, w: np.ndarray, fold: np.ndarray, ks: np.ndarray, B0=None):
     """Training weights ``N [k]``, weighted sums ``S [k, p]`` and second moments ``M [k, p, p]``
-    of every fold: the totals over all rows minus the fold's own test rows (``2 n p^2`` work in
-    all, not ``k n p^2``; leave-one-head-out has a fold per head)."""
+    of every fold (and with ``B0 [n, b]`` the cross moments ``B0^T diag(w) X0 [k, b, p]``):
+    the totals over all rows minus the fold's own test rows (``2 n p^2`` work in all, not
+    ``k n p^2``; leave-one-head-out has a fold per head)."""
     wX = w[:, None] * X0
-    total_m, total_s, total_n = X0.T @ wX, wX.sum(axis=0), w.sum()
+    L = X0 if B0 is None else np.concatenate([X0, B0], axis=1)
+    total_m, total_s, total_n = L.T @ wX, wX.sum(axis=0), w.sum()
     M = np.empty((ks.size,) + total_m.shape)
     S = np.empty((ks.size, X0.shape[1]))
     N = np.empty(ks.size)
     for i, f in enumerate(ks):
         t = fold == f
-        M[i] = total_m - X0[t].T @ wX[t]
+        M[i] = total_m - L[t].T @ wX[t]
         S[i] = total_s - wX[t].sum(axis=0)
         N[i] = total_n - w[t].sum()
-    return N, S, M
+    p = X0.shape[1]
+    return (N, S, M) if B0 is None else (N, S, M[:, :p], M[:, p:])
 
 
-def _stacked_fit(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray, ks: np.ndarray) -> np.ndarray:
-    """Held-out-ready predictions ``[k, n]`` of the ridge fitted on every fold's training rows
-    (weights ``w``, zero on the fold's test rows; X ``[n, p]`` complete, y ``[n]``): the
-    weighted ``FastRidgeCV``, predicting every row.
+@dataclass(frozen=True)
+class FoldFits:
+    """The weighted ``FastRidgeCV`` of every fold of one draw, in the eigenbasis of each fold's
+    Gram matrix: what the held-out predictions and a bordered fit (``bordered``) need.
+
+    Arrays: ``X0 [n, p]`` (X shifted by its first row, constant columns left out), ``W [k, n]``
+    training weights, ``N [k]``, ``mean``/``isd [k, p]`` the standardisation, ``V [k, p, p]``
+    and ``inv [k, alpha, p] = 1 / (lam + alpha)``, ``ZV [k, n, p] = Z V``, ``yc [k, n]``,
+    ``y_mean [k]``, ``vty [k, p] = V^T Z^T W yc``, and the leave-one-out quantities of every
+    row and penalty: ``hat [k, alpha, n]`` (leverage, intercept included) and ``fitted``."""
+
+    X0: np.ndarray
+    w: np.ndarray
+    fold: np.ndarray
+    ks: np.ndarray
+    W: np.ndarray
+    N: np.ndarray
+    mean: np.ndarray
+    isd: np.ndarray
+    V: np.ndarray
+    inv: np.ndarray
+    ZV: np.ndarray
+    yc: np.ndarray
+    y_mean: np.ndarray
+    vty: np.ndarray
+    hat: np.ndarray
+    fitted: np.ndarray
+    is_bordered: bool = False
+
+    def held_out(self) -> np.ndarray:
+        """Row ``i``'s prediction by its own fold's model at that fold's LOO-best penalty."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loo = (self.yc[:, None, :] - self.fitted) / (1.0 - self.hat)
+        loo = np.where(self.W[:, None, :] > 0, loo, 0.0)        # held-out rows are not in the LOO error
+        best = np.argmin(np.einsum("kan,kn->ka", loo**2, self.W) / self.N[:, None], axis=1)
+        P = self.fitted[np.arange(self.ks.size), best] + self.y_mean[:, None]
+        return P[np.searchsorted(self.ks, self.fold), np.arange(self.fold.size)]
+
+    def bordered(self, Xa: np.ndarray) -> "FoldFits":
+        """The fits of the model with the columns ``Xa [n, q]`` added, from these ones by the
+        block inverse of the bordered Gram matrix ``[[G + a, C], [C^T, D + a]]`` (Schur
+        complement ``S = D + a - C^T (G + a)^-1 C``): with ``t_i = z_a,i - C^T (G + a)^-1 z_i``
+        and ``beta_a = S^-1 (Z_a^T W yc - C^T (G + a)^-1 Z^T W yc)``, the leverage is
+        ``h_i + t_i^T S^-1 t_i`` and the fit ``f_i + t_i^T beta_a``. The same estimator as
+        fitting the joined columns (``tests/test_study_stats.py``), without an eigendecomposition."""
+        if self.is_bordered:
+            raise ValueError("a bordered fit is not a base")
+        Xa0 = _shifted(Xa)
+        if Xa0.shape[1] == 0:
+            return replace(self, is_bordered=True)
+        Na, Sa, Maa, Mba = _fold_moments(Xa0, self.w, self.fold, self.ks, self.X0)
+        mean_a = Sa / self.N[:, None]
+        cov_a = Maa / self.N[:, None, None] - mean_a[:, :, None] * mean_a[:, None, :]
+        isd_a = _inverse_sd(cov_a)
+        cross = Mba / self.N[:, None, None] - self.mean[:, :, None] * mean_a[:, None, :]
+        C_hat = np.swapaxes(self.V, 1, 2) @ (self.N[:, None, None] * cross * self.isd[:, :, None] * isd_a[:, None, :])
+        D = self.N[:, None, None] * cov_a * isd_a[:, :, None] * isd_a[:, None, :]
+        Za = (Xa0[None, :, :] - mean_a[:, None, :]) * isd_a[:, None, :]            # [k, n, q]
+        k, (p, q), n_alpha = self.ks.size, C_hat.shape[1:], len(ALPHAS)
+        G = self.inv[:, :, :, None] * C_hat[:, None, :, :]                           # [k, alpha, p, q]
+        S = (D[:, None] + np.asarray(ALPHAS)[None, :, None, None] * np.eye(q)
+             - np.swapaxes(C_hat, 1, 2)[:, None] @ G)                                # [k, alpha, q, q]
+        S_inv = np.linalg.inv(S)                                                     # SPD, eigenvalues >= alpha
+        R = np.linalg.cholesky(S_inv)                                                # S^-1 = R R^T
+        r = np.einsum("knq,kn->kq", Za, self.W * self.yc)[:, None] - np.einsum("kp,kapq->kaq", self.vty, G)
+        beta_a = (S_inv @ r[..., None])[..., 0]                                      # [k, alpha, q]
+
+        ZaV = np.concatenate([Za, self.ZV], axis=2)                                 # [k, n, q + p]
+
+        def times_t(A):   # t_i^T A for every row i: [Za, ZV] [A; -G A], alpha folded into one product
+            m = A.shape[-1]
+            AG = np.concatenate([A, -(G @ A)], axis=2)                                # [k, alpha, q + p, m]
+            return (ZaV @ np.swapaxes(AG, 1, 2).reshape(k, q + p, n_alpha * m)).reshape(k, -1, n_alpha, m)
+
+        tR = times_t(R)                                                              # t^T S^-1 t = |t^T R|^2
+        hat = self.hat + np.swapaxes(np.einsum("knaq,knaq->kna", tR, tR), 1, 2)
+        fitted = self.fitted + np.swapaxes(times_t(beta_a[..., None])[..., 0], 1, 2)
+        return replace(self, hat=hat, fitted=fitted, is_bordered=True)
+
+
+def _shifted(X: np.ndarray) -> np.ndarray:
+    """X minus its first row (a constant column becomes exactly 0 and the moments do not
+    cancel), constant columns left out: they add a zero row and column to every Gram matrix
+    and nothing to any prediction."""
+    X0 = X - X[:1]
+    return X0[:, np.any(X0 != 0, axis=0)]
+
+
+def _inverse_sd(cov: np.ndarray) -> np.ndarray:
+    sd = np.sqrt(np.maximum(np.einsum("kpp->kp", cov), 0.0))
+    return 1.0 / np.where(sd > 0, sd, 1.0)
+
+
+def fit_folds(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray, ks: np.ndarray) -> FoldFits:
+    """The ridge of every fold, trained on the rows outside it with weights ``w`` (X ``[n, p]``
+    complete, y ``[n]``): the weighted ``FastRidgeCV``, its LOO quantities for every row.
 
     Standardisation is an affine map per fold, so nothing ``[k, n, p]`` is built but ``Z V``:
-    the weighted Gram matrix of Z comes from the weighted second moments of X (shifted by
-    its first row first, so a constant column is exactly zero and the moments do not cancel;
-    such a column is then left out: it adds a zero row and column to every Gram matrix and
-    nothing to any prediction), and ``Z V = X0 (D^-1 V) - m D^-1 V``."""
-    k = ks.size
-    X0 = X - X[:1]
-    X0 = X0[:, np.any(X0 != 0, axis=0)]                         # constant columns: exactly 0, left out
+    the weighted Gram matrix of Z comes from the weighted moments of X0, and
+    ``Z V = X0 (D^-1 V) - m D^-1 V``."""
+    X0 = _shifted(X)
     W = np.where(fold[None, :] == ks[:, None], 0.0, w[None, :])  # [k, n]: training weights per fold
     N, S, moments = _fold_moments(X0, w, fold, ks)
     mean = S / N[:, None]                                       # [k, p]
     cov = moments / N[:, None, None] - mean[:, :, None] * mean[:, None, :]
-    var = np.maximum(np.einsum("kpp->kp", cov), 0.0)
-    sd = np.sqrt(var)
-    isd = 1.0 / np.where(sd > 0, sd, 1.0)                        # [k, p]
+    isd = _inverse_sd(cov)                                      # [k, p]
     gram = N[:, None, None] * cov * isd[:, :, None] * isd[:, None, :]
     y_mean = (W @ y) / N                                        # [k]
     yc = y[None, :] - y_mean[:, None]                           # [k, n]
@@ -77,11 +168,7 @@ def _stacked_fit(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray, 
     ZVt = np.swapaxes(ZV, 1, 2)
     hat = inv @ (ZVt * ZVt) + (1.0 / N)[:, None, None]          # [k, alpha, n]
     fitted = (inv * vty[:, None, :]) @ ZVt                      # [k, alpha, n]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        loo = (yc[:, None, :] - fitted) / (1.0 - hat)
-    loo = np.where(W[:, None, :] > 0, loo, 0.0)                 # held-out rows are not in the LOO error
-    best = np.argmin(np.einsum("kan,kn->ka", loo**2, W) / N[:, None], axis=1)
-    return fitted[np.arange(k), best] + y_mean[:, None]
+    return FoldFits(X0, w, fold, ks, W, N, mean, isd, V, inv, ZV, yc, y_mean, vty, hat, fitted)
 
 
 def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
@@ -103,8 +190,7 @@ def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
         return pred
     if not np.isfinite(X).all():
         return _expanded_cross_fit(X, y, w, fold, ks)
-    P = _stacked_fit(X, y, w, fold, ks)
-    return P[np.searchsorted(ks, fold), np.arange(y.size)]
+    return fit_folds(X, y, w, fold, ks).held_out()
 
 
 def _expanded_cross_fit(X, y, w, fold, ks) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 from numeric.geometry.blas import one_blas_thread
 from numeric.study.data import StudyData
-from numeric.study.batch import weighted_cross_fit, weighted_mae
+from numeric.study.batch import fit_folds, weighted_cross_fit, weighted_mae
 from numeric.study.fit import FOLDS, fold_indices
 
 __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare", "resample_rows",
@@ -66,10 +66,15 @@ class ComparisonResult:
 
 class _Cache:
     """Per-process reuse: each spec's design matrix over all rows (built once, then indexed by a
-    draw's rows) and, within one draw, each family's folds (``folds``: the same for every spec)."""
+    draw's rows) and, within one draw, each family's folds (``folds``: the same for every spec)
+    and the fits of every fold (``fits``), from which a model with more columns is bordered."""
 
     def __init__(self, data: StudyData):
-        self.data, self.mats, self.folds = data, {}, {}
+        self.data, self.mats = data, {}
+        self.new_draw()
+
+    def new_draw(self) -> None:
+        self.folds, self.fits = {}, {}
 
     def matrix(self, cols, rows):
         if cols not in self.mats:
@@ -108,8 +113,31 @@ def family_maes(data: StudyData, rows: np.ndarray, spec: tuple, folds: int = FOL
         if key not in cache.folds:
             cache.folds[key] = _draw_folds(groups, k, inverse, uniq.size)
         fold = cache.folds[key]
-        out[f] = weighted_mae(y, weighted_cross_fit(X, y, w, fold, k), w)
+        out[f] = weighted_mae(y, _held_out(cache, key + (demean,), cols, uniq, X, y, w, fold, k), w)
     return out
+
+
+def _held_out(cache, key, cols, uniq, X, y, w, fold, k) -> np.ndarray:
+    """``weighted_cross_fit(X, y, w, fold, k)``; when the fits of a model with a subset of
+    ``cols`` are cached under ``key`` (same draw, family, folds, demeaning), ``cols`` is that
+    model bordered with the other columns (``FoldFits.bordered``: no eigendecomposition)."""
+    if X.shape[1] == 0 or not np.isfinite(X).all():
+        return weighted_cross_fit(X, y, w, fold, k)
+    fits = cache.fits.setdefault(key, [])
+    bases = [(len(c), c, fit) for c, fit in fits if c < set(cols)]
+    if bases:
+        _, base_cols, base = max(bases, key=lambda b: b[0])
+        added = tuple(c for c in cols if c not in base_cols)
+        Xa = cache.matrix(added, uniq)
+        if key[-1]:
+            Xa = _weighted_demeaned(Xa, cache.data.heads[uniq], w)
+        return base.bordered(Xa).held_out()
+    ks = np.unique(fold)
+    if ks.size < 2:
+        return weighted_cross_fit(X, y, w, fold, k)   # its error
+    fit = fit_folds(X, y, w, fold, ks)
+    fits.append((frozenset(cols), fit))
+    return fit.held_out()
 
 
 def _weighted_demeaned(v: np.ndarray, heads: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -157,7 +185,7 @@ def resample_rows(data: StudyData, rng: np.random.Generator) -> np.ndarray:
 
 def _replicate(data, rows, comparisons, folds, mats: _Cache) -> list:
     cache = {}
-    mats.folds = {}   # folds belong to one draw
+    mats.new_draw()   # folds and fits belong to one draw
     out = []
     for c in comparisons:
         maes = []
