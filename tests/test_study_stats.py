@@ -145,6 +145,55 @@ def test_weighted_cross_fit_is_cross_fit_on_the_expanded_rows(gap):
     assert weighted_mae(data.y[uniq], ours, w) == pytest.approx(mae(data.y[rows], expanded), abs=1e-12)
 
 
+@pytest.mark.parametrize("folds", [4, 24])
+def test_bordered_fit_is_the_fit_of_the_joined_columns(folds):
+    """``FoldFits.bordered`` (block inverse of the bordered Gram matrix) gives the leverages,
+    fits and held-out predictions of fitting the joined columns directly, also with an added
+    column that nearly repeats a base column and constant columns on both sides."""
+    from numeric.study.batch import fit_folds
+
+    rng = np.random.default_rng(folds)
+    n = 150
+    Xb = rng.standard_normal((n, 12))
+    Xb[:, 3] = 2.0
+    Xa = rng.standard_normal((n, 4))
+    Xa[:, 0] = 3 * Xb[:, 1] + 1e-6 * rng.standard_normal(n)
+    Xa[:, 2] = -1.0
+    y = Xb[:, 0] - 2 * Xa[:, 1] + 0.3 * rng.standard_normal(n)
+    w = rng.integers(1, 4, n).astype(float)
+    fold = rng.integers(0, folds, n)
+    ks = np.unique(fold)
+    direct = fit_folds(np.hstack([Xb, Xa]), y, w, fold, ks)
+    bordered = fit_folds(Xb, y, w, fold, ks).bordered(Xa)
+    for name in ("hat", "fitted"):
+        assert np.allclose(getattr(bordered, name), getattr(direct, name), rtol=0, atol=1e-9), name
+    assert np.allclose(bordered.held_out(), direct.held_out(), rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="not a base"):
+        bordered.bordered(Xa)
+
+
+def test_comparisons_border_their_base_and_agree_with_direct_fits(monkeypatch):
+    """In a draw, a model whose columns extend a fitted one is bordered from it; its family MAEs
+    are those of fitting it directly (the cache turned off)."""
+    from numeric.study import compare as C
+
+    data = _table(6, families=("enc", "dec"))
+    rows = resample_rows(data, np.random.default_rng(4))
+    cached, direct = C._Cache(data), C._Cache(data)
+    more = [Comparison("both", ("base", "signal"), ("noise",), clusters=k, demean=d)
+            for k in ("source", "head") for d in (False, True)]
+    specs = [s for c in COMPS + more for s in c.specs()]
+    calls = []
+    real = C.fit_folds
+    monkeypatch.setattr(C, "fit_folds", lambda *a: calls.append(a[0].shape[1]) or real(*a))
+    got = [C.family_maes(data, rows, s, 4, cached) for s in specs]
+    assert len(calls) < 2 * len(set(specs))                 # two families: some specs were bordered                     # some specs were bordered
+    for s, g in zip(specs, got):
+        direct.new_draw()
+        want = C.family_maes(data, rows, s, 4, direct)
+        assert g.keys() == want.keys() and all(abs(g[f] - want[f]) < 1e-10 for f in g), s
+
+
 def test_draw_folds_keep_every_source_whole():
     """The folds the bootstrap uses (on a draw's distinct rows) never split a source, copies included."""
     from numeric.study.compare import _draw_folds

@@ -12,6 +12,13 @@ computation (weights zero on the fold's test rows), which is what makes the
 1,000-resample bootstrap cheap. ``tests/test_study_stats.py`` checks it
 against ``cross_fit`` on the expanded rows.
 
+Most comparisons add a few columns to a model that the same draw already fits
+(B1+G after B1). ``FoldFits.bordered`` gets the larger model's leave-one-out
+leverages and fits from the smaller one's eigendecomposition by the block
+inverse of the bordered Gram matrix, so a draw needs an eigendecomposition per
+fold of only four models (B0, B1, B1 demeaned, B1 leave-one-head-out) instead
+of sixteen; ``numeric.study.compare`` keeps the fits of a draw for this.
+
 >>> import numpy as np
 >>> x = np.arange(12.0)[:, None]; y = 2 * x[:, 0] + 1
 >>> fold = np.repeat(np.arange(4), 3)
