@@ -4,32 +4,50 @@
 tightest bracket ``L <= r_eps(A) <= U`` whose witnesses the exact tier
 accepts, and returns bracket-file cells (format v1) with their tensors.
 
-Pipeline per tolerance (MATH.md section 2), tolerances largest first (the
-row set certified at one tolerance is valid at every smaller one and seeds
-its search; output keeps the caller's order):
+Pipeline (MATH.md section 2). Lower sides run largest tolerance first, upper
+sides smallest first, because r_eps(A) is non-increasing in eps: a lower
+witness at one tolerance is valid at every smaller one, an upper witness at
+every larger one (output keeps the caller's order):
 
 1. slack (K.5): for logit targets, ``alpha`` proved by ``exact.slack``; the
    lower side is searched at ``eps + alpha``, the upper side at ``eps - alpha``;
-2. lower: every family of ``numeric.search.lower`` (trivial, Frobenius K.2,
-   truncated pseudo-inverse and decoded inverse K.3, row-side reconstruction
-   on far rows with a Voronoi, LP-optimal or descent map, grown by the
-   screened greedy and the LP swap search), strongest first,
-   each re-checked with ``exact.certificates.check_lower``; the first one the
-   exact tier verifies wins, so a witness that float rounding spoiled is
-   replaced by the next-best;
-3. upper: ``numeric.search.upper.search_upper`` (K.1: SVD baseline, refined
-   factors, rank bisection with warm starts down to L), each re-checked with
-   ``check_upper``; trivial upper (B = A) when nothing verifies;
-4. attack (item 3): rank ``L - 1`` at ``(eps + alpha)(1 - 1e-3)``; an exactly
+2. lower, tolerances largest first: every family of ``numeric.search.lower``
+   (trivial, Frobenius K.2, truncated pseudo-inverse and decoded inverse K.3,
+   row-side reconstruction on far rows with a Voronoi, LP-optimal or descent
+   map, grown by the screened greedy and the LP swap search), strongest
+   first, each re-checked with ``exact.certificates.check_lower``; the first
+   one the exact tier verifies wins, so a witness that float rounding spoiled
+   is replaced by the next-best. The strongest row set of a tolerance is
+   offered at the next smaller one and the row-set searches grow it;
+3. upper, tolerances smallest first: ``numeric.search.upper.search_upper``
+   (K.1: SVD baseline, refined factors, rank bisection with warm starts down
+   to L), each re-checked with ``check_upper``; trivial upper (B = A) when
+   nothing verifies. The lowest-rank factors verified at a smaller tolerance
+   are its warm start (``search_upper(warm=...)``: its first best when below
+   the SVD rank, else the compressed start of each trial's second try);
+4. across tolerances (``numeric.search.across``): a tolerance whose L is below
+   a larger tolerance's, or whose U is above a smaller tolerance's, takes that
+   witness, re-checked by the exact tier at its own tolerance (provenance
+   ``lower_from_eps`` / ``upper_from_eps``), so L and U are non-increasing in
+   eps in the output;
+5. attack (item 3): rank ``L - 1`` at ``(eps + alpha)(1 - 1e-3)``; an exactly
    verified success is recorded in ``attack_success`` and warned about
    loudly (callers stop with an error).
+
+A preset with a base (``effort.BASE``: thorough runs default first) runs the
+base's budgets and then its own at each tolerance, each with its own chain of
+row sets and of upper warm starts (the last run is warm-started from the best
+of all runs), and keeps the larger verified L and the smaller verified U (the
+base's on ties) before step 4: never a wider bracket than the base's.
 
 Same input, code, seed and effort give the same cells apart from timing
 fields (issue 12): every search spends counted budgets (``effort.Effort``),
 the random choices of a tolerance come from ``cell_seed(seed, eps)``, and
 the search runs with pinned threads (``threads.pinned_threads``). No clock
 is read: only a stop request (Ctrl-C, ``budget.request_stop``) ends a search
-early, and a cell it ended records ``"capped": true``.
+early, and a cell it ended records ``"capped": true``. After a stop request no
+further tolerance's lower side starts; the tolerances whose lower side ran
+get their upper sides with every budget spent (the SVD baseline or trivial).
 
 Nothing unverified is ever exported: every claim in ``cells`` was verified by
 the exact API before it was written.
@@ -71,7 +89,7 @@ class BracketResult:
     lower: int
     upper: int
     lower_witness: str             # winning family, e.g. "row_reconstruction/far-rows"
-    upper_witness: str             # "factors/refined", "factors/svd", "trivial"
+    upper_witness: str             # "factors/refined", "factors/svd", "trivial", ... (of a carried witness too)
     seconds: float
     slack: float | None
     attack_success: bool | None    # None: not run (L < 2 or attack=False)

@@ -7,16 +7,20 @@ each trial from the best feasible factors (compressed to the trial rank by
 an SVD of ``P Q^T``), then polishes ranks below the best with longer
 schedules; near misses on boundary cells are rounded to dyadic factors
 (``refine.snap_dyadic``). Trials start while the ``Budget`` of Adam steps
-lasts: the reach of the search is counted work, not seconds.
+lasts: the reach of the search is counted work, not seconds. A trial's
+second try starts from the truncated SVD only once the best is no longer
+the truncated SVD itself (before that the first try started from it).
 
 Warm starts across tolerances (issue 17): ``search_upper(warm=(P, Q))`` takes
 the factors verified at a smaller tolerance. They are feasible here too (a
 rank-r witness at eps' is one at every eps >= eps'), so when their rank is
 below the SVD rank they are the bisection's first best (family
 ``factors/warm``) and its trials start from their compressions; otherwise
-their compression replaces the second start of each trial that misses before
-the first success (a repeat of the first start then: the compressed truncated
-SVD is the truncated SVD).
+their compression is the second try of each trial that misses before the
+first success, and the last start of each polish rank that misses
+(MiniLM layer-1 head 3 at eps 1/4: the rank-87 factors of eps 1/10
+compressed to rank 44 reach 0.9998 eps in a polish trial, the truncated
+SVD 1.0078 eps and the compressed rank-45 factors 1.32 eps).
 
 Everything here is float: the exact tier re-checks the chosen factors.
 """
@@ -158,12 +162,13 @@ def _rescue(A, eps, P, Q, err, budget):
 
 
 def _second_start(svd, mid: int, best_is_svd: bool, warm):
-    """The start of a trial's second try: the compressed warm factors while the best is the
-    truncated SVD (the first try then started from it) and they have more than ``mid``
-    columns; else the truncated SVD."""
-    if warm is not None and best_is_svd and warm[1].shape[1] > mid:
-        return compress(*warm, mid)
-    return svd_factors(*svd, mid)
+    """The start of a trial's second try, or None: while the best is the truncated SVD, the first
+    try started from it (compressed, the same product), so the second starts from the compressed
+    ``warm`` factors when they have more than ``mid`` columns, and is skipped otherwise; after
+    that, from the truncated SVD."""
+    if not best_is_svd:
+        return svd_factors(*svd, mid)
+    return compress(*warm, mid) if warm is not None and warm[1].shape[1] > mid else None
 
 
 def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> set:
@@ -180,9 +185,9 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
     while lo < hi and not budget.exhausted:
         mid = (lo + hi) // 2
         P1, Q1, err = refine(A, *compress(*best, mid), eps, iters=iters, device=device, budget=budget)
-        if err > eps:
-            P2, Q2, err2 = refine(A, *_second_start(svd, mid, best_is_svd, warm), eps, iters=iters,
-                                  device=device, budget=budget)
+        second = _second_start(svd, mid, best_is_svd, warm) if err > eps else None
+        if second is not None:
+            P2, Q2, err2 = refine(A, *second, eps, iters=iters, device=device, budget=budget)
             if err2 < err:
                 P1, Q1, err = P2, Q2, err2
         start = hybrid_factors(A, eps, mid) if hybrid and err > eps else None
@@ -201,13 +206,14 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
     return missed
 
 
-def _polish(A, eps, lower, found, missed, svd, budget, iters, device) -> None:
+def _polish(A, eps, lower, found, missed, svd, budget, iters, device, warm=None) -> None:
     """Ranks below the best, ``POLISH_FACTOR`` times the steps, warm-started; near misses snapped.
 
     A rank the bisection missed from both starts gets a fresh start from the
     truncated SVD (its iterate has converged; Adam restarted on it does not
     move); any other rank starts from the compressed factors of the rank
-    above, and a close miss (``RESTART_WINDOW``) is retried from the SVD.
+    above, and a close miss (``RESTART_WINDOW``) is retried from the SVD; a rank still
+    missed is tried again from the compressed ``warm`` factors of a smaller tolerance.
     """
     U, S, Vt = svd
     long = dict(iters=POLISH_FACTOR * iters, device=device, stall_gain=POLISH_STALL_GAIN, budget=budget)
@@ -218,6 +224,10 @@ def _polish(A, eps, lower, found, missed, svd, budget, iters, device) -> None:
         P1, Q1, err = refine(A, *start, eps, **long)
         if eps < err <= eps * (1 + RESTART_WINDOW) and not fresh:
             P2, Q2, err2 = refine(A, *svd_factors(U, S, Vt, k - 1), eps, **long)
+            if err2 < err:
+                P1, Q1, err = P2, Q2, err2
+        if err > eps and warm is not None and warm[1].shape[1] > k - 1 and not budget.exhausted:
+            P2, Q2, err2 = refine(A, *compress(*warm, k - 1), eps, **long)
             if err2 < err:
                 P1, Q1, err = P2, Q2, err2
         P1, Q1, err = _rescue(A, eps, P1, Q1, err, budget)
@@ -261,5 +271,5 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
         found.insert(0, UpperResult(warm[1].shape[1], *warm, row_l1_error(A, *warm), "factors/warm"))
     lo = max(int(lower), 1)
     missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid, warm)
-    _polish(A, eps, lo, found, missed, svd, budget, iters, device)
+    _polish(A, eps, lo, found, missed, svd, budget, iters, device, warm)
     return found
