@@ -131,9 +131,11 @@ def test_effort_seed_and_budgets_are_recorded_in_the_file(tmp_path):
 
 
 def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch, capsys):
-    """The first Ctrl-C (SIGINT, delivered during the first tolerance's upper search) ends that
-    tolerance with the witnesses it has, skips the others, writes the file (every cell in it
-    verified) and exits 130; a second Ctrl-C aborts without writing."""
+    """The first Ctrl-C (SIGINT) ends every search with the witnesses it has and writes the file
+    (every cell in it verified), exit 130: delivered during the first tolerance's lower search,
+    it skips the other tolerances; during the first upper search (lower sides run largest
+    tolerance first, upper sides smallest first), every tolerance is written, with its upper
+    side cut short. A second Ctrl-C aborts without writing."""
     import os
     import signal
 
@@ -144,24 +146,33 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch
     rng = np.random.default_rng(0)
     H = rng.normal(size=(24, 24))
     np.save(tmp_path / "h.npy", H)
-    real = driver.search_upper
+    real, real_lower = driver.search_upper, driver.lower_candidates
 
-    def interrupted(*a, **kw):       # the user presses Ctrl-C while the upper side searches
-        os.kill(os.getpid(), signal.SIGINT)
-        return real(*a, **kw)
+    def once(fn):                    # the user presses Ctrl-C once, during the first call of fn
+        calls = []
 
-    monkeypatch.setattr(driver, "search_upper", interrupted)
+        def interrupted(*a, **kw):
+            if not calls:
+                os.kill(os.getpid(), signal.SIGINT)
+            calls.append(1)
+            return fn(*a, **kw)
+        return interrupted
+
     before = signal.getsignal(signal.SIGINT)
-    out = tmp_path / "b.safetensors"
-    try:
-        rc = cli.main(["--logits", str(tmp_path / "h.npy"), "--eps", "0.1,0.25,0.5", "--out", str(out),
-                       "--no-attack", "--json"])
-    finally:
-        clear_stop()
-    err = capsys.readouterr().err
-    assert rc == cli.EXIT_STOPPED and "stopping" in err and "1 of 3 tolerance(s)" in err
-    reports = verify_file(out)
-    assert len(reports) == 1 and reports[0].verified and reports[0].id.endswith("eps=0.5")
+    for name, fn, kept in (("lower_candidates", real_lower, ["eps=0.5"]),
+                           ("search_upper", real, ["eps=0.1", "eps=0.25", "eps=0.5"])):
+        monkeypatch.setattr(driver, name, once(fn))
+        out = tmp_path / f"b-{name}.safetensors"
+        try:
+            rc = cli.main(["--logits", str(tmp_path / "h.npy"), "--eps", "0.1,0.25,0.5", "--out", str(out),
+                           "--no-attack", "--json"])
+        finally:
+            clear_stop()
+            monkeypatch.setattr(driver, name, fn)
+        err = capsys.readouterr().err
+        assert rc == cli.EXIT_STOPPED and "stopping" in err and f"{len(kept)} of 3 tolerance(s)" in err
+        reports = verify_file(out)
+        assert [r.id.split("/")[-1] for r in reports] == kept and all(r.verified for r in reports)
 
     def twice(*a, **kw):
         os.kill(os.getpid(), signal.SIGINT)

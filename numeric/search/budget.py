@@ -5,8 +5,9 @@ candidate rows) is spent, never on a clock, so a bracket does not depend
 on the load of the machine. No clock is read anywhere: ``SafetyCap``, the
 outer cap of a cell, fires only on ``request_stop`` (the CLI's first Ctrl-C).
 Then every search ends with what it has, ``fired`` turns true, the cell
-records ``"capped": true``, and the driver stops after the current tolerance,
-so a long run writes what it certified so far.
+records ``"capped": true``, and the driver starts no further tolerance (the
+upper sides of those started are cut short), so a long run writes what it
+certified so far.
 
 >>> b = Budget(3); b.spend(2); b.exhausted
 False

@@ -16,9 +16,10 @@ cell's provenance, so the same command reproduces the same file.
 A run whose budgets could take over ten minutes (``effort.expected_seconds``:
 every budget spent, one core), or on a target of a million entries or more,
 announces its expected cost on stderr first. Ctrl-C
-stops it cleanly: the current tolerance ends with the witnesses it has, the
-tolerances not started are skipped, and the file holds every cell certified
-so far (a second Ctrl-C aborts at once, writing nothing).
+stops it cleanly: every search ends with the witnesses it has, the
+tolerances whose lower side had not started are skipped (the others get
+their upper side cut short), and the file holds every cell certified so
+far (a second Ctrl-C aborts at once, writing nothing).
 
 Exit status: 0 all cells written and verified, 1 a verification or an
 attack failed (a soundness bug), 2 bad input, 130 stopped by Ctrl-C after
@@ -109,7 +110,7 @@ def _clean_stop():
         if stop_requested():
             raise KeyboardInterrupt
         request_stop()
-        print(f"{PROG}: stopping: finishing the current tolerance with the witnesses it has "
+        print(f"{PROG}: stopping: finishing the tolerances started with the witnesses they have "
               "(Ctrl-C again aborts without writing)", file=sys.stderr, flush=True)
 
     clear_stop()

@@ -4,32 +4,50 @@
 tightest bracket ``L <= r_eps(A) <= U`` whose witnesses the exact tier
 accepts, and returns bracket-file cells (format v1) with their tensors.
 
-Pipeline per tolerance (MATH.md section 2), tolerances largest first (the
-row set certified at one tolerance is valid at every smaller one and seeds
-its search; output keeps the caller's order):
+Pipeline (MATH.md section 2). Lower sides run largest tolerance first, upper
+sides smallest first, because r_eps(A) is non-increasing in eps: a lower
+witness at one tolerance is valid at every smaller one, an upper witness at
+every larger one (output keeps the caller's order):
 
 1. slack (K.5): for logit targets, ``alpha`` proved by ``exact.slack``; the
    lower side is searched at ``eps + alpha``, the upper side at ``eps - alpha``;
-2. lower: every family of ``numeric.search.lower`` (trivial, Frobenius K.2,
-   truncated pseudo-inverse and decoded inverse K.3, row-side reconstruction
-   on far rows with a Voronoi, LP-optimal or descent map, grown by the
-   screened greedy and the LP swap search), strongest first,
-   each re-checked with ``exact.certificates.check_lower``; the first one the
-   exact tier verifies wins, so a witness that float rounding spoiled is
-   replaced by the next-best;
-3. upper: ``numeric.search.upper.search_upper`` (K.1: SVD baseline, refined
-   factors, rank bisection with warm starts down to L), each re-checked with
-   ``check_upper``; trivial upper (B = A) when nothing verifies;
-4. attack (item 3): rank ``L - 1`` at ``(eps + alpha)(1 - 1e-3)``; an exactly
+2. lower, tolerances largest first: every family of ``numeric.search.lower``
+   (trivial, Frobenius K.2, truncated pseudo-inverse and decoded inverse K.3,
+   row-side reconstruction on far rows with a Voronoi, LP-optimal or descent
+   map, grown by the screened greedy and the LP swap search), strongest
+   first, each re-checked with ``exact.certificates.check_lower``; the first
+   one the exact tier verifies wins, so a witness that float rounding spoiled
+   is replaced by the next-best. The strongest row set of a tolerance is
+   offered at the next smaller one and the row-set searches grow it;
+3. upper, tolerances smallest first: ``numeric.search.upper.search_upper``
+   (K.1: SVD baseline, refined factors, rank bisection with warm starts down
+   to L), each re-checked with ``check_upper``; trivial upper (B = A) when
+   nothing verifies. The lowest-rank factors verified at a smaller tolerance
+   are its warm start (``search_upper(warm=...)``: its first best when below
+   the SVD rank, else the compressed start of each trial's second try);
+4. across tolerances (``numeric.search.across``): a tolerance whose L is below
+   a larger tolerance's, or whose U is above a smaller tolerance's, takes that
+   witness, re-checked by the exact tier at its own tolerance (provenance
+   ``lower_from_eps`` / ``upper_from_eps``), so L and U are non-increasing in
+   eps in the output;
+5. attack (item 3): rank ``L - 1`` at ``(eps + alpha)(1 - 1e-3)``; an exactly
    verified success is recorded in ``attack_success`` and warned about
    loudly (callers stop with an error).
+
+A preset with a base (``effort.BASE``: thorough runs default first) runs the
+base's budgets and then its own at each tolerance, each with its own chain of
+row sets and of upper warm starts (the last run is warm-started from the best
+of all runs), and keeps the larger verified L and the smaller verified U (the
+base's on ties) before step 4: never a wider bracket than the base's.
 
 Same input, code, seed and effort give the same cells apart from timing
 fields (issue 12): every search spends counted budgets (``effort.Effort``),
 the random choices of a tolerance come from ``cell_seed(seed, eps)``, and
 the search runs with pinned threads (``threads.pinned_threads``). No clock
 is read: only a stop request (Ctrl-C, ``budget.request_stop``) ends a search
-early, and a cell it ended records ``"capped": true``.
+early, and a cell it ended records ``"capped": true``. After a stop request no
+further tolerance's lower side starts; the tolerances whose lower side ran
+get their upper sides with every budget spent (the SVD baseline or trivial).
 
 Nothing unverified is ever exported: every claim in ``cells`` was verified by
 the exact API before it was written.
@@ -38,10 +56,11 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from numeric.search.across import LowerPick, UpperPick, carry_lower, carry_upper, exact_lower_witness
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
 from numeric.search.candidate import LowerCandidate, strongest_rows
@@ -70,7 +89,7 @@ class BracketResult:
     lower: int
     upper: int
     lower_witness: str             # winning family, e.g. "row_reconstruction/far-rows"
-    upper_witness: str             # "factors/refined", "factors/svd", "trivial"
+    upper_witness: str             # "factors/refined", "factors/svd", "trivial", ... (of a carried witness too)
     seconds: float
     slack: float | None
     attack_success: bool | None    # None: not run (L < 2 or attack=False)
@@ -105,20 +124,6 @@ class _Target:
     device: str
 
 
-def _exact_lower_witness(c: LowerCandidate):
-    from exact.certificates import FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower
-    from exact.matrix import ExactMatrix
-
-    t = {k: ExactMatrix.from_float64(v) for k, v in c.tensors.items()}
-    if c.kind == "trivial":
-        return TrivialLower()
-    if c.kind == "frobenius":
-        return FrobeniusTail(c.k)
-    if c.kind == "reconstruction":
-        return ReconstructionWitness(t["R"], t["X"], t["L"])
-    return RowReconstructionWitness(t["G"], t["Z"], t["M"])
-
-
 def _lower_json(c: LowerCandidate, names: dict) -> dict:
     if c.kind == "trivial":
         return {"kind": "trivial"}
@@ -127,108 +132,139 @@ def _lower_json(c: LowerCandidate, names: dict) -> dict:
     return {"kind": c.kind, **names}
 
 
-def _lower_side(t: _Target, eps_lo: float, lo_exact, row_start, effort, seed: int, cap: SafetyCap):
+@dataclass(frozen=True)
+class _Tol:
+    """One tolerance: its identity, seed, safety cap and the exact and float targets of both sides."""
+
+    idx: int
+    item: object
+    text: str                      # the tolerance as a rational string
+    cid: str
+    seed: int
+    cap: SafetyCap
+    lo_exact: object               # eps + slack (fmpq)
+    up_exact: object               # eps - slack (fmpq)
+    eps_lo: float
+    eps_up: float
+
+
+def _tol(t: _Target, idx: int, item, eq, id_prefix: str, seed: int) -> _Tol:
+    from exact.rational import to_fmpq
+
+    e = to_fmpq(eq)
+    s = t.slack_q if t.slack_q is not None else e * 0
+    text = rational_string(eq)
+    return _Tol(idx, item, text, f"{id_prefix}/eps={item}", cell_seed(seed, text), SafetyCap(), e + s, e - s,
+                float(eq) + t.slack_f, float(eq) - t.slack_f)
+
+
+def _lower_side(t: _Target, tol: _Tol, row_start, effort):
     """(winning candidate, its exact verdict, strongest row witness) at ``eps + slack``."""
     from exact.certificates import TrivialLower, check_lower
 
-    candidates = lower_candidates(t.A, eps_lo * (1 + LOWER_SAFETY), t.svd, effort, start=row_start,
-                                  seed=seed, cap=cap)
+    candidates = lower_candidates(t.A, tol.eps_lo * (1 + LOWER_SAFETY), t.svd, effort, start=row_start,
+                                  seed=tol.seed, cap=tol.cap)
     for c in candidates:
         if c.rank == 0:
             continue
-        v = check_lower(t.A_exact, _exact_lower_witness(c), lo_exact, c.rank)
+        v = check_lower(t.A_exact, exact_lower_witness(c), tol.lo_exact, c.rank)
         if v.verified:
             return c, v, strongest_rows(candidates)
     c = LowerCandidate(0, "trivial", "trivial")
-    return c, check_lower(t.A_exact, TrivialLower(), lo_exact, 0), strongest_rows(candidates)
+    return c, check_lower(t.A_exact, TrivialLower(), tol.lo_exact, 0), strongest_rows(candidates)
 
 
-def _upper_side(t: _Target, eps_up: float, up_exact, zero, L: int, effort, cap: SafetyCap, cid: str):
-    """(rank, family, verdict, UpperResult or None, truncated-SVD rank) at ``eps - slack``."""
+def _upper_side(t: _Target, tol: _Tol, L: int, effort, warm) -> tuple[UpperPick, int | None]:
+    """(the verified upper side, truncated-SVD rank) at ``eps - slack``; ``warm``: the ``UpperPick``
+    of a smaller tolerance (``from_eps`` set) or None (``upper.search_upper(warm=...)``)."""
     from exact.certificates import TrivialUpper, UpperFactors, check_upper
     from exact.matrix import ExactMatrix
 
     p = min(t.A.shape)
     svd_rank = None
-    if up_exact > 0:
-        ok = np.nonzero(t.svd_errs <= eps_up * (1 - UPPER_SAFETY))[0]
+    if tol.up_exact > 0:
+        ok = np.nonzero(t.svd_errs <= tol.eps_up * (1 - UPPER_SAFETY))[0]
         svd_rank = int(ok[0]) if ok.size else None
         units = effort.upper_units(*t.A.shape, svd_rank if svd_rank is not None else min(t.A.shape))
-        for u in search_upper(t.A, eps_up * (1 - UPPER_SAFETY), Budget(units, cap), lower=L,
-                              svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid)):
+        for u in search_upper(t.A, tol.eps_up * (1 - UPPER_SAFETY), Budget(units, tol.cap), lower=L,
+                              svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid),
+                              warm=(warm.result.P, warm.result.Q) if warm is not None else None):
             v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
-                            up_exact, u.rank)
+                            tol.up_exact, u.rank)
             if v.verified and u.rank < p:
-                return u.rank, f"factors/{u.family.split('/')[-1]}", v, u, svd_rank
-    v = check_upper(t.A_exact, TrivialUpper(), up_exact if up_exact >= 0 else zero, p)
+                fam = f"factors/{u.family.split('/')[-1]}"
+                if fam == "factors/warm":
+                    return replace(warm, verdict=v), svd_rank
+                return UpperPick(u.rank, fam, v, u), svd_rank
+    v = check_upper(t.A_exact, TrivialUpper(), tol.up_exact if tol.up_exact >= 0 else tol.up_exact * 0, p)
     if not v.verified:
-        raise RuntimeError(f"{cid}: the trivial upper witness was refused: {v.reason}")
-    return p, "trivial", v, None, svd_rank
+        raise RuntimeError(f"{tol.cid}: the trivial upper witness was refused: {v.reason}")
+    return UpperPick(p, "trivial", v, None), svd_rank
 
 
-def _attack(t: _Target, L: int, eps_lo: float, lo_exact, upper, lower_family: str, cid: str):
+def _attack(t: _Target, L: int, tol: _Tol, upper, lower_family: str):
     """(success, float error) of the rank-(L - 1) attack; a verified success warns (soundness bug)."""
     from exact.certificates import UpperFactors, check_upper
     from exact.matrix import ExactMatrix
 
-    eps_att = eps_lo * ATTACK_FRACTION
+    eps_att = tol.eps_lo * ATTACK_FRACTION
     warm = (upper.P, upper.Q) if upper is not None else None
     ar = attack_rank(t.A, L - 1, eps_att, t.svd, device=t.device, warm=warm)
     if not ar.success:
         return False, ar.error
     va = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(ar.P), ExactMatrix.from_float64(ar.Q)),
-                     lo_exact, L - 1)
+                     tol.lo_exact, L - 1)
     if va.verified:
-        warnings.warn(f"SOUNDNESS BUG: rank-{L - 1} attack succeeded on {cid} (error {ar.error!r} "
+        warnings.warn(f"SOUNDNESS BUG: rank-{L - 1} attack succeeded on {tol.cid} (error {ar.error!r} "
                       f"<= {eps_att!r}) where L = {L} was certified by {lower_family}",
                       RuntimeWarning, stacklevel=3)
     return bool(va.verified), ar.error
 
 
-def _bracket(t: _Target, item, eq, cid: str, row_start, effort, seed: int, attack: bool):
-    """One tolerance: (cell without id/target, BracketResult, tensors, strongest row witness)."""
-    from exact.rational import format_rational, to_fmpq, to_fraction
+def _runs(effort) -> list:
+    """The presets a search runs at each tolerance: the base preset first (``effort.BASE``), then its own."""
+    return ([effort_budgets(BASE[effort.name])] if effort.name in BASE else []) + [effort]
 
-    t0 = time.perf_counter()
-    cap = SafetyCap()
-    e_exact = to_fmpq(eq)
-    lo_exact = e_exact + t.slack_q if t.slack_q is not None else e_exact
-    up_exact = e_exact - t.slack_q if t.slack_q is not None else e_exact
-    eps_lo, eps_up = float(eq) + t.slack_f, float(eq) - t.slack_f
-    runs, top_rows = [], {}
-    for e in ([effort_budgets(BASE[effort.name])] if effort.name in BASE else []) + [effort]:
-        lower_c, lower_v, top_rows[e.name] = _lower_side(t, eps_lo, lo_exact, (row_start or {}).get(e.name),
-                                                         e, seed, cap)
-        runs.append(((lower_c, lower_v), _upper_side(t, eps_up, up_exact, e_exact * 0, lower_c.rank, e, cap, cid)))
-    # thorough keeps its base preset's witnesses: the larger verified L, the smaller verified U (first on ties)
-    lower_c, lower_v = max((r[0] for r in runs), key=lambda c: c[0].rank)
-    U, U_fam, upper_v, upper, svd_rank = min((r[1] for r in runs), key=lambda u: u[0])
-    L = lower_c.rank
-    if L > U:
-        raise RuntimeError(f"{cid}: verified lower {L} above verified upper {U}: the exact tier is unsound")
-    attack_success, attack_error = None, None
-    if attack and L >= 2:
-        attack_success, attack_error = _attack(t, L, eps_lo, lo_exact, upper, lower_c.family, cid)
-    tensors = {f"{cid}/{k}": arr for k, arr in lower_c.tensors.items()}
-    names = {k: f"{cid}/{k}" for k in lower_c.tensors}
-    U_json = {"kind": "trivial"}
-    if upper is not None:
-        U_json = {"kind": "factors", "P": f"{cid}/P", "Q": f"{cid}/Q"}
-        tensors[f"{cid}/P"], tensors[f"{cid}/Q"] = upper.P, upper.Q
-    margins = [format_rational(v.margin) if v.margin is not None else None for v in (lower_v, upper_v)]
-    search = {"lower_family": lower_c.family, "upper_family": U_fam, "svd_rank": svd_rank,
-              "seconds": round(time.perf_counter() - t0, 3), "device": t.device,
-              "lower_margin": margins[0], "upper_margin": margins[1],
-              "attack_rank": L - 1 if attack_success is not None else None,
-              "attack_eps": repr(eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
-              "attack_error": attack_error, "attack_success": attack_success,
-              "cell_seed": seed, "capped": cap.fired}
-    cell = {"lower": {"rank": int(L), "witness": _lower_json(lower_c, names)},
-            "upper": {"rank": int(U), "witness": U_json}, "search": search}
-    result = BracketResult(item, int(L), int(U), lower_c.family, U_fam, search["seconds"],
-                           float(to_fraction(t.slack_q)) if t.slack_q is not None else None, attack_success,
-                           svd_rank, attack_error, margins[0], margins[1], cap.fired)
-    return cell, result, tensors, top_rows
+
+def _lower_phase(t: _Target, tols: list, effort, clock: dict) -> dict:
+    """Lower sides, largest tolerance first: {idx: [(LowerPick, ...) per run]}; stops after a stop request.
+
+    Each run keeps its own chain of row sets across tolerances (a base run's witnesses are those a
+    base search finds); the strongest row witness of a tolerance seeds the next smaller one."""
+    out, row_start = {}, {}
+    for tol in tols:
+        t0 = time.perf_counter()
+        out[tol.idx] = []
+        for e in _runs(effort):
+            c, v, top = _lower_side(t, tol, row_start.get(e.name), e)
+            out[tol.idx].append(LowerPick(c, v))
+            row_start[e.name] = top if top is not None else row_start.get(e.name)
+        clock[tol.idx] = time.perf_counter() - t0
+        if stop_requested():
+            break   # a clean stop: the tolerances done so far, the current one with what it had
+    return out
+
+
+def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict) -> dict:
+    """Upper sides, smallest tolerance first: {idx: (UpperPick per run, svd rank)}.
+
+    Run i is warm-started (``search_upper(warm=...)``) with the lowest-rank factors that runs
+    0..i verified at smaller tolerances, so a base run sees only its own (its witnesses are a
+    base search's) and the last run the best of all."""
+    out, chain = {}, [None] * len(_runs(effort))
+    for tol in reversed(tols):
+        t0 = time.perf_counter()
+        picks = []
+        for i, e in enumerate(_runs(effort)):
+            pick, svd_rank = _upper_side(t, tol, lowers[tol.idx][i].cand.rank, e, chain[i])
+            picks.append(pick)
+        for i in range(len(chain)):
+            for pick in picks[:i + 1]:
+                if pick.result is not None and (chain[i] is None or pick.rank < chain[i].rank):
+                    chain[i] = replace(pick, from_eps=pick.from_eps or tol.text)
+        out[tol.idx] = (picks, svd_rank)
+        clock[tol.idx] += time.perf_counter() - t0
+    return out
 
 
 def _target(A: np.ndarray, logits, device, id_prefix: str):
@@ -261,6 +297,53 @@ def _run_provenance(effort, seed: int) -> dict:
             "threads": SEARCH_THREADS, "versions": package_versions(), "code": code_version()}
 
 
+def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack: bool, seconds: float):
+    """(cell without id/target, BracketResult, tensors) of one tolerance's chosen sides; runs the attack."""
+    from exact.rational import format_rational, to_fraction
+
+    t0 = time.perf_counter()
+    L, U, cid = low.cand.rank, up.rank, tol.cid
+    if L > U:
+        raise RuntimeError(f"{cid}: verified lower {L} above verified upper {U}: the exact tier is unsound")
+    attack_success, attack_error = None, None
+    if attack and L >= 2:
+        attack_success, attack_error = _attack(t, L, tol, up.result, low.cand.family)
+    tensors = {f"{cid}/{k}": arr for k, arr in low.cand.tensors.items()}
+    names = {k: f"{cid}/{k}" for k in low.cand.tensors}
+    U_json = {"kind": "trivial"}
+    if up.result is not None:
+        U_json = {"kind": "factors", "P": f"{cid}/P", "Q": f"{cid}/Q"}
+        tensors[f"{cid}/P"], tensors[f"{cid}/Q"] = up.result.P, up.result.Q
+    margins = [format_rational(v.margin) if v.margin is not None else None for v in (low.verdict, up.verdict)]
+    search = {"lower_family": low.cand.family, "upper_family": up.family, "svd_rank": svd_rank,
+              "lower_from_eps": low.from_eps, "upper_from_eps": up.from_eps,
+              "seconds": round(seconds + time.perf_counter() - t0, 3), "device": t.device,
+              "lower_margin": margins[0], "upper_margin": margins[1],
+              "attack_rank": L - 1 if attack_success is not None else None,
+              "attack_eps": repr(tol.eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
+              "attack_error": attack_error, "attack_success": attack_success,
+              "cell_seed": tol.seed, "capped": tol.cap.fired}
+    cell = {"lower": {"rank": int(L), "witness": _lower_json(low.cand, names)},
+            "upper": {"rank": int(U), "witness": U_json}, "search": search}
+    result = BracketResult(tol.item, int(L), int(U), low.cand.family, up.family, search["seconds"],
+                           float(to_fraction(t.slack_q)) if t.slack_q is not None else None, attack_success,
+                           svd_rank, attack_error, margins[0], margins[1], tol.cap.fired)
+    return cell, result, tensors
+
+
+def _chosen(t: _Target, tols: list, lowers: dict, uppers: dict, clock: dict) -> list:
+    """Per tolerance (largest first), the larger verified L of its runs (first on ties) and the
+    smaller verified U, then both carried across tolerances (``across``): [(LowerPick, UpperPick)]."""
+    t0 = time.perf_counter()
+    low = [max(lowers[s.idx], key=lambda p: p.cand.rank) for s in tols]
+    up = [min(uppers[s.idx][0], key=lambda p: p.rank) for s in reversed(tols)]
+    low = carry_lower(t.A_exact, low, [s.lo_exact for s in tols], [s.text for s in tols])
+    up = carry_upper(t.A_exact, up, [s.up_exact for s in reversed(tols)], [s.text for s in reversed(tols)])
+    if tols:
+        clock[tols[-1].idx] += time.perf_counter() - t0
+    return list(zip(low, reversed(up)))
+
+
 def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", device=None,
                     attack: bool = True, provenance: dict | None = None, effort=DEFAULT_EFFORT,
                     seed: int = 0) -> SearchOutput:
@@ -283,23 +366,20 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     run_prov = _run_provenance(effort, seed)
     with pinned_threads():
         t, tensors, target = _target(A, logits, device, id_prefix)
+        # lower sides largest tolerance first, upper sides smallest first, then both carried across
+        tols = [_tol(t, i, eps_items[i], eps_q[i], id_prefix, seed)
+                for i in sorted(range(len(eps_q)), key=lambda i: -eps_q[i])]
+        clock = {}
+        lowers = _lower_phase(t, tols, effort, clock)
+        tols = [s for s in tols if s.idx in lowers]
+        uppers = _upper_phase(t, tols, lowers, effort, clock)
         cells, results = {}, {}
-        row_start = None
-        # largest tolerance first: a row-side lower witness found there stays valid at every
-        # smaller tolerance, and the row-set searches grow it (``lower_candidates(start=...)``)
-        for idx in sorted(range(len(eps_q)), key=lambda i: -eps_q[i]):
-            item, eq = eps_items[idx], eps_q[idx]
-            cid = f"{id_prefix}/eps={item}"
-            eps_text = rational_string(eq)
-            cell, results[idx], cell_tensors, top = _bracket(t, item, eq, cid, row_start, effort,
-                                                            cell_seed(seed, eps_text), attack)
-            row_start = {k: v if v is not None else (row_start or {}).get(k) for k, v in top.items()}
+        for s, (low, up) in zip(tols, _chosen(t, tols, lowers, uppers, clock)):
+            cell, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack, clock[s.idx])
             tensors.update(cell_tensors)
             prov = {"search": {**cell.pop("search"), **run_prov}}
             prov.update(provenance or {})
-            cells[idx] = {"id": cid, "eps": eps_text, "target": dict(target), **cell, "provenance": prov}
-            if stop_requested():
-                break   # a clean stop: the tolerances done so far, the current one with what it had
+            cells[s.idx] = {"id": s.cid, "eps": s.text, "target": dict(target), **cell, "provenance": prov}
     order = [i for i in range(len(eps_q)) if i in cells]
     run_prov["stopped"] = len(order) < len(eps_q) or stop_requested()
     run_prov["capped"] = [cells[i]["id"] for i in order if results[i].capped]

@@ -7,7 +7,20 @@ each trial from the best feasible factors (compressed to the trial rank by
 an SVD of ``P Q^T``), then polishes ranks below the best with longer
 schedules; near misses on boundary cells are rounded to dyadic factors
 (``refine.snap_dyadic``). Trials start while the ``Budget`` of Adam steps
-lasts: the reach of the search is counted work, not seconds.
+lasts: the reach of the search is counted work, not seconds. A trial's
+second try starts from the truncated SVD only once the best is no longer
+the truncated SVD itself (before that the first try started from it).
+
+Warm starts across tolerances (issue 17): ``search_upper(warm=(P, Q))`` takes
+the factors verified at a smaller tolerance. They are feasible here too (a
+rank-r witness at eps' is one at every eps >= eps'), so when their rank is
+below the SVD rank they are the bisection's first best (family
+``factors/warm``) and its trials start from their compressions; otherwise
+their compression is the second try of each trial that misses before the
+first success, and the last start of each polish rank that misses
+closely (MiniLM layer-1 head 3 at eps 1/4: the rank-87 factors of eps 1/10
+compressed to rank 44 reach 0.9998 eps in a polish trial, the truncated
+SVD 1.0078 eps and the compressed rank-45 factors 1.32 eps).
 
 Everything here is float: the exact tier re-checks the chosen factors.
 """
@@ -148,22 +161,33 @@ def _rescue(A, eps, P, Q, err, budget):
     return P, Q, err
 
 
-def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False) -> set:
+def _second_start(svd, mid: int, best_is_svd: bool, warm):
+    """The start of a trial's second try, or None: while the best is the truncated SVD, the first
+    try started from it (compressed, the same product), so the second starts from the compressed
+    ``warm`` factors when they have more than ``mid`` columns, and is skipped otherwise; after
+    that, from the truncated SVD."""
+    if not best_is_svd:
+        return svd_factors(*svd, mid)
+    return compress(*warm, mid) if warm is not None and warm[1].shape[1] > mid else None
+
+
+def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> set:
     """Rank bisection in ``[lo, found[0].rank)``; feasible ranks go to the front of ``found``.
 
     Each trial starts from the compressed best factors and, when it misses,
-    again from the truncated SVD, and with ``hybrid`` from ``hybrid_factors``.
-    Returns the ranks missed from every start.
+    again from the truncated SVD (or ``warm``, ``_second_start``), and with
+    ``hybrid`` from ``hybrid_factors``. Returns the ranks missed from every start.
     """
-    U, S, Vt = svd
     hi = found[0].rank
     best = (found[0].P, found[0].Q)
+    best_is_svd = found[0].family == "svd"
     missed = set()
     while lo < hi and not budget.exhausted:
         mid = (lo + hi) // 2
         P1, Q1, err = refine(A, *compress(*best, mid), eps, iters=iters, device=device, budget=budget)
-        if err > eps:
-            P2, Q2, err2 = refine(A, *svd_factors(U, S, Vt, mid), eps, iters=iters, device=device, budget=budget)
+        second = _second_start(svd, mid, best_is_svd, warm) if err > eps else None
+        if second is not None:
+            P2, Q2, err2 = refine(A, *second, eps, iters=iters, device=device, budget=budget)
             if err2 < err:
                 P1, Q1, err = P2, Q2, err2
         start = hybrid_factors(A, eps, mid) if hybrid and err > eps else None
@@ -174,7 +198,7 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False)
         P1, Q1, err = _rescue(A, eps, P1, Q1, err, budget)
         if err <= eps:
             hi = mid
-            best = (P1, Q1)
+            best, best_is_svd = (P1, Q1), False
             found.insert(0, UpperResult(mid, P1, Q1, err, "factors/refined"))
         else:
             missed.add(mid)
@@ -182,13 +206,16 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False)
     return missed
 
 
-def _polish(A, eps, lower, found, missed, svd, budget, iters, device) -> None:
+def _polish(A, eps, lower, found, missed, svd, budget, iters, device, warm=None) -> None:
     """Ranks below the best, ``POLISH_FACTOR`` times the steps, warm-started; near misses snapped.
 
     A rank the bisection missed from both starts gets a fresh start from the
     truncated SVD (its iterate has converged; Adam restarted on it does not
     move); any other rank starts from the compressed factors of the rank
-    above, and a close miss (``RESTART_WINDOW``) is retried from the SVD.
+    above, and a close miss (``RESTART_WINDOW``) is retried from the SVD; a rank still
+    missed closely is tried again from the compressed ``warm`` factors of a smaller
+    tolerance (a far miss is not: on MiniLM layer-1 head 3 at eps 1/2 that try doubled the
+    default upper work and won nothing).
     """
     U, S, Vt = svd
     long = dict(iters=POLISH_FACTOR * iters, device=device, stall_gain=POLISH_STALL_GAIN, budget=budget)
@@ -199,6 +226,11 @@ def _polish(A, eps, lower, found, missed, svd, budget, iters, device) -> None:
         P1, Q1, err = refine(A, *start, eps, **long)
         if eps < err <= eps * (1 + RESTART_WINDOW) and not fresh:
             P2, Q2, err2 = refine(A, *svd_factors(U, S, Vt, k - 1), eps, **long)
+            if err2 < err:
+                P1, Q1, err = P2, Q2, err2
+        if eps < err <= eps * (1 + RESTART_WINDOW) and warm is not None and warm[1].shape[1] > k - 1 \
+                and not budget.exhausted:
+            P2, Q2, err2 = refine(A, *compress(*warm, k - 1), eps, **long)
             if err2 < err:
                 P1, Q1, err = P2, Q2, err2
         P1, Q1, err = _rescue(A, eps, P1, Q1, err, budget)
@@ -214,7 +246,7 @@ def _polish(A, eps, lower, found, missed, svd, budget, iters, device) -> None:
 
 
 def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, svd=None, device=None,
-                 iters: int = DEFAULT_ITERS, hybrid: bool = False) -> list[UpperResult]:
+                 iters: int = DEFAULT_ITERS, hybrid: bool = False, warm=None) -> list[UpperResult]:
     """Float-feasible upper witnesses at tolerance ``eps``, best (lowest rank) first.
 
     The list always ends with the SVD baseline rank (or is empty when no
@@ -222,6 +254,8 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     Bisection over ranks in ``[max(lower, 1), k_svd - 1]`` with warm starts,
     then the polish; a trial starts only while ``budget`` (Adam work units, ``refine.step_work``) lasts.
     ``hybrid``: bisection trials that miss from both usual starts also start from ``hybrid_factors``.
+    ``warm``: factors (P, Q) found at a smaller tolerance (module docstring); offered as
+    ``factors/warm`` when within eps in float and below the SVD rank.
     Rank 0 is returned directly (B = 0) when no singular direction is needed.
     """
     if svd is None:
@@ -236,7 +270,9 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
         return [UpperResult(0, np.zeros((A.shape[0], 0)), np.zeros((A.shape[1], 0)), errs[0], "zero")]
     P, Q = svd_factors(*svd, k_svd)
     found = [UpperResult(k_svd, P, Q, row_l1_error(A, P, Q), "svd")]
+    if warm is not None and 0 < warm[1].shape[1] < k_svd and row_l1_error(A, *warm) <= eps:
+        found.insert(0, UpperResult(warm[1].shape[1], *warm, row_l1_error(A, *warm), "factors/warm"))
     lo = max(int(lower), 1)
-    missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid)
-    _polish(A, eps, lo, found, missed, svd, budget, iters, device)
+    missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid, warm)
+    _polish(A, eps, lo, found, missed, svd, budget, iters, device, warm)
     return found
