@@ -184,8 +184,8 @@ def test_comparisons_border_their_base_and_agree_with_direct_fits(monkeypatch):
             for k in ("source", "head") for d in (False, True)]
     specs = [s for c in COMPS + more for s in c.specs()]
     calls = []
-    real = C.fit_folds
-    monkeypatch.setattr(C, "fit_folds", lambda *a: calls.append(a[0].shape[1]) or real(*a))
+    real = C.complete_fits
+    monkeypatch.setattr(C, "complete_fits", lambda *a: calls.append(a[0].shape[1]) or real(*a))
     got = [C.family_maes(data, rows, s, 4, cached) for s in specs]
     assert len(calls) < 2 * len(set(specs))                 # two families: some specs were bordered                     # some specs were bordered
     for s, g in zip(specs, got):

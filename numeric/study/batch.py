@@ -34,7 +34,7 @@ import numpy as np
 
 from numeric.study.fit import ALPHAS
 
-__all__ = ["FoldFits", "fit_folds", "weighted_cross_fit", "weighted_mae"]
+__all__ = ["FoldFits", "complete_fits", "fit_folds", "weighted_cross_fit", "weighted_mae"]
 
 
 def _fold_moments(X0: np.ndarray, w: np.ndarray, fold: np.ndarray, ks: np.ndarray, B0=None):
@@ -107,7 +107,7 @@ class FoldFits:
         Xa0 = _shifted(Xa)
         if Xa0.shape[1] == 0:
             return replace(self, is_bordered=True)
-        Na, Sa, Maa, Mba = _fold_moments(Xa0, self.w, self.fold, self.ks, self.X0)
+        _, Sa, Maa, Mba = _fold_moments(Xa0, self.w, self.fold, self.ks, self.X0)
         mean_a = Sa / self.N[:, None]
         cov_a = Maa / self.N[:, None, None] - mean_a[:, :, None] * mean_a[:, None, :]
         isd_a = _inverse_sd(cov_a)
@@ -178,6 +178,17 @@ def fit_folds(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray, ks:
     return FoldFits(X0, w, fold, ks, W, N, mean, isd, V, inv, ZV, yc, y_mean, vty, hat, fitted)
 
 
+def complete_fits(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray) -> FoldFits | None:
+    """``fit_folds`` over the folds of ``fold`` when X has columns and no gap (None otherwise: the
+    cases ``weighted_cross_fit`` handles on its own); ``ValueError`` under 2 folds."""
+    ks = np.unique(fold)
+    if ks.size < 2:
+        raise ValueError("cross-fitting needs at least 2 folds")
+    if X.shape[1] == 0 or not np.isfinite(X).all():
+        return None
+    return fit_folds(X, y, w, fold, ks)
+
+
 def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
     """Held-out predictions of every row: row ``i`` (``weights[i]`` copies, in fold ``fold[i]``) is
     predicted by the ridge fitted on the other folds' rows with their weights.
@@ -186,18 +197,17 @@ def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
     training medians are those of the expanded column)."""
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     w, fold = np.asarray(weights, dtype=np.float64), np.asarray(fold)
+    fits = complete_fits(X, y, w, fold)
+    if fits is not None:
+        return fits.held_out()
     ks = np.unique(fold)
-    if ks.size < 2:
-        raise ValueError("cross-fitting needs at least 2 folds")
     if X.shape[1] == 0:
         pred = np.empty_like(y)
         for f in ks:
             tr = fold != f
             pred[fold == f] = np.sum(w[tr] * y[tr]) / np.sum(w[tr])
         return pred
-    if not np.isfinite(X).all():
-        return _expanded_cross_fit(X, y, w, fold, ks)
-    return fit_folds(X, y, w, fold, ks).held_out()
+    return _expanded_cross_fit(X, y, w, fold, ks)
 
 
 def _expanded_cross_fit(X, y, w, fold, ks) -> np.ndarray:

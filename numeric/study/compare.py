@@ -17,7 +17,7 @@ import numpy as np
 
 from numeric.geometry.blas import one_blas_thread
 from numeric.study.data import StudyData
-from numeric.study.batch import fit_folds, weighted_cross_fit, weighted_mae
+from numeric.study.batch import complete_fits, weighted_cross_fit, weighted_mae
 from numeric.study.fit import FOLDS, fold_indices
 
 __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare", "resample_rows",
@@ -104,38 +104,39 @@ def family_maes(data: StudyData, rows: np.ndarray, spec: tuple, folds: int = FOL
         r = rows[data.families[rows] == f]
         uniq, inverse = np.unique(r, return_inverse=True)
         w = np.bincount(inverse).astype(np.float64)
-        X, y, heads = cache.matrix(cols, uniq), data.y[uniq], data.heads[uniq]
+        y, heads = data.y[uniq], data.heads[uniq]
         if demean:
-            X, y = _weighted_demeaned(X, heads, w), _weighted_demeaned(y, heads, w)
+            y = _weighted_demeaned(y, heads, w)
+
+        def design(c, uniq=uniq, heads=heads, w=w):   # the draw's matrix of columns c (demeaned with y)
+            X = cache.matrix(c, uniq)
+            return _weighted_demeaned(X, heads, w) if demean else X
+
         groups = data.heads[r] if clusters == "head" else data.sources[r]
         k = np.unique(heads).size if clusters == "head" else folds
         key = (f, clusters, k)
         if key not in cache.folds:
             cache.folds[key] = _draw_folds(groups, k, inverse, uniq.size)
         fold = cache.folds[key]
-        out[f] = weighted_mae(y, _held_out(cache, key + (demean,), cols, uniq, X, y, w, fold, k), w)
+        out[f] = weighted_mae(y, _held_out(cache, key + (demean,), cols, design, y, w, fold, k), w)
     return out
 
 
-def _held_out(cache, key, cols, uniq, X, y, w, fold, k) -> np.ndarray:
-    """``weighted_cross_fit(X, y, w, fold, k)``; when the fits of a model with a subset of
-    ``cols`` are cached under ``key`` (same draw, family, folds, demeaning), ``cols`` is that
+def _held_out(cache, key, cols, design, y, w, fold, k) -> np.ndarray:
+    """``weighted_cross_fit(design(cols), y, w, fold, k)``; when the fits of a model with a subset
+    of ``cols`` are cached under ``key`` (same draw, family, folds, demeaning), ``cols`` is that
     model bordered with the other columns (``FoldFits.bordered``: no eigendecomposition)."""
-    if X.shape[1] == 0 or not np.isfinite(X).all():
-        return weighted_cross_fit(X, y, w, fold, k)
     fits = cache.fits.setdefault(key, [])
-    bases = [(len(c), c, fit) for c, fit in fits if c < set(cols)]
+    bases = [(c, fit) for c, fit in fits if c < set(cols)]
     if bases:
-        _, base_cols, base = max(bases, key=lambda b: b[0])
-        added = tuple(c for c in cols if c not in base_cols)
-        Xa = cache.matrix(added, uniq)
-        if key[-1]:
-            Xa = _weighted_demeaned(Xa, cache.data.heads[uniq], w)
-        return base.bordered(Xa).held_out()
-    ks = np.unique(fold)
-    if ks.size < 2:
-        return weighted_cross_fit(X, y, w, fold, k)   # its error
-    fit = fit_folds(X, y, w, fold, ks)
+        base_cols, base = max(bases, key=lambda b: len(b[0]))
+        Xa = design(tuple(c for c in cols if c not in base_cols))
+        if np.isfinite(Xa).all():
+            return base.bordered(Xa).held_out()
+    X = design(cols)
+    fit = complete_fits(X, y, w, fold)
+    if fit is None:
+        return weighted_cross_fit(X, y, w, fold, k)
     fits.append((frozenset(cols), fit))
     return fit.held_out()
 
