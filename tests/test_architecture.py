@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("exact", "numeric", "oracles", "proofs_checks")
+PROJECT = ("exact", "numeric", "oracles", "proofs_checks", "softrank")
 #: package -> project packages it may import (prefix match on the imported module)
 #: ``numeric.bracketwriter`` (numpy and safetensors only) is the one float-tier module every producer may use.
 ALLOWED = {
@@ -21,6 +21,9 @@ ALLOWED = {
     "numeric.panel": ("exact", "numeric.heads", "numeric.search", "numeric.geometry", "numeric.panel",
                       "numeric.bracketwriter"),
     "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study"),
+    # the Python front door sits on top: it may use every tier below it, and nothing imports it
+    "softrank": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "oracles", "proofs_checks",
+                 "softrank"),
 }
 FORBIDDEN_IN_CORE = ("torch", "transformers", "scipy", "sklearn", "highspy", "numeric")
 
@@ -72,6 +75,13 @@ def test_nothing_below_the_panel_imports_it():
            for pkg in ("exact", "oracles", "proofs_checks", "numeric.heads", "numeric.search", "numeric.geometry")
            for p in _modules(pkg) for name in _imports(p)
            if name == "numeric.panel" or name.startswith("numeric.panel.")]
+    assert not bad, "\n".join(bad)
+
+
+def test_nothing_imports_the_front_door():
+    bad = [f"{p.relative_to(ROOT)} imports {name}"
+           for pkg in ("exact", "numeric", "oracles", "proofs_checks")
+           for p in _modules(pkg) for name in _imports(p) if name.split(".")[0] == "softrank"]
     assert not bad, "\n".join(bad)
 
 

@@ -168,12 +168,13 @@ def _forward(loaded: LoadedModel, source):
     import torch
 
     model = loaded.model
+    device = next(model.parameters()).device       # a model the caller holds may live on a GPU
     with torch.no_grad():
         if loaded.family == "vit":
             px = torch.from_numpy(np.asarray(source.pixel_values, dtype=np.float32))[None]
-            out = model(pixel_values=px.to(model.dtype), output_attentions=True)
+            out = model(pixel_values=px.to(device=device, dtype=model.dtype), output_attentions=True)
         else:
-            ids = torch.tensor([list(source.input_ids)], dtype=torch.long)
+            ids = torch.tensor([list(source.input_ids)], dtype=torch.long, device=device)
             kw = {"use_cache": False} if loaded.family == "decoder" else {}
             out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True, **kw)
     return getattr(out, "attentions", None)

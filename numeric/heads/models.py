@@ -132,7 +132,7 @@ def _state_sha256(model) -> str:
     h = hashlib.sha256()
     for name, t in sorted(model.state_dict().items()):
         h.update(name.encode())
-        h.update(t.detach().to(torch.float64).contiguous().numpy().tobytes())
+        h.update(t.detach().to(device="cpu", dtype=torch.float64).contiguous().numpy().tobytes())
     return h.hexdigest()
 
 

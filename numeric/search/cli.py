@@ -28,21 +28,19 @@ writing what was certified.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from numeric.heads.extract import softmax_rows
+from numeric.search import front
 
 PROG = "python -m numeric bracket"
 #: Runs whose budgets could take longer than this (seconds), or targets of at least
-#: ``ANNOUNCE_ENTRIES`` entries, announce their expected cost first.
-ANNOUNCE_SECONDS = 600.0
-ANNOUNCE_ENTRIES = 1024 * 1024
+#: ``ANNOUNCE_ENTRIES`` entries, announce their expected cost first (``numeric.search.front``).
+ANNOUNCE_SECONDS, ANNOUNCE_ENTRIES = front.ANNOUNCE_SECONDS, front.ANNOUNCE_ENTRIES
 EXIT_STOPPED = 130
 
 
@@ -101,34 +99,13 @@ def _seed(text: str) -> int:
     return int(text)
 
 
-@contextlib.contextmanager
 def _clean_stop():
     """First Ctrl-C: ``budget.request_stop`` (the search ends with what it has); second: abort."""
-    from numeric.search.budget import clear_stop, request_stop, stop_requested
-
-    def handler(signum, frame):
-        if stop_requested():
-            raise KeyboardInterrupt
-        request_stop()
-        print(f"{PROG}: stopping: finishing the tolerances started with the witnesses they have "
-              "(Ctrl-C again aborts without writing)", file=sys.stderr, flush=True)
-
-    clear_stop()
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    return front.clean_stop(PROG)
 
 
 def _announce(effort, shape, tolerances: int) -> None:
-    from numeric.search.effort import effort_budgets, expected_seconds
-
-    sec = expected_seconds(effort, *shape, tolerances)
-    if sec > ANNOUNCE_SECONDS or shape[0] * shape[1] >= ANNOUNCE_ENTRIES:
-        print(f"{PROG}: {shape[0]} x {shape[1]} at effort {effort_budgets(effort).name}, {tolerances} "
-              f"tolerance(s): expected cost up to about {sec / 60:.0f} min on one core (every budget spent); "
-              "Ctrl-C stops cleanly and writes what is certified", file=sys.stderr, flush=True)
+    front.announce(PROG, effort, shape, tolerances, stop="Ctrl-C stops cleanly and writes what is certified")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,24 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-#: Work limit of the re-check of the file this command has just written (``exact.limits``): the
-#: file is its own, not a hostile one, so the default limit (2^35 units, about a minute) is raised
-#: 32-fold, enough for rank-1000 factors of the largest legal target, 4096 x 4096.
-OWN_FILE_WORK = 2**40
-
-
-def _self_check(path):
-    """``{cell id: report}`` of the exact tier on the file just written, or None (one-line error)."""
-    from exact.errors import CertificateError
-    from exact.verify import verify_file
-
-    try:
-        return {r.id: r for r in verify_file(path, max_work=OWN_FILE_WORK)}
-    except (CertificateError, MemoryError) as exc:
-        print(f"{PROG}: error: {path} is written but its exact re-check stopped: "
-              f"{str(exc) or type(exc).__name__}; run python -m exact verify {path} --max-work N",
-              file=sys.stderr)
-        return None
+#: Work limit of the re-check of the file this command has just written (``front.OWN_FILE_WORK``).
+OWN_FILE_WORK = front.OWN_FILE_WORK
 
 
 def main(argv=None) -> int:
@@ -190,16 +151,13 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 
-    from numeric.search.export import write_bracket_file
-    from numeric.search.driver import search_brackets
-
     _announce(effort, A.shape, len(eps_items))
+    target = front.Target(A, logits, args.id_prefix, {"input": str(args.logits or args.matrix),
+                                                      "input_kind": "logits" if args.logits else "matrix"})
     try:
         with _clean_stop():
-            out = search_brackets(A, eps_items, logits=logits, id_prefix=args.id_prefix, device=args.device,
-                                  attack=not args.no_attack, effort=effort, seed=seed,
-                                  provenance={"input": str(args.logits or args.matrix),
-                                              "input_kind": "logits" if args.logits else "matrix"})
+            (out,) = front.search_targets([target], eps_items, effort=effort, seed=seed, device=args.device,
+                                          attack=not args.no_attack)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
@@ -207,10 +165,11 @@ def main(argv=None) -> int:
         print(f"{PROG}: aborted: nothing written", file=sys.stderr)
         return EXIT_STOPPED
     stopped = bool(out.provenance.get("stopped"))
-    path = write_bracket_file(args.out, out.cells, out.tensors)
-
-    reports = _self_check(path)
+    checked = front.write_checked(args.out, [out], max_work=OWN_FILE_WORK)
+    path, reports = checked.path, checked.reports
     if reports is None:
+        print(f"{PROG}: error: {path} is written but its exact re-check stopped: {checked.error}; "
+              f"run python -m exact verify {path} --max-work N", file=sys.stderr)
         return 1
     bad = False
     rows = []

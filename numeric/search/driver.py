@@ -226,7 +226,7 @@ def _runs(effort) -> list:
     return ([effort_budgets(BASE[effort.name])] if effort.name in BASE else []) + [effort]
 
 
-def _lower_phase(t: _Target, tols: list, effort, clock: dict) -> dict:
+def _lower_phase(t: _Target, tols: list, effort, clock: dict, on_step=None) -> dict:
     """Lower sides, largest tolerance first: {idx: [(LowerPick, ...) per run]}; stops after a stop request.
 
     Each run keeps its own chain of row sets across tolerances (a base run's witnesses are those a
@@ -240,12 +240,14 @@ def _lower_phase(t: _Target, tols: list, effort, clock: dict) -> dict:
             out[tol.idx].append(LowerPick(c, v))
             row_start[e.name] = top if top is not None else row_start.get(e.name)
         clock[tol.idx] = time.perf_counter() - t0
+        if on_step is not None:
+            on_step(f"lower eps={tol.text}")
         if stop_requested():
             break   # a clean stop: the tolerances done so far, the current one with what it had
     return out
 
 
-def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict) -> dict:
+def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict, on_step=None) -> dict:
     """Upper sides, smallest tolerance first: {idx: (UpperPick per run, svd rank)}.
 
     Run i is warm-started (``search_upper(warm=...)``) with the lowest-rank factors that runs
@@ -264,6 +266,8 @@ def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict) -> d
                     chain[i] = replace(pick, from_eps=pick.from_eps or tol.text)
         out[tol.idx] = (picks, svd_rank)
         clock[tol.idx] += time.perf_counter() - t0
+        if on_step is not None:
+            on_step(f"upper eps={tol.text}")
     return out
 
 
@@ -289,11 +293,11 @@ def _target(A: np.ndarray, logits, device, id_prefix: str):
     return t, tensors, target
 
 
-def _run_provenance(effort, seed: int) -> dict:
+def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> dict:
     """What produced a run: effort preset and budgets, seed, search tolerances, threads, versions."""
     return {"effort": effort.name, "base_effort": BASE.get(effort.name), "budgets": effort.budgets(), "seed": seed,
             "tolerances": {"lower_safety": LOWER_SAFETY, "upper_safety": UPPER_SAFETY,
-                           "attack_fraction": ATTACK_FRACTION, "stochastic_tol": STOCHASTIC_TOL},
+                           "attack_fraction": ATTACK_FRACTION, "stochastic_tol": row_tol},
             "threads": SEARCH_THREADS, "versions": package_versions(), "code": code_version()}
 
 
@@ -346,7 +350,7 @@ def _chosen(t: _Target, tols: list, lowers: dict, uppers: dict, clock: dict) -> 
 
 def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", device=None,
                     attack: bool = True, provenance: dict | None = None, effort=DEFAULT_EFFORT,
-                    seed: int = 0) -> SearchOutput:
+                    seed: int = 0, row_tol: float = STOCHASTIC_TOL, on_step=None) -> SearchOutput:
     """Search, exactly re-check and package brackets for ``matrix`` at each tolerance.
 
     ``matrix``: m x n row-stochastic float64; ``logits``: optional float64 with
@@ -355,24 +359,27 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     Fraction, str). ``effort``: a preset name of ``numeric.search.effort`` or
     an ``Effort``; ``seed``: the cell's seed (``effort.cell_seed`` of its
     identity), from which each tolerance draws ``cell_seed(seed, eps)``.
-    Raises ValueError on bad input.
+    ``row_tol``: the row-sum tolerance of ``validate_matrix`` (wider only for
+    half-precision inputs); ``on_step``: called with a short label after each
+    tolerance's lower side and each upper side (progress bars; it never
+    changes the search). Raises ValueError on bad input.
     """
     effort = effort_budgets(effort)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    A = validate_matrix(matrix)
+    A = validate_matrix(matrix, row_tol=row_tol)
     eps_items = list(eps_list)
     eps_q = [parse_eps(e) for e in eps_items]
-    run_prov = _run_provenance(effort, seed)
+    run_prov = _run_provenance(effort, seed, row_tol)
     with pinned_threads():
         t, tensors, target = _target(A, logits, device, id_prefix)
         # lower sides largest tolerance first, upper sides smallest first, then both carried across
         tols = [_tol(t, i, eps_items[i], eps_q[i], id_prefix, seed)
                 for i in sorted(range(len(eps_q)), key=lambda i: -eps_q[i])]
         clock = {}
-        lowers = _lower_phase(t, tols, effort, clock)
+        lowers = _lower_phase(t, tols, effort, clock, on_step)
         tols = [s for s in tols if s.idx in lowers]
-        uppers = _upper_phase(t, tols, lowers, effort, clock)
+        uppers = _upper_phase(t, tols, lowers, effort, clock, on_step)
         cells, results = {}, {}
         for s, (low, up) in zip(tols, _chosen(t, tols, lowers, uppers, clock)):
             cell, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack, clock[s.idx])

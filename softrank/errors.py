@@ -1,0 +1,30 @@
+"""The errors of the Python front door: one line each, naming the problem.
+
+``UserInputError`` is everything a caller can cause (a bad matrix, a bad
+tolerance, a model that returns no attention, a malformed bracket file);
+``SoundnessError`` is a claim the exact tier refutes after the float tier
+made it (a bug, never the caller's fault).
+"""
+from __future__ import annotations
+
+__all__ = ["SoftrankError", "UserInputError", "SoundnessError"]
+
+
+class SoftrankError(Exception):
+    """Base class of the errors ``softrank`` raises on purpose."""
+
+
+class UserInputError(SoftrankError, ValueError):
+    """Input the caller can fix: the message is one line that names the problem.
+
+    >>> str(UserInputError("eps 3 is outside (0, 1]"))
+    'eps 3 is outside (0, 1]'
+    """
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+class SoundnessError(SoftrankError, RuntimeError):
+    """The exact tier refuted a claim the float tier had made, or an attack beat a verified lower
+    bound: a soundness bug, reported with the cell it concerns."""

@@ -1,0 +1,376 @@
+"""The records the front door returns: ``Bracket`` (one cell), ``Verdicts``, ``Brackets``.
+
+Every number in these records comes from the exact tier's pass over a
+bracket file (``exact.verify``): the ranks are the claims it judged, the
+certificate kinds those of the witnesses it checked, the margins its exact
+rationals (as ``fractions.Fraction``). ``Brackets`` holds only cells whose
+two sides it verified, plus the file itself, so ``Brackets.save`` writes the
+standard bracket file (``docs/bracket-format.md``) and ``Brackets.load``
+re-verifies one and gives the same record back.
+"""
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from exact.bracketfile import BracketFile, read_bracket_file
+from exact.errors import MalformedInput
+from exact.limits import MAX_WORK
+from exact.verify import CellReport, judge_file
+from numeric.search.inputs import parse_eps
+from softrank.errors import SoundnessError, UserInputError
+
+__all__ = ["Bracket", "Verdicts", "Brackets", "read_verified"]
+
+
+def _fraction(q) -> Fraction | None:
+    """An exact ``flint.fmpq`` as a ``Fraction`` (None stays None)."""
+    return None if q is None else Fraction(int(q.p), int(q.q))
+
+
+def _approx(q: Fraction | None) -> str:
+    """A short decimal image of an exact rational, for tables only."""
+    if q is None:
+        return "-"
+    try:
+        return f"{float(q):.2e}"
+    except OverflowError:
+        return "huge"
+
+
+def _eps_text(q: Fraction) -> str:
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """One cell: the claim ``lower <= r_eps(A) <= upper`` and the exact tier's verdict on each side.
+
+    ``lower_kind``/``upper_kind`` name the certificates checked (``trivial``,
+    ``frobenius`` K.2, ``reconstruction`` and ``row_reconstruction`` K.3,
+    ``odd_map``; ``factors`` K.1); a margin is the exact slack of the side's
+    inequality (an upper side's ``eps - ||A - B||_row1``, a lower side's strict
+    gap); ``slack`` the proved softmax slack of a logit target (K.5).
+    """
+
+    id: str
+    eps: Fraction
+    lower: int
+    upper: int
+    lower_kind: str
+    upper_kind: str
+    lower_margin: Fraction | None
+    upper_margin: Fraction | None
+    lower_verified: bool
+    upper_verified: bool
+    lower_reason: str = ""
+    upper_reason: str = ""
+    slack: Fraction | None = None
+    target: str = ""
+    shape: tuple = ()
+    capped: bool = False
+
+    @property
+    def verified(self) -> bool:
+        """Both sides verified by the exact tier."""
+        return self.lower_verified and self.upper_verified
+
+    @property
+    def closed(self) -> bool:
+        """Verified and ``lower == upper``: r_eps(A) is known exactly."""
+        return self.verified and self.lower == self.upper
+
+    @classmethod
+    def from_report(cls, r: CellReport, target: str, provenance: dict) -> "Bracket":
+        search = provenance.get("search") if isinstance(provenance, dict) else None
+        capped = bool(search.get("capped")) if isinstance(search, dict) else False
+        return cls(r.id, _fraction(r.eps), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
+                   _fraction(r.lower.margin), _fraction(r.upper.margin), r.lower.verified, r.upper.verified,
+                   r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), capped)
+
+
+# ------------------------------------------------------------------ tables
+def _rows(cells, labels, verdicts: bool) -> tuple[list, list]:
+    head = (["head"] if labels else []) + ["eps", "L", "U", "closed", "lower certificate", "lower margin",
+                                           "upper certificate", "upper margin"]
+    if verdicts:
+        head.insert(len(head) - 8 if labels else 0, "cell")
+        head.append("exact tier")
+    rows = []
+    for i, c in enumerate(cells):
+        row = ([labels[i]] if labels else []) + [_eps_text(c.eps), str(c.lower), str(c.upper),
+                                                 "yes" if c.closed else "no", c.lower_kind,
+                                                 _approx(c.lower_margin), c.upper_kind, _approx(c.upper_margin)]
+        if verdicts:
+            row.insert(len(row) - 8 if labels else 0, c.id)
+            why = "; ".join(x for x in (c.lower_reason, c.upper_reason) if x)
+            row.append("verified" if c.verified else f"REFUTED ({why})")
+        rows.append(row)
+    return head, rows
+
+
+def _text(title: str, head: list, rows: list) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()   # noqa: E731
+    return "\n".join([title, line(head)] + [line(r) for r in rows])
+
+
+def _markdown(title: str, head: list, rows: list) -> str:
+    esc = lambda x: x.replace("|", "\\|")   # noqa: E731
+    out = [f"**{esc(title)}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(out + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
+
+
+def _html(title: str, head: list, rows: list) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in rows)
+    return (f"<p><b>{html.escape(title)}</b></p><table><thead><tr>{th}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+# ------------------------------------------------------------------ verdicts
+@dataclass(frozen=True)
+class Verdicts:
+    """The exact tier's verdict on every cell of one bracket file (``softrank.verify``)."""
+
+    source: str
+    cells: tuple
+
+    @property
+    def all_verified(self) -> bool:
+        """Every side of every cell verified (a file always has at least one cell)."""
+        return all(c.verified for c in self.cells)
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __iter__(self):
+        return iter(self.cells)
+
+    def __getitem__(self, i) -> Bracket:
+        return self.cells[i]
+
+    def _table(self):
+        ok = sum(c.verified for c in self.cells)
+        title = f"{self.source}: {ok}/{len(self.cells)} cells verified on both sides by the exact tier"
+        return (title, *_rows(self.cells, None, verdicts=True))
+
+    def table(self) -> str:
+        """A fixed-width table, one line per cell."""
+        return _text(*self._table())
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(*self._table())
+
+    def _repr_html_(self) -> str:
+        return _html(*self._table())
+
+
+def _judged(source, max_work: int) -> tuple[BracketFile, list, bytes, str]:
+    """(file, exact reports, file bytes, name) of a path or the bytes of a bracket file."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        with tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
+            path = Path(tmp) / "brackets.safetensors"
+            path.write_bytes(data)
+            bf, reports, _, _ = _judged(path, max_work)
+        return bf, reports, data, "<bytes>"
+    if not isinstance(source, (str, os.PathLike)):
+        raise UserInputError(f"expected a path or the bytes of a bracket file, got {type(source).__name__}")
+    path = Path(source)
+    if not path.is_file():
+        raise UserInputError(f"{path}: no such file")
+    try:
+        bf = read_bracket_file(path)
+        reports, _ = judge_file(bf, max_work=max_work)
+    except MalformedInput as exc:
+        raise UserInputError(f"{path}: malformed bracket file: {exc}") from None
+    except MemoryError:
+        raise UserInputError(f"{path}: out of memory while verifying") from None
+    return bf, reports, path.read_bytes(), str(path)
+
+
+def _bracket_cells(bf: BracketFile, reports: list) -> tuple:
+    return tuple(Bracket.from_report(r, bf.cells[r.index].target.matrix, bf.cells[r.index].provenance)
+                 for r in reports)
+
+
+def read_verified(source, max_work: int = MAX_WORK) -> Verdicts:
+    """The exact tier's ``Verdicts`` on a bracket file given by path or bytes."""
+    bf, reports, _, name = _judged(source, max_work)
+    return Verdicts(name, _bracket_cells(bf, reports))
+
+
+# ------------------------------------------------------------------ brackets
+def _layout(recorded: list, cells: tuple, name: str) -> tuple[tuple, tuple, tuple]:
+    """(eps, batch shape, cells in batch-major, eps-minor order) of a verified file.
+
+    Cells are grouped by target matrix, in file order; every target must carry the
+    same tolerances in the same order. The batch shape is the one ``softrank.bracket``
+    recorded in the provenance, else (k,) for k targets, () for one."""
+    groups: dict = {}
+    for c in cells:
+        groups.setdefault(c.target, []).append(c)
+    eps_lists = {tuple(c.eps for c in g) for g in groups.values()}
+    if len(eps_lists) != 1:
+        raise UserInputError(f"{name}: its targets do not share one list of tolerances; read it with softrank.verify")
+    (eps,) = eps_lists
+    shapes = {tuple(p.get("batch_shape", ()) or ()) if isinstance(p, dict) else None for p in recorded}
+    shape = next(iter(shapes)) if len(shapes) == 1 else None
+    if shape is None or int(np.prod(shape, dtype=np.int64)) != len(groups) or any(
+            not isinstance(d, int) for d in shape):
+        shape = () if len(groups) == 1 else (len(groups),)
+    return eps, shape, tuple(c for g in groups.values() for c in g)
+
+
+@dataclass(frozen=True)
+class Brackets:
+    """Verified brackets ``L <= r_eps(A) <= U`` of one matrix or a batch, at each tolerance.
+
+    ``eps``: the tolerances (exact), in the caller's order; ``batch_shape``: the
+    leading shape of the input (``()`` for one matrix); ``cells``: one
+    ``Bracket`` per matrix and tolerance, batch-major (C order) and eps-minor,
+    each verified on both sides by the exact tier. The arrays ``lower``,
+    ``upper``, ``closed``, ``lower_kind``, ``upper_kind``, ``lower_margin``
+    and ``upper_margin`` have shape ``batch_shape + (len(eps),)``.
+    ``provenance``: what the first cell records (effort, budgets, seed,
+    versions, the input's dtype and conversion); ``file``: the bracket file.
+    Two ``Brackets`` are equal when their tolerances, shape and cells are.
+    """
+
+    eps: tuple
+    batch_shape: tuple
+    cells: tuple
+    provenance: dict = field(default_factory=dict, compare=False, repr=False)
+    file: bytes = field(default=b"", compare=False, repr=False)
+
+    # -------------------------------------------------------------- reading
+    @classmethod
+    def load(cls, source, max_work: int = MAX_WORK) -> "Brackets":
+        """Re-verify a bracket file (path or bytes) and return its brackets; ``UserInputError`` when
+        it is malformed or the exact tier refutes a side (``softrank.verify`` shows every verdict)."""
+        bf, reports, data, name = _judged(source, max_work)
+        cells = _bracket_cells(bf, reports)
+        bad = next((c for c in cells if not c.verified), None)
+        if bad is not None:
+            why = "; ".join(x for x in (bad.lower_reason, bad.upper_reason) if x)
+            raise UserInputError(f"{name}: the exact tier refutes cell {bad.id!r} ({why}); see softrank.verify")
+        return cls._build(bf, cells, data, name)
+
+    @classmethod
+    def _from_own_file(cls, bf: BracketFile, reports: list, data: bytes) -> "Brackets":
+        """The brackets of a file ``softrank.bracket`` has just written: a refuted side is a soundness bug."""
+        cells = _bracket_cells(bf, reports)
+        for c in cells:
+            if not c.verified:
+                why = "; ".join(x for x in (c.lower_reason, c.upper_reason) if x)
+                raise SoundnessError(f"the exact tier refuted cell {c.id!r} that the search had verified: {why}")
+        return cls._build(bf, cells, data, "<bracket file>")
+
+    @classmethod
+    def _build(cls, bf: BracketFile, cells: tuple, data: bytes, name: str) -> "Brackets":
+        recorded = [c.provenance.get("softrank") for c in bf.cells]
+        eps, shape, ordered = _layout(recorded, cells, name)
+        first = bf.cells[0].provenance
+        return cls(eps, shape, ordered, dict(first), data)
+
+    # -------------------------------------------------------------- arrays
+    def _array(self, attr: str, dtype=object) -> np.ndarray:
+        a = np.empty(len(self.cells), dtype=dtype)
+        a[:] = [getattr(c, attr) for c in self.cells] if dtype is object else \
+            np.array([getattr(c, attr) for c in self.cells], dtype=dtype)
+        a = a.reshape(self.batch_shape + (len(self.eps),))
+        a.setflags(write=False)
+        return a
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Verified lower bounds L, shape ``batch_shape + (len(eps),)``."""
+        return self._array("lower", np.int64)
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Verified upper bounds U."""
+        return self._array("upper", np.int64)
+
+    @property
+    def closed(self) -> np.ndarray:
+        """Where L = U."""
+        return self._array("closed", bool)
+
+    @property
+    def lower_kind(self) -> np.ndarray:
+        return self._array("lower_kind")
+
+    @property
+    def upper_kind(self) -> np.ndarray:
+        return self._array("upper_kind")
+
+    @property
+    def lower_margin(self) -> np.ndarray:
+        """Exact margins (``Fraction``) of the lower certificates."""
+        return self._array("lower_margin")
+
+    @property
+    def upper_margin(self) -> np.ndarray:
+        return self._array("upper_margin")
+
+    def cell(self, eps, index=()) -> Bracket:
+        """The ``Bracket`` at tolerance ``eps`` (as given or exact) of the matrix at ``index``.
+
+        ``index`` is an int or a tuple into ``batch_shape`` (``()`` for one matrix)."""
+        try:
+            k = self.eps.index(parse_eps(eps))
+        except (ValueError, TypeError):
+            raise UserInputError(f"no cell at eps {eps!r} (tolerances: "
+                                 f"{', '.join(_eps_text(e) for e in self.eps)})") from None
+        index = (index,) if isinstance(index, (int, np.integer)) else tuple(index)
+        if len(index) != len(self.batch_shape) or not all(0 <= i < d for i, d in zip(index, self.batch_shape)):
+            raise UserInputError(f"index {index} is outside the batch shape {self.batch_shape}")
+        flat = int(np.ravel_multi_index(index, self.batch_shape)) if self.batch_shape else 0
+        return self.cells[flat * len(self.eps) + k]
+
+    # -------------------------------------------------------------- output
+    def save(self, path) -> Path:
+        """Write the standard bracket file (``python -m exact verify`` and ``Brackets.load`` read it)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.file)
+        return path
+
+    def _labels(self):
+        if not self.batch_shape:
+            return None
+        return ["[" + ",".join(str(int(x)) for x in np.unravel_index(i // len(self.eps), self.batch_shape)) + "]"
+                for i in range(len(self.cells))]
+
+    def _table(self):
+        s = self.provenance.get("search", {}) if isinstance(self.provenance.get("search"), dict) else {}
+        src = self.provenance.get("softrank", {}) if isinstance(self.provenance.get("softrank"), dict) else {}
+        what = "1 matrix" if not self.batch_shape else f"{int(np.prod(self.batch_shape))} matrices {self.batch_shape}"
+        n = self.cells[0].shape
+        title = (f"softrank brackets L <= r_eps(A) <= U, verified by the exact tier: {what} of {n[0]} x {n[1]}, "
+                 f"effort {s.get('effort', '?')}, seed {s.get('seed', '?')}"
+                 + (f", input {src['conversion']}" if src.get("conversion") else ""))
+        return (title, *_rows(self.cells, self._labels(), verdicts=False))
+
+    def table(self) -> str:
+        """A fixed-width table for people, one line per matrix and tolerance."""
+        return _text(*self._table())
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(*self._table())
+
+    def _repr_html_(self) -> str:
+        return _html(*self._table())
+
+    def __repr__(self) -> str:
+        cells = ", ".join(f"eps={_eps_text(c.eps)}: [{c.lower}, {c.upper}]" for c in self.cells[:6])
+        more = f", ... ({len(self.cells)} cells)" if len(self.cells) > 6 else ""
+        return f"Brackets(batch_shape={self.batch_shape}, {cells}{more})"
