@@ -97,21 +97,19 @@ class Bracket:
 
 # ------------------------------------------------------------------ tables
 def _rows(cells, labels, verdicts: bool) -> tuple[list, list]:
-    head = (["head"] if labels else []) + ["eps", "L", "U", "closed", "lower certificate", "lower margin",
-                                           "upper certificate", "upper margin"]
-    if verdicts:
-        head.insert(len(head) - 8 if labels else 0, "cell")
-        head.append("exact tier")
+    """Header and rows of a table: [head,] [cell,] eps, L, U, closed, certificates and margins[, slack][, verdict]."""
+    slack = any(c.slack is not None for c in cells)
+    head = (["head"] if labels else []) + (["cell"] if verdicts else []) + [
+        "eps", "L", "U", "closed", "lower certificate", "lower margin", "upper certificate", "upper margin"] + (
+        ["slack"] if slack else []) + (["exact tier"] if verdicts else [])
     rows = []
     for i, c in enumerate(cells):
-        row = ([labels[i]] if labels else []) + [_eps_text(c.eps), str(c.lower), str(c.upper),
-                                                 "yes" if c.closed else "no", c.lower_kind,
-                                                 _approx(c.lower_margin), c.upper_kind, _approx(c.upper_margin)]
-        if verdicts:
-            row.insert(len(row) - 8 if labels else 0, c.id)
-            why = "; ".join(x for x in (c.lower_reason, c.upper_reason) if x)
-            row.append("verified" if c.verified else f"REFUTED ({why})")
-        rows.append(row)
+        why = "; ".join(x for x in (c.lower_reason, c.upper_reason) if x)
+        rows.append(([labels[i]] if labels else []) + ([c.id] if verdicts else []) + [
+            _eps_text(c.eps), str(c.lower), str(c.upper), "yes" if c.closed else "no", c.lower_kind,
+            _approx(c.lower_margin), c.upper_kind, _approx(c.upper_margin)] + (
+            [_approx(c.slack)] if slack else []) + (
+            ["verified" if c.verified else f"REFUTED ({why})"] if verdicts else []))
     return head, rows
 
 
@@ -355,9 +353,10 @@ class Brackets:
         src = self.provenance.get("softrank", {}) if isinstance(self.provenance.get("softrank"), dict) else {}
         what = "1 matrix" if not self.batch_shape else f"{int(np.prod(self.batch_shape))} matrices {self.batch_shape}"
         n = self.cells[0].shape
+        kind = ("the exact softmax of each head's logits" if self.provenance.get("input_kind") == "logits"
+                else f"input {src['conversion']}" if src.get("conversion") else "")
         title = (f"softrank brackets L <= r_eps(A) <= U, verified by the exact tier: {what} of {n[0]} x {n[1]}, "
-                 f"effort {s.get('effort', '?')}, seed {s.get('seed', '?')}"
-                 + (f", input {src['conversion']}" if src.get("conversion") else ""))
+                 f"effort {s.get('effort', '?')}, seed {s.get('seed', '?')}" + (f", {kind}" if kind else ""))
         return (title, *_rows(self.cells, self._labels(), verdicts=False))
 
     def table(self) -> str:
