@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from exact.bracketfile import read_bracket_file
 from exact.errors import MalformedInput
@@ -96,8 +97,6 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
         raise UserInputError(f"progress must be True or False, got {progress!r}")
     front.announce(PROG, effort, (n, n), len(eps_items), count=len(targets),
                    stop="an interrupt (Ctrl-C, the notebook's stop button) aborts and returns nothing")
-    from tqdm.auto import tqdm
-
     bar = tqdm(total=2 * len(eps_items) * len(targets), desc=PROG, unit="side", disable=not progress,
                leave=False)
 

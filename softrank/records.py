@@ -75,6 +75,8 @@ class Bracket:
     target: str = ""
     shape: tuple = ()
     capped: bool = False
+    #: which matrix of a batch: "LAYER.HEAD" for a captured head, else its index, e.g. "[0,3]"; "" for one matrix
+    head: str = ""
 
     @property
     def verified(self) -> bool:
@@ -92,7 +94,23 @@ class Bracket:
         capped = bool(search.get("capped")) if isinstance(search, dict) else False
         return cls(r.id, _fraction(r.eps), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
                    _fraction(r.lower.margin), _fraction(r.upper.margin), r.lower.verified, r.upper.verified,
-                   r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), capped)
+                   r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), capped,
+                   _head_label(provenance))
+
+
+def _head_label(provenance) -> str:
+    """``LAYER.HEAD`` of a captured head, ``[i,j]`` of a batch member, "" otherwise (from the cell's
+    ``softrank`` provenance: a label for people, never a claim)."""
+    own = provenance.get("softrank") if isinstance(provenance, dict) else None
+    if not isinstance(own, dict):
+        return ""
+    cap = own.get("capture")
+    if isinstance(cap, dict) and isinstance(cap.get("layer"), int) and isinstance(cap.get("head"), int):
+        return f"{cap['layer']}.{cap['head']}"
+    index = own.get("index")
+    if isinstance(index, list) and index and all(isinstance(i, int) for i in index):
+        return "[" + ",".join(map(str, index)) + "]"
+    return ""
 
 
 # ------------------------------------------------------------------ tables
@@ -345,8 +363,8 @@ class Brackets:
     def _labels(self):
         if not self.batch_shape:
             return None
-        return ["[" + ",".join(str(int(x)) for x in np.unravel_index(i // len(self.eps), self.batch_shape)) + "]"
-                for i in range(len(self.cells))]
+        return [c.head or "[" + ",".join(str(int(x)) for x in np.unravel_index(i // len(self.eps), self.batch_shape))
+                + "]" for i, c in enumerate(self.cells)]
 
     def _table(self):
         s = self.provenance.get("search", {}) if isinstance(self.provenance.get("search"), dict) else {}
