@@ -67,6 +67,7 @@ def test_bracket_equals_the_command_line(tmp_path):
     assert [(c.id, c.lower, c.upper, c.lower_kind, c.upper_kind, c.lower_margin, c.upper_margin)
             for c in cli] == [(c.id, c.lower, c.upper, c.lower_kind, c.upper_kind, c.lower_margin, c.upper_margin)
                               for c in b.cells]
+    assert softrank.Brackets.load(out) == b                # the command line's file reads as the same Brackets
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [(x["lower"], x["upper"]) for x in rows] == [(c.lower, c.upper) for c in b.cells]
     # negative control: another seed's file differs somewhere (the comparison can fail)
@@ -247,3 +248,22 @@ def test_attention_from_model_objects():
     b = softrank.bracket(d, eps=0.5, effort="quick", progress=False)   # the panel's target: logits, slack
     assert b.batch_shape == (2, 1) and all(c.verified and c.slack is not None for c in b.cells)
     assert b.provenance["input_kind"] == "logits" and b.provenance["softrank"]["capture"]["layer"] == 0
+
+
+def test_long_searches_announce_their_cost_and_progress_is_optional(monkeypatch, capsys):
+    """A million-entry target announces its cost on stderr before the search starts (as the command
+    line does); the tqdm bar is drawn with progress=True and not with progress=False."""
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(softrank.api.front, "search_targets", interrupted)
+    big = np.full((1024, 1024), 1 / 1024)
+    for progress in (True, False):
+        with pytest.raises(KeyboardInterrupt):
+            softrank.bracket(big, eps=0.5, progress=progress)
+        err = capsys.readouterr().err
+        assert err.startswith("softrank.bracket: 1024 x 1024 at effort default") and "expected cost" in err
+        assert ("0/2" in err) is progress
+    with pytest.raises(KeyboardInterrupt):
+        softrank.bracket(np.full((4, 4), 0.25), eps=0.5)
+    assert "expected cost" not in capsys.readouterr().err
