@@ -46,6 +46,21 @@ def _seed(seed) -> int:
     return int(seed)
 
 
+def _device(device):
+    """A torch device the descents can use, or None (the command line's default)."""
+    if device is None:
+        return None
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise UserInputError(f"device {device!r}: {str(exc).splitlines()[0][:100]}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UserInputError(f"device {device!r} is not available (torch.cuda.is_available() is False)")
+    return str(dev)
+
+
 def _targets(A) -> tuple[list, tuple, int]:
     """(``front.Target`` per matrix in C order, batch shape, n) of a matrix, a batch or an ``Attention``."""
     if isinstance(A, Attention):
@@ -92,7 +107,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     """
     targets, batch, n = _targets(A)
     eps_items = parse_tolerances(eps)
-    effort, seed = _effort(effort), _seed(seed)
+    effort, seed, device = _effort(effort), _seed(seed), _device(device)
     if not isinstance(progress, bool):
         raise UserInputError(f"progress must be True or False, got {progress!r}")
     front.announce(PROG, effort, (n, n), len(eps_items), count=len(targets),

@@ -189,7 +189,10 @@ def _bad_inputs():
         "seed": ({"seed": -1}, "non-negative integer"),
         "seed-float": ({"seed": 1.5}, "non-negative integer"),
         "progress": ({"progress": "yes"}, "progress must be"),
+        "device": ({"device": "nonsense"}, "device 'nonsense'"),
     }
+    if not torch.cuda.is_available():
+        cases["device-cuda"] = ({"device": "cuda"}, "not available")
     if np.dtype(np.longdouble).itemsize > 8:
         cases["longdouble"] = ({"A": good.astype(np.longdouble)}, "dtype float")
     return cases
