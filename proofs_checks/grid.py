@@ -144,7 +144,7 @@ def check_g1():
             table.append({"r": r, "N": N, "n": n, "kappa": qstr(formula),
                           "neumann_gap_upper": f"{float(gap.mid()) + float(gap.rad()):.6f}",
                           "r_eps/kappa^(r/2)": f"{float(ratio.mid()):.6f}"})
-    got = _verify_cells(rec, "g1_grid", cells, tensors, expect)
+    got = _verify_cells(rec, "G.1", cells, tensors, expect)
     for row in table:
         c = got.get(f"G1_r{row['r']}_N{row['N']}", {})
         row["bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
@@ -177,7 +177,7 @@ def check_h1():
         cid = f"H1_n{n}"
         cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "H.1", "n": n}))
         expect[cid] = n
-    _verify_cells(rec, "h1_rank_one", cells, tensors, expect)
+    _verify_cells(rec, "H.1", cells, tensors, expect)
     numbers = {"beta": BETA, "eps": qstr(EPS), "sizes": list(H1_SIZES), "rank_C": 1,
                "residual_q(C-T)_at_T=C": "0", "tau": "0", "largest_verified_r_eps": max(H1_SIZES)}
     return (f"rank C = 1, q = 0, r_eps = n verified for n in {H1_SIZES[0]}..{H1_SIZES[-1]}",
@@ -186,7 +186,7 @@ def check_h1():
 
 #: I.2 / I.3: integer points of the disc of radius rho at beta = 4 are the
 #: unit disc at beta_unit = 4 rho^2 (scale the points by 1/rho).
-BALL_RADII = (1, 2, 3, 4, 6)
+BALL_RADII = (1, 2, 3, 4, 5, 6)
 
 
 @register("I.2", "full-ball law (finite instances)")
@@ -204,7 +204,7 @@ def check_i2():
         cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "I.2", "rho": rho}))
         beta_unit = BETA * rho * rho
         table.append({"rho": rho, "beta_unit": beta_unit, "n": n, "id": cid})
-    got = _verify_cells(rec, "i2_full_ball", cells, tensors, {c["id"]: t["n"] for c, t in zip(cells, table)})
+    got = _verify_cells(rec, "I.2", cells, tensors, {c["id"]: t["n"] for c, t in zip(cells, table)})
     for row in table:
         c = got.get(row.pop("id"), {})
         row["r_eps_bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
@@ -224,7 +224,7 @@ def check_i3():
         cid = f"I3_disc_rho{rho}"
         cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "I.3", "rho": rho}))
         expect[cid] = len(pts)
-    got = _verify_cells(rec, "i3_full_ball", cells, tensors, expect)
+    got = _verify_cells(rec, "I.3", cells, tensors, expect)
     numbers = {"cells": {k: f"[{v.get('lower')}, {v.get('upper')}] margin {_short(v.get('lower_margin'))}"
                          for k, v in got.items()}}
     return (f"{len(cells)} disc cells verified by python -m exact verify", numbers, rec)
