@@ -72,8 +72,8 @@ def main(argv=None) -> int:
             return 2
         os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
     if args.thorough:
-        from . import hardcore
-        hardcore.THOROUGH = True
+        from . import grid, hardcore, soundness
+        hardcore.THOROUGH = grid.THOROUGH = soundness.THOROUGH = True
 
     results = [run_check(e) for e in entries]
     ok = all(r.passed for r in results)
