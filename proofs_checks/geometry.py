@@ -294,6 +294,10 @@ def check_e3():
             numbers, rec)
 
 
+#: E.4's native keys (ker K = span(e3)); a test perturbs them.
+E4_K = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]]
+
+
 @register("E.4", "optimising over all native orthogonal subspaces still moves")
 def check_e4():
     """E.4: latent dimension 3, retained dimension 2. For every gauge diag(g, 1, 1) the only
@@ -303,7 +307,7 @@ def check_e4():
     g = sp.symbols("g", positive=True)
     u = [1, 2, 3, 5]
     Q = sp.Matrix([[1, 0, u[0]], [-1, 0, u[1]], [0, 1, u[2]], [0, -1, u[3]]])
-    K = sp.Matrix([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]])
+    K = sp.Matrix(E4_K)
     G = sp.diag(g, 1, 1)
     Qg, Kg = Q * G, K * G.inv().T
     H = Q * K.T
@@ -378,6 +382,10 @@ def check_d1():
 
 # ------------------------------------------------------------------ J.1, J.2
 
+#: J.1's grid temperature: 2 beta = 4 is a square, so the balanced factors 2 Xc are rational.
+J1_BETA = 2
+
+
 @register("J.1", "balanced factors of a fixed retained interaction")
 def check_j1():
     """J.1: rescaling X -> lam X, Y -> Y / lam keeps T and the radius product (symbolic);
@@ -392,7 +400,7 @@ def check_j1():
         rp = symmetric_radius(lv * X1) * symmetric_radius(Y1 / lv)
         rec.require(sp.simplify(rp - symmetric_radius(X1) * symmetric_radius(Y1)) == 0,
                     f"radius product unchanged under lam = {lv}")
-    beta, r, N = 2, 2, 5
+    beta, r, N = J1_BETA, 2, 5
     pts = list(itertools.product(range(N), repeat=r))
     n = len(pts)
     Xg = qmat([list(p) for p in pts])
@@ -426,6 +434,9 @@ def _balanced_factors(U, S, Vt, k: int, n: int):
     Y = qmat([[rnd(Vt[t, j] * np.sqrt(S[t])) for t in range(k)] for j in range(n)])
     return X, Y
 
+
+#: The allowance tau = 2 tanh(q / 4) of the paper's (7); a test sets a wrong divisor.
+J2_TANH_DIV = 4
 
 #: J.2 instance: seeded random integer logits (n = 6), small enough for exact LPs.
 J2_N, J2_SEED = 6, 3
@@ -461,7 +472,7 @@ def check_j2():
         D = C - T
         cert = residual(_rows(D))
         with workprec(128):
-            tau = 2 * (arb(cert.q) / 4).tanh()
+            tau = 2 * (arb(cert.q) / J2_TANH_DIV).tanh()
             mx = lambda M: max(_dot(_sub(row, [sum(c) / len(c) for c in zip(*_rows(M))]),  # noqa: E731
                                     _sub(row, [sum(c) / len(c) for c in zip(*_rows(M))])) for row in _rows(M))
             size = (arb(mx(Xk)) * arb(mx(Yk))).sqrt()

@@ -177,3 +177,117 @@ def test_leaky_decoders_are_refused_on_false_claims():
         assert not check_lower(EA, w, fmpq(1, 2), d).verified, lab
     # and the leaky witnesses do verify somewhere (nonzero defect, eps small)
     assert any(check_lower(EA, w, fmpq(1, 100), d).verified for w, d, lab in pool if lab.startswith("leaky"))
+
+
+# ---------------------------------------------------------------- the earlier checks, perturbed
+
+from proofs_checks import all_checks, examples, geometry, grid, hilbert, laws, soundness  # noqa: E402
+from proofs_checks._core import run_check  # noqa: E402
+
+_ENTRIES = {e.label: e for e in all_checks()}
+
+
+def _fails(label: str) -> list:
+    r = run_check(_ENTRIES[label])
+    assert not r.passed, f"{label} passed although its construction was perturbed"
+    return list(r.failures)
+
+
+@pytest.mark.parametrize("label", ["G.1", "H.1", "I.2"])
+def test_grid_checks_fail_at_beta_one(monkeypatch, label):
+    monkeypatch.setattr(grid, "BETA", 1)
+    monkeypatch.setattr(grid, "GRIDS", {1: (2, 8), 2: (3,)})
+    monkeypatch.setattr(grid, "H1_SIZES", (2, 8))
+    monkeypatch.setattr(grid, "BALL_RADII", (1, 3))
+    assert any("Neumann" in f or "not <" in f or "verify" in f for f in _fails(label))
+
+
+def test_i3_fails_when_the_float_search_overreaches(monkeypatch):
+    # a negative margin lets the float search pick subsets the exact tier must refuse
+    monkeypatch.setattr(laws, "FLOAT_MARGIN", -0.4)
+    monkeypatch.setattr(grid, "I3_BETAS", (16,))
+    assert any("not verified" in f or "verify" in f for f in _fails("I.3"))
+
+
+def test_i1_fails_when_the_float_search_overreaches(monkeypatch):
+    monkeypatch.setattr(laws, "FLOAT_MARGIN", -0.3)
+    monkeypatch.setattr(soundness, "SPHERE_BETAS", (64,))
+    monkeypatch.setattr(soundness, "SPHERE_FINE", {64: (128,)})
+    assert _fails("I.1")
+
+
+def test_h2_fails_at_its_threshold(monkeypatch):
+    monkeypatch.setattr(examples, "H2_EPS", fmpq(3, 5))    # the rank-one B = J/2 has error 3/5
+    assert _fails("H.2")
+
+
+def test_h3_fails_for_a_matrix_with_another_c(monkeypatch):
+    monkeypatch.setattr(examples, "H3_MATRIX", [["63/65", "2/65"], ["4/5", "1/5"]])
+    assert any("same C" in f for f in _fails("H.3"))
+
+
+def test_g2_fails_when_alpha_is_misstated(monkeypatch):
+    monkeypatch.setattr(examples, "_two_state", lambda a: [[1 - 2 * a, 2 * a], [2 * a, 1 - 2 * a]])
+    assert _fails("G.2")
+
+
+def test_hilbert_fails_with_a_smaller_right_side(monkeypatch):
+    monkeypatch.setattr(hilbert, "RHS_DIV", fmpq(41, 10))
+    assert any("near-equality" in f for f in _fails("(7)"))
+
+
+def test_e2_fails_for_an_asymmetric_point_set(monkeypatch):
+    monkeypatch.setattr(geometry, "_cross", lambda a, b: sp.Matrix([[a, 0], [0, 0], [0, b], [0, -b]]))
+    assert _fails("E.2")
+
+
+def test_e3_selection_does_not_move_without_the_gauge():
+    from proofs_checks._core import Recorder
+    rec = Recorder()
+    out = geometry._svd_selection(rec, "query", sp.diag(2, 1), sp.eye(2), sp.eye(2))
+    assert out[0][3] == out[1][3]          # the check's "retained interactions differ" would fail
+
+
+def test_e4_fails_when_the_kernel_moves(monkeypatch):
+    monkeypatch.setattr(geometry, "E4_K", [[1, 0, 1], [-1, 0, 0], [0, 1, 0], [0, -1, 0]])
+    assert _fails("E.4")
+
+
+def test_f1_construction_fails_with_a_wrong_change_of_basis():
+    from proofs_checks._core import Recorder
+    rec = Recorder()
+    geometry.gauge_construction(rec, *geometry.F1_INSTANCES[0][:5], geometry.F1_INSTANCES[0][5], perturb=True)
+    assert any("invertible T" in f for f in rec.failures)
+    ok = Recorder()
+    geometry.gauge_construction(ok, *geometry.F1_INSTANCES[0])
+    assert ok.count and not ok.failures
+
+
+def test_d1_fails_with_a_broken_compression(monkeypatch):
+    monkeypatch.setattr(geometry, "compress_factorisation", lambda X, Y: (X, Y * 0))
+    assert any("reproduce F" in f for f in _fails("D.1"))
+
+
+def test_j1_fails_when_2_beta_is_not_a_square(monkeypatch):
+    monkeypatch.setattr(geometry, "J1_BETA", 3)
+    assert _fails("J.1")
+
+
+def test_j2_fails_with_a_wrong_allowance(monkeypatch):
+    monkeypatch.setattr(geometry, "J2_TANH_DIV", 40)
+    assert any("not certainly <= tau" in f for f in _fails("J.2"))
+
+
+@pytest.mark.parametrize("label", ["K.2", "K.3"])
+def test_soundness_fails_if_the_exact_tier_accepted_everything(monkeypatch, label):
+    class Yes:
+        verified, margin, reason = True, fmpq(1), ""
+    monkeypatch.setattr(soundness, "check_lower", lambda *a, **k: Yes())
+    monkeypatch.setattr(soundness, "N_RANDOM_2", 1)
+    monkeypatch.setattr(soundness, "N_RANDOM_3", 0)
+    assert any("proves rank" in f for f in _fails(label))
+
+
+def test_h4_random_part_fails_with_a_wrong_residual(monkeypatch):
+    monkeypatch.setattr(examples, "contrast_bound", lambda M: residual(M).q + 1)
+    assert _fails("H.4")
