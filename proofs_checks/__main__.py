@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     entries = all_checks()
     if args.list:
         for e in entries:
-            print(f"{e.label:6} {e.name}")
+            print(f"{e.label:7} {e.name}")
         return 0
     if args.only:
         # exact, case-sensitive ASCII match: no case folding (a dotless i must not select I.1)
@@ -81,14 +81,14 @@ def main(argv=None) -> int:
         json.dump([r.to_json() for r in results], sys.stdout, indent=1)
         print()
         return 0 if ok else 1
-    print(f"{'label':6} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
+    print(f"{'label':7} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
     for r in results:
-        print(f"{r.label:6} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
+        print(f"{r.label:7} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
         nums = _fmt_numbers(r.numbers)
         if nums:
-            print(f"{'':66}{nums}")
+            print(f"{'':67}{nums}")
         for f in r.failures[:5]:
-            print(f"{'':66}failed: {f}")
+            print(f"{'':67}failed: {f}")
     for r in results:
         if r.table:
             print(f"\n{r.label} {r.name}:")
