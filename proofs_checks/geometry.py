@@ -175,13 +175,12 @@ def gauge_construction(rec: Recorder, name, Xs: fmpq_mat, Ys: fmpq_mat, kappa2: 
     rec.require(T.det() != 0 and E * T == Xa and Fk * T.inv().transpose() == Ya,
                 f"{name}: an invertible T with E T = X~ and F T^-T = Y~")
     # (3) extend by the identity on a complement: M = [B; N], G = M^-1 diag(T, I)
-    N = None
+    Mfull = None
     for cols in itertools.combinations(range(k), k - R):
         cand = fmpq_mat(k - R, k, [fmpq(int(j == cols[i])) for i in range(k - R) for j in range(k)])
         Mfull = fmpq_mat(k, k, [B[i, j] for i in range(R) for j in range(k)] +
                          [cand[i, j] for i in range(k - R) for j in range(k)])
         if Mfull.det() != 0:
-            N = cand
             break
     D = fmpq_mat(k, k, [(T[i, j] if i < R and j < R else fmpq(int(i == j))) for i in range(k) for j in range(k)])
     G = Mfull.inv() * D

@@ -83,10 +83,10 @@ def test_cli_only_matches_exactly():
 
 def test_cli_export_names_files_by_label_and_exact_accepts_them(tmp_path):
     out = tmp_path / "out"
-    proc = _cli("--only", "I.4", "--only", "G.3", "--only", "H.1", "--export", str(out), timeout=300)
+    proc = _cli("--only", "G.3", "--only", "H.1", "--only", "A.1", "--export", str(out), timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     files = sorted(p.name for p in out.iterdir())
-    assert files == ["G.3.safetensors", "H.1.safetensors", "I.4.safetensors"]
+    assert files == ["G.3.safetensors", "H.1.safetensors"]          # A.1 exports nothing
     ver = subprocess.run([sys.executable, "-m", "exact", "verify", *(str(out / f) for f in files), "--json"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert ver.returncode == 0, ver.stdout[-2000:] + ver.stderr

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 from flint import fmpq, fmpq_mat
 
-from exact.certificates import ReconstructionWitness, check_lower
+from exact.certificates import check_lower
 from exact.matrix import ExactMatrix
 from proofs_checks import hardcore, identities
 from proofs_checks._core import centring, qmat, row1
