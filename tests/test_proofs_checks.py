@@ -92,6 +92,14 @@ def test_cli_export_names_files_by_label_and_exact_accepts_them(tmp_path):
     assert ver.returncode == 0, ver.stdout[-2000:] + ver.stderr
 
 
+def test_cli_export_to_a_file_is_a_one_line_error(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    proc = _cli("--only", "A.1", "--export", str(f))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
 def test_cli_list():
     proc = _cli("--list")
     assert proc.returncode == 0 and "G.1" in proc.stdout and "K.3" in proc.stdout

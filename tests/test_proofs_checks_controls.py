@@ -31,6 +31,7 @@ SMALL_I4 = {1: (2 ** 8, 2 ** 10, 2 ** 12)}
 def test_i4_small_passes():
     summary, numbers, rec, table = hardcore.i4_run(SMALL_I4, name="I4small")
     assert not rec.failures, rec.failures
+    assert 0.35 < numbers["fitted_exponent"]["1"] < 0.65        # the exponent's sign and size: r/2
     assert [row["bracket"] for row in table] == [f"[{r['messages']}, {r['messages']}]" for r in table]
 
 
