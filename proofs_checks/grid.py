@@ -189,12 +189,22 @@ def check_h1():
 BALL_RADII = (1, 2, 3, 4, 5, 6)
 
 
+#: I.2's fine discs (spacing 1/G) for both halves, at eps = 1/2: {beta: (G, ...)}.
+I2_FINE_EPS = fmpq(1, 2)
+I2_FINE = {16: (12, 20), 32: (20,)}
+I2_FINE_THOROUGH = {16: (12, 16, 20), 32: (12, 16, 20)}
+
+
 @register("I.2", "full-ball law (finite instances)")
 def check_i2():
-    """I.2: lattice points of a disc, Gaussian logits: arb proves r_eps = n (Neumann) for
-    each instance; n / beta_unit^(r/2) ~ pi/4 illustrates the beta^(r/2) law."""
+    """I.2: (a) lattice points of a disc, Gaussian logits: arb proves r_eps = n (Neumann)
+    for each instance; n / beta_unit ~ pi/4 illustrates the beta^(r/2) law. (b) Both halves
+    on discs of spacing 1/G: separated-subset lower and, above, every row replaced by the
+    softmax row of its nearest representative on a grid (rank = representatives used):
+    the exact tier verifies [L, U] with U <= 8 beta, not growing with G at fixed beta."""
+    from .laws import disc_bracket_cells
     rec = Recorder()
-    table, cells, tensors = [], [], {}
+    table, cells, tensors, expect = [], [], {}, {}
     for rho in BALL_RADII:
         pts = ball_points(rho)
         n = len(pts)
@@ -202,16 +212,32 @@ def check_i2():
         rec.require(gap < (1 - EPS) / 2, f"rho={rho}: Neumann condition fails ({gap})")
         cid = f"I2_disc_rho{rho}"
         cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "I.2", "rho": rho}))
-        beta_unit = BETA * rho * rho
-        table.append({"rho": rho, "beta_unit": beta_unit, "n": n, "id": cid})
-    got = _verify_cells(rec, "I.2", cells, tensors, {c["id"]: t["n"] for c, t in zip(cells, table)})
+        expect[cid] = (n, n)
+        table.append({"disc": f"rho={rho} (integer points)", "beta_unit": BETA * rho * rho, "eps": qstr(EPS),
+                      "n": n, "id": cid})
+    uppers = {}
+    for beta, Gs in (I2_FINE_THOROUGH if THOROUGH else I2_FINE).items():
+        for cid, n, M, U, cell in disc_bracket_cells(Gs, beta, I2_FINE_EPS, tensors):
+            rec.require(U is not None and U <= 8 * beta and U < n,
+                        f"{cid}: representative upper rank {U} not <= 8 beta")
+            cells.append(cell)
+            expect[cid] = (M or 1, U)
+            uppers.setdefault(beta, []).append(U)
+            table.append({"disc": f"spacing 1/{cell['provenance']['G']}", "beta_unit": beta,
+                          "eps": qstr(I2_FINE_EPS), "n": n, "id": cid})
+    got = _verify_cells(rec, "I.2", cells, tensors, {})
     for row in table:
-        c = got.get(row.pop("id"), {})
+        cid = row.pop("id")
+        c = got.get(cid, {})
+        rec.require(c.get("lower_verified") is True and c.get("upper_verified") is True
+                    and (c.get("lower"), c.get("upper")) == expect[cid], f"{cid}: bracket {expect[cid]} not verified")
         row["r_eps_bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
-        row["n/beta_unit"] = f"{row['n'] / row['beta_unit']:.4f}"
+        row["upper/beta_unit"] = f"{(c.get('upper') or 0) / row['beta_unit']:.4f}"
     numbers = {"beta_grid": BETA, "eps": qstr(EPS), "radii": list(BALL_RADII),
-               "n": [t["n"] for t in table]}
-    return ("r_eps = n verified per disc instance; n/beta_unit -> pi/4 (illustration)", numbers, rec, table)
+               "n": [t["n"] for t in table[:len(BALL_RADII)]],
+               "fine_upper_ranks": {str(b): u for b, u in uppers.items()}}
+    return ("r_eps = n verified per integer disc; on fine discs [L, U] with U = O(beta) not growing with n "
+            f"({ {b: u for b, u in uppers.items()} })", numbers, rec, table)
 
 
 #: I.3: keys filling the unit disc with spacing 1/G (G >> sqrt(beta) / 4), queries = keys.

@@ -5,7 +5,8 @@ nearest message), ``X`` the cell indicator, ``L`` the cell averages, and the con
 row-selection decoder ``D = I[S, :]``: the reconstruction certificate ``R = X D`` (K.3/K.4)
 with a nonzero defect ``E = X (D A X - I)``. Upper half (circle): the truncated Fourier
 (circulant) matrix ``B = sum_{|f| <= F} lambda_f e_f e_f^*`` as real factors P, Q of rank
-2F + 1. Floats only *choose* M and F (the largest M, the smallest F whose float test passes
+2F + 1. Upper half (disc, I.2): every row replaced by the softmax row of its nearest
+representative on a grid ``Z^2 / k``, ``B = P Q^T`` of rank = representatives used. Floats only *choose* M and F (the largest M, the smallest F whose float test passes
 with a margin); every bracket is then proved by ``python -m exact verify`` on the stored
 float64 logits, their softmax slack charged (K.5).
 """
@@ -196,4 +197,44 @@ def disc_cells(G: int, betas, eps: fmpq, tensors: dict, tag: str = "I3"):
         cid = f"{tag}_G{G}_beta{beta}"
         out.append((cid, len(pts), M, decoded_cell(cid, H, eps, tensors, {"check": "I.3", "G": G, "beta": beta},
                                                    S=S, cell_of_key=cells)))
+    return out
+
+
+# ------------------------------------------------------------------ disc, upper half (I.2)
+
+def representative_factors(pts: np.ndarray, beta, k: int):
+    """Rank-M factors of ``B``: each query's row replaced by the softmax row of its nearest
+    point of the grid ``Z^2 / k`` (the representative): ``P`` (n x M) the 0/1 assignment,
+    ``Q`` (n x M) the representatives' rows. M counts the representatives used."""
+    reps = np.round(pts * k) / k
+    uniq, assign = np.unique(reps, axis=0, return_inverse=True)
+    assign = assign.reshape(-1)
+    Hr = beta * (uniq @ pts.T - 0.5 * (pts * pts).sum(axis=1)[None, :])
+    Qt = float_softmax(Hr)                        # M x n: rows of the representatives
+    P = np.zeros((len(pts), len(uniq)))
+    P[np.arange(len(pts)), assign] = 1.0
+    return P, Qt.T
+
+
+def disc_bracket_cells(Gs, beta, eps: fmpq, tensors: dict, tag: str = "I2"):
+    """Cells on lattice discs of spacing 1/G (G in Gs) at one beta: separated-subset lower
+    (when one passes) and the representative upper, whose rank should not grow with G."""
+    out = []
+    e = float(eps.p) / float(eps.q)
+    for G in Gs:
+        pts = disc_points(G)
+        H = disc_logits(pts, beta)
+        A0 = float_softmax(H)
+        slack = float(slack_bound(H, A0))
+        M, S, cells = largest_separated(A0, disc_candidates(pts, G), e + slack)
+        P = Q = None
+        for k in np.arange(1.0, 4.0 * G, 0.25):            # representative grid spacing 1/k
+            Pk, Qk = representative_factors(pts, beta, k)
+            if Pk.shape[1] < len(pts) and np.abs(A0 - Pk @ Qk.T).sum(axis=1).max() < e - slack - FLOAT_MARGIN:
+                P, Q = Pk, Qk
+                break
+        cid = f"{tag}_G{G}_beta{beta}"
+        out.append((cid, len(pts), M, None if P is None else P.shape[1],
+                    decoded_cell(cid, H, eps, tensors, {"check": "I.2", "G": G, "beta": beta},
+                                 S=S, cell_of_key=cells, P=P, Q=Q)))
     return out

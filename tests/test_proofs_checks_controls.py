@@ -200,6 +200,7 @@ def test_grid_checks_fail_at_beta_one(monkeypatch, label):
     monkeypatch.setattr(grid, "GRIDS", {1: (2, 8), 2: (3,)})
     monkeypatch.setattr(grid, "H1_SIZES", (2, 8))
     monkeypatch.setattr(grid, "BALL_RADII", (1, 3))
+    monkeypatch.setattr(grid, "I2_FINE", {})
     assert any("Neumann" in f or "not <" in f or "verify" in f for f in _fails(label))
 
 
@@ -208,6 +209,13 @@ def test_i3_fails_when_the_float_search_overreaches(monkeypatch):
     monkeypatch.setattr(laws, "FLOAT_MARGIN", -0.4)
     monkeypatch.setattr(grid, "I3_BETAS", (16,))
     assert any("not verified" in f or "verify" in f for f in _fails("I.3"))
+
+
+def test_i2_fine_discs_fail_when_the_float_search_overreaches(monkeypatch):
+    monkeypatch.setattr(laws, "FLOAT_MARGIN", -0.3)
+    monkeypatch.setattr(grid, "BALL_RADII", (1,))
+    monkeypatch.setattr(grid, "I2_FINE", {16: (12,)})
+    assert any("not verified" in f for f in _fails("I.2"))
 
 
 def test_i1_fails_when_the_float_search_overreaches(monkeypatch):
