@@ -38,7 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def export_dir() -> Path:
-    """Where exported bracket files go: $PROOFS_CHECKS_OUT if set, else a fresh temp dir."""
+    """Where kept bracket files go: $PROOFS_CHECKS_OUT if set, else a fresh temp dir (not removed)."""
     out = os.environ.get("PROOFS_CHECKS_OUT")
     if out:
         p = Path(out)
@@ -107,7 +107,16 @@ def verify_with_exact(path: Path, timeout: float = 120) -> dict:
 
 
 def write_and_verify(name: str, cells: list, tensors: dict) -> tuple[Path, dict]:
-    """Write one bracket file and re-verify it with the exact tier."""
-    path = export_dir() / f"{name}.safetensors"
-    write_bracket_file(path, cells, tensors)
-    return path, verify_with_exact(path)
+    """Write one bracket file ``NAME.safetensors`` and re-verify it with the exact tier.
+
+    Into ``$PROOFS_CHECKS_OUT`` (``--export DIR``) when set, where it is kept; else into a
+    temporary directory removed after the verification (only the path's name is reported).
+    """
+    if os.environ.get("PROOFS_CHECKS_OUT"):
+        path = export_dir() / f"{name}.safetensors"
+        write_bracket_file(path, cells, tensors)
+        return path, verify_with_exact(path)
+    with tempfile.TemporaryDirectory(prefix="proofs_checks_") as tmp:
+        path = Path(tmp) / f"{name}.safetensors"
+        write_bracket_file(path, cells, tensors)
+        return path, verify_with_exact(path)
