@@ -300,3 +300,10 @@ def test_soundness_fails_if_the_exact_tier_accepted_everything(monkeypatch, labe
 def test_h4_random_part_fails_with_a_wrong_residual(monkeypatch):
     monkeypatch.setattr(examples, "contrast_bound", lambda M: residual(M).q + 1)
     assert _fails("H.4")
+
+
+def test_g3_with_more_appended_columns():
+    # d = 5: three appended stencil columns, visible key span of dimension 5, same transfer
+    _, numbers, rec, _ = hardcore.g3_run(betas=(2 ** 8, 2 ** 10), d=5, name="G3d5")
+    assert not rec.failures, rec.failures
+    assert numbers["d"] == 5 and numbers["M"] == [7, 15]
