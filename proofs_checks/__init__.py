@@ -10,10 +10,11 @@ __all__ = ["all_checks", "CheckResult", "run_check"]
 from ._core import REGISTRY, CheckResult, run_check
 
 #: Modules whose import registers checks, in the order they are reported.
-_MODULES = ("geometry", "grid", "examples", "hilbert", "soundness")
+_MODULES = ("geometry", "grid", "examples", "hilbert", "soundness", "hardcore", "identities")
 
-_ORDER = ("D.1", "E.2", "F.1", "E.3", "E.4", "G.1", "G.2", "(7)", "H.1", "H.2", "H.3", "H.4",
-          "I.1", "I.2", "I.3", "J.1", "J.2", "K.2", "K.3")
+_ORDER = ("A.1", "A.2", "A.3", "D.1", "D.3", "E.2", "F.1", "F.2", "E.3", "E.4", "G.1", "G.1-all",
+          "G.2", "G.3", "(7)", "H.1", "H.2", "H.3", "H.4", "I.1", "I.2", "I.3", "I.4", "J.1", "J.2",
+          "K.2", "K.3")
 
 
 def all_checks():

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from . import all_checks
 from ._core import run_check
@@ -41,22 +43,37 @@ def main(argv=None) -> int:
     parser.add_argument("--only", metavar="LABEL", action="append",
                         help="run only the check(s) with this paper label, e.g. G.1 (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
+    parser.add_argument("--export", metavar="DIR",
+                        help="write every verified bracket file into DIR, named after its label (DIR/I.4.safetensors)")
+    parser.add_argument("--thorough", action="store_true",
+                        help="heavier variants (more beta values for I.4); not part of the 2-minute default run")
     args = parser.parse_args(argv)
 
     entries = all_checks()
     if args.list:
         for e in entries:
-            print(f"{e.label:6} {e.name}")
+            print(f"{e.label:7} {e.name}")
         return 0
     if args.only:
-        wanted = {w.strip().upper() for w in args.only}
-        known = {e.label.upper() for e in entries}
-        unknown = sorted(wanted - known)
+        # exact, case-sensitive ASCII match: no case folding (a dotless i must not select I.1)
+        known = {e.label for e in entries}
+        unknown = [w for w in args.only if w not in known]
         if unknown:
-            print(f"python -m proofs_checks: error: unknown label(s) {', '.join(unknown)}; "
-                  f"known: {', '.join(e.label for e in entries)}", file=sys.stderr)
+            print(f"python -m proofs_checks: error: unknown label {', '.join(ascii(w) for w in unknown)}; "
+                  f"labels: {', '.join(e.label for e in entries)}", file=sys.stderr)
             return 2
-        entries = [e for e in entries if e.label.upper() in wanted]
+        entries = [e for e in entries if e.label in set(args.only)]
+    if args.export is not None:
+        out = Path(args.export)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"python -m proofs_checks: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
+            return 2
+        os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
+    if args.thorough:
+        from . import grid, hardcore, soundness
+        hardcore.THOROUGH = grid.THOROUGH = soundness.THOROUGH = True
 
     results = [run_check(e) for e in entries]
     ok = all(r.passed for r in results)
@@ -64,14 +81,14 @@ def main(argv=None) -> int:
         json.dump([r.to_json() for r in results], sys.stdout, indent=1)
         print()
         return 0 if ok else 1
-    print(f"{'label':6} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
+    print(f"{'label':7} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
     for r in results:
-        print(f"{r.label:6} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
+        print(f"{r.label:7} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
         nums = _fmt_numbers(r.numbers)
         if nums:
-            print(f"{'':66}{nums}")
+            print(f"{'':67}{nums}")
         for f in r.failures[:5]:
-            print(f"{'':66}failed: {f}")
+            print(f"{'':67}failed: {f}")
     for r in results:
         if r.table:
             print(f"\n{r.label} {r.name}:")

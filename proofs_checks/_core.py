@@ -50,6 +50,7 @@ class Recorder:
     def __init__(self):
         self.failures: list[str] = []
         self.count = 0
+        self.sanity_results: dict[str, bool] = {}
 
     def require(self, ok, what: str) -> bool:
         """Record ``what``; ``ok`` must be the bool True (an undecided arb test is False)."""
@@ -58,6 +59,11 @@ class Recorder:
             self.failures.append(what)
             return False
         return True
+
+    def sanity(self, ok, what: str) -> None:
+        """A fact that holds by construction (e.g. a gauge leaves H unchanged): printed under
+        ``numbers["sanity"]``, never deciding a pass (it could not fail)."""
+        self.sanity_results[what] = bool(ok)
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ def run_check(entry: _Entry) -> CheckResult:
         out = entry.func()
         summary, numbers, rec = out[:3]
         table = tuple(out[3]) if len(out) > 3 else ()
+        if rec.sanity_results:
+            numbers = dict(numbers, sanity=dict(rec.sanity_results))
         passed = rec.count > 0 and not rec.failures
         failures = tuple(rec.failures) if rec.count else ("no facts were checked",)
     except Exception as exc:  # noqa: BLE001 - a crash is a failed check, never a pass

@@ -26,7 +26,7 @@ import numpy as np
 from flint import fmpq
 
 from numeric.bracketwriter import rational_string, write_bracket_file
-from exact.slack import softmax_slack_bound
+from exact.slack import _float_row_bounds, softmax_slack_bound
 
 __all__ = ["neumann_cell", "verify_with_exact", "export_dir", "SLACK_GRID"]
 
@@ -38,7 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def export_dir() -> Path:
-    """Where exported bracket files go: $PROOFS_CHECKS_OUT if set, else a fresh temp dir."""
+    """Where kept bracket files go: $PROOFS_CHECKS_OUT if set, else a fresh temp dir (not removed)."""
     out = os.environ.get("PROOFS_CHECKS_OUT")
     if out:
         p = Path(out)
@@ -56,7 +56,14 @@ def float_softmax(H: np.ndarray) -> np.ndarray:
 
 def slack_bound(H: np.ndarray, A0: np.ndarray) -> fmpq:
     """Rigorous upper bound on ``||softmax_row(H) - A0||_row1`` (``exact.slack``), rounded up to SLACK_GRID."""
-    up = softmax_slack_bound(np.ascontiguousarray(H, dtype=np.float64), np.ascontiguousarray(A0, dtype=np.float64))
+    H = np.ascontiguousarray(H, dtype=np.float64)
+    A0 = np.ascontiguousarray(A0, dtype=np.float64)
+    # the exact tier's own vectorised float64 bound (proved error terms) first; arb if it fails
+    dev = _float_row_bounds(H, A0)
+    if np.isfinite(dev).all():
+        up = fmpq(*float(dev.max()).as_integer_ratio())
+    else:
+        up = softmax_slack_bound(H, A0)
     if up is None:
         raise ValueError("the softmax slack bound is not finite")
     steps = (up / SLACK_GRID).ceil() + 1
@@ -100,7 +107,16 @@ def verify_with_exact(path: Path, timeout: float = 120) -> dict:
 
 
 def write_and_verify(name: str, cells: list, tensors: dict) -> tuple[Path, dict]:
-    """Write one bracket file and re-verify it with the exact tier."""
-    path = export_dir() / f"{name}.safetensors"
-    write_bracket_file(path, cells, tensors)
-    return path, verify_with_exact(path)
+    """Write one bracket file ``NAME.safetensors`` and re-verify it with the exact tier.
+
+    Into ``$PROOFS_CHECKS_OUT`` (``--export DIR``) when set, where it is kept; else into a
+    temporary directory removed after the verification (only the path's name is reported).
+    """
+    if os.environ.get("PROOFS_CHECKS_OUT"):
+        path = export_dir() / f"{name}.safetensors"
+        write_bracket_file(path, cells, tensors)
+        return path, verify_with_exact(path)
+    with tempfile.TemporaryDirectory(prefix="proofs_checks_") as tmp:
+        path = Path(tmp) / f"{name}.safetensors"
+        write_bracket_file(path, cells, tensors)
+        return path, verify_with_exact(path)

@@ -214,6 +214,28 @@ H4_MATRIX = [[0, 0, 0], [0, 0, 1], [0, 1, 1]]
 H4_TRIALS = 150
 
 
+#: Shapes of the exhaustive 0/1 search, in increasing number of entries.
+H4_SHAPES = ((2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3))
+
+
+def exhaustive_strict(shapes=H4_SHAPES) -> dict:
+    """Every 0/1 matrix of each shape (in order): the first shape with ``q > contrast/2``,
+    how many there, and those with the fewest ones (the staircase must be one of them)."""
+    searched = []
+    for m, n in shapes:
+        searched.append(f"{m}x{n}")
+        strict = []
+        for bits in range(2 ** (m * n)):
+            M = [[(bits >> (i * n + j)) & 1 for j in range(n)] for i in range(m)]
+            if residual(M).q > contrast_bound(M):
+                strict.append(M)
+        if strict:
+            ones = min(sum(map(sum, M)) for M in strict)
+            return {"shape": (m, n), "count": len(strict), "ones": ones, "searched": searched,
+                    "fewest_ones": [M for M in strict if sum(map(sum, M)) == ones]}
+    return {"shape": None, "count": 0, "ones": None, "searched": searched, "fewest_ones": []}
+
+
 @register("H.4", "rectangular contrasts bound but do not equal q")
 def check_h4():
     """H.4: ``q(M) >= max |rectangular contrast| / 2`` always (random exact matrices),
@@ -223,6 +245,10 @@ def check_h4():
     c = contrast_bound(H4_MATRIX)
     rec.require(cert.q == fmpq(2, 3) and c == fmpq(1, 2), f"staircase: q = {cert.q}, contrast/2 = {c}")
     rec.require(row_osc_bound(H4_MATRIX, list(cert.shift)) == cert.q, "the shift attains q")
+    smallest = exhaustive_strict()
+    rec.require(smallest["shape"] == (3, 3) and H4_MATRIX in smallest["fewest_ones"],
+                f"exhaustive search: first strict shape {smallest['shape']}, fewest-ones examples "
+                f"{smallest['fewest_ones'][:3]}")
     rng = random.Random(7)
     strict = 0
     for t in range(H4_TRIALS):
@@ -236,6 +262,8 @@ def check_h4():
         strict += cb < r.q
     numbers = {"M": str(H4_MATRIX), "q": qstr(cert.q), "max_contrast/2": qstr(c),
                "optimal_shift": [qstr(v) for v in cert.shift], "cycle": list(cert.cycle),
-               "random_trials": H4_TRIALS, "random_strict": strict}
+               "random_trials": H4_TRIALS, "random_strict": strict,
+               "exhaustive": {"shapes_searched": smallest["searched"], "first_strict_shape": list(smallest["shape"]),
+                              "strict_at_that_shape": smallest["count"], "fewest_ones": smallest["ones"]}}
     return (f"q = {qstr(cert.q)} > contrast/2 = {qstr(c)} on the staircase; bound holds "
             f"on {H4_TRIALS} random cases", numbers, rec)

@@ -144,7 +144,7 @@ def check_g1():
             table.append({"r": r, "N": N, "n": n, "kappa": qstr(formula),
                           "neumann_gap_upper": f"{float(gap.mid()) + float(gap.rad()):.6f}",
                           "r_eps/kappa^(r/2)": f"{float(ratio.mid()):.6f}"})
-    got = _verify_cells(rec, "g1_grid", cells, tensors, expect)
+    got = _verify_cells(rec, "G.1", cells, tensors, expect)
     for row in table:
         c = got.get(f"G1_r{row['r']}_N{row['N']}", {})
         row["bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
@@ -177,7 +177,7 @@ def check_h1():
         cid = f"H1_n{n}"
         cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "H.1", "n": n}))
         expect[cid] = n
-    _verify_cells(rec, "h1_rank_one", cells, tensors, expect)
+    _verify_cells(rec, "H.1", cells, tensors, expect)
     numbers = {"beta": BETA, "eps": qstr(EPS), "sizes": list(H1_SIZES), "rank_C": 1,
                "residual_q(C-T)_at_T=C": "0", "tau": "0", "largest_verified_r_eps": max(H1_SIZES)}
     return (f"rank C = 1, q = 0, r_eps = n verified for n in {H1_SIZES[0]}..{H1_SIZES[-1]}",
@@ -186,15 +186,25 @@ def check_h1():
 
 #: I.2 / I.3: integer points of the disc of radius rho at beta = 4 are the
 #: unit disc at beta_unit = 4 rho^2 (scale the points by 1/rho).
-BALL_RADII = (1, 2, 3, 4, 6)
+BALL_RADII = (1, 2, 3, 4, 5, 6)
+
+
+#: I.2's fine discs (spacing 1/G) for both halves, at eps = 1/2: {beta: (G, ...)}.
+I2_FINE_EPS = fmpq(1, 2)
+I2_FINE = {16: (12, 20), 32: (20,)}
+I2_FINE_THOROUGH = {16: (12, 16, 20), 32: (12, 16, 20)}
 
 
 @register("I.2", "full-ball law (finite instances)")
 def check_i2():
-    """I.2: lattice points of a disc, Gaussian logits: arb proves r_eps = n (Neumann) for
-    each instance; n / beta_unit^(r/2) ~ pi/4 illustrates the beta^(r/2) law."""
+    """I.2: (a) lattice points of a disc, Gaussian logits: arb proves r_eps = n (Neumann)
+    for each instance; n / beta_unit ~ pi/4 illustrates the beta^(r/2) law. (b) Both halves
+    on discs of spacing 1/G: separated-subset lower and, above, every row replaced by the
+    softmax row of its nearest representative on a grid (rank = representatives used):
+    the exact tier verifies [L, U] with U <= 8 beta, not growing with G at fixed beta."""
+    from .laws import disc_bracket_cells
     rec = Recorder()
-    table, cells, tensors = [], [], {}
+    table, cells, tensors, expect = [], [], {}, {}
     for rho in BALL_RADII:
         pts = ball_points(rho)
         n = len(pts)
@@ -202,29 +212,63 @@ def check_i2():
         rec.require(gap < (1 - EPS) / 2, f"rho={rho}: Neumann condition fails ({gap})")
         cid = f"I2_disc_rho{rho}"
         cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "I.2", "rho": rho}))
-        beta_unit = BETA * rho * rho
-        table.append({"rho": rho, "beta_unit": beta_unit, "n": n, "id": cid})
-    got = _verify_cells(rec, "i2_full_ball", cells, tensors, {c["id"]: t["n"] for c, t in zip(cells, table)})
+        expect[cid] = (n, n)
+        table.append({"disc": f"rho={rho} (integer points)", "beta_unit": BETA * rho * rho, "eps": qstr(EPS),
+                      "n": n, "id": cid})
+    uppers = {}
+    for beta, Gs in (I2_FINE_THOROUGH if THOROUGH else I2_FINE).items():
+        for cid, n, M, U, cell in disc_bracket_cells(Gs, beta, I2_FINE_EPS, tensors):
+            rec.require(U is not None and U <= 8 * beta and U < n,
+                        f"{cid}: representative upper rank {U} not <= 8 beta")
+            cells.append(cell)
+            expect[cid] = (M or 1, U)
+            uppers.setdefault(beta, []).append(U)
+            table.append({"disc": f"spacing 1/{cell['provenance']['G']}", "beta_unit": beta,
+                          "eps": qstr(I2_FINE_EPS), "n": n, "id": cid})
+    got = _verify_cells(rec, "I.2", cells, tensors, {})
     for row in table:
-        c = got.get(row.pop("id"), {})
+        cid = row.pop("id")
+        c = got.get(cid, {})
+        rec.require(c.get("lower_verified") is True and c.get("upper_verified") is True
+                    and (c.get("lower"), c.get("upper")) == expect[cid], f"{cid}: bracket {expect[cid]} not verified")
         row["r_eps_bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
-        row["n/beta_unit"] = f"{row['n'] / row['beta_unit']:.4f}"
+        row["upper/beta_unit"] = f"{(c.get('upper') or 0) / row['beta_unit']:.4f}"
     numbers = {"beta_grid": BETA, "eps": qstr(EPS), "radii": list(BALL_RADII),
-               "n": [t["n"] for t in table]}
-    return ("r_eps = n verified per disc instance; n/beta_unit -> pi/4 (illustration)", numbers, rec, table)
+               "n": [t["n"] for t in table[:len(BALL_RADII)]],
+               "fine_upper_ranks": {str(b): u for b, u in uppers.items()}}
+    return ("r_eps = n verified per integer disc; on fine discs [L, U] with U = O(beta) not growing with n "
+            f"({ {b: u for b, u in uppers.items()} })", numbers, rec, table)
+
+
+#: I.3: keys filling the unit disc with spacing 1/G (G >> sqrt(beta) / 4), queries = keys.
+I3_G, I3_BETAS = 16, (16, 36)
+I3_G_THOROUGH, I3_BETAS_THOROUGH = 20, (16, 36, 64)
+THOROUGH = False
 
 
 @register("I.3", "finite full-ball lower certificate")
 def check_i3():
-    """I.3: the disc instances exported as bracket files; the exact tier verifies [n, n]."""
+    """I.3: keys on a lattice of spacing 1/G filling the unit disc (at beta = 16, spacing
+    1/16 against beta^(-1/2) = 1/4); the certificate picks a separated subset S of the rows
+    (a coarse sub-lattice), cells = nearest message, decoder = row selection (contractive,
+    nonzero defect), and the exact tier verifies r_eps >= |S| with the softmax slack."""
+    from .laws import disc_cells
     rec = Recorder()
-    cells, tensors, expect = [], {}, {}
-    for rho in BALL_RADII[:4]:
-        pts = ball_points(rho)
-        cid = f"I3_disc_rho{rho}"
-        cells.append(neumann_cell(cid, _logits(pts, BETA), EPS, tensors, {"check": "I.3", "rho": rho}))
-        expect[cid] = len(pts)
-    got = _verify_cells(rec, "i3_full_ball", cells, tensors, expect)
-    numbers = {"cells": {k: f"[{v.get('lower')}, {v.get('upper')}] margin {_short(v.get('lower_margin'))}"
-                         for k, v in got.items()}}
-    return (f"{len(cells)} disc cells verified by python -m exact verify", numbers, rec)
+    tensors, cells, expect, table = {}, [], {}, []
+    G, betas = (I3_G_THOROUGH, I3_BETAS_THOROUGH) if THOROUGH else (I3_G, I3_BETAS)
+    for cid, n, M, cell in disc_cells(G, betas, EPS, tensors):
+        rec.require(M is not None, f"{cid}: no separated subset passes the float test")
+        cells.append(cell)
+        expect[cid] = M
+        table.append({"id": cid, "keys": n, "beta": cell["provenance"]["beta"], "spacing": f"1/{G}"})
+    got = _verify_cells(rec, "I.3", cells, tensors, {})
+    for row in table:
+        c = got.get(row["id"], {})
+        rec.require(c.get("lower_verified") is True and c.get("lower") == expect[row["id"]] and c.get("upper_verified") is True,
+                    f"{row['id']}: lower {expect[row['id']]} not verified ({c.get('lower_reason')})")
+        row["bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
+        row["lower_margin"] = _short(c.get("lower_margin"))
+    Ms = [expect[r["id"]] for r in table]
+    rec.require(all(a < b for a, b in zip(Ms, Ms[1:])), f"separated subsets do not grow with beta: {Ms}")
+    return (f"disc keys at spacing 1/{G}: separated subsets of {Ms} rows certified by the exact tier",
+            {"G": G, "betas": list(betas), "certified_lower": Ms, "eps": qstr(EPS)}, rec, table)

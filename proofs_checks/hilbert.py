@@ -20,6 +20,8 @@ __all__ = ["hilbert_sides"]
 #: near-equality perturbations of the two-group extremal family.
 HILBERT_SEED = 7
 N_RANDOM, N_EXTREME, N_NEAR = 120, 40, 40
+#: The divisor in 2 tanh(osc / 4); a test sets a wrong one (the check must then fail).
+RHS_DIV = 4
 #: Precision for the near-equality cases, whose gaps go down to ~1e-12.
 NEAR_PREC = 256
 
@@ -33,7 +35,7 @@ def hilbert_sides(w, h, hp, prec: int = 128):
         Z, Zp = sum(e, arb(0)), sum(ep, arb(0))
         lhs = sum((abs(a / Z - b / Zp) for a, b in zip(e, ep)), arb(0))
         d = [a - b for a, b in zip(h, hp)]
-        rhs = 2 * (arb(max(d) - min(d)) / 4).tanh()
+        rhs = 2 * (arb(max(d) - min(d)) / RHS_DIV).tanh()
         return lhs, rhs
 
 

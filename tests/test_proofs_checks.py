@@ -21,7 +21,8 @@ from proofs_checks.grid import grid_points, neumann_gap
 ROOT = Path(__file__).resolve().parents[1]
 ENTRIES = all_checks()
 EXPECTED_LABELS = {"G.1", "H.1", "H.2", "G.2", "(7)", "E.2", "F.1", "D.1", "K.2", "K.3",
-                   "E.3", "E.4", "H.3", "H.4", "I.1", "I.2", "I.3", "J.1", "J.2"}
+                   "E.3", "E.4", "H.3", "H.4", "I.1", "I.2", "I.3", "J.1", "J.2",
+                   "I.4", "G.3", "G.1-all", "A.1", "A.2", "A.3", "D.3", "F.2"}
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +47,7 @@ def _cli(*args, timeout=120):
 
 
 def test_cli_json_only():
-    proc = _cli("--json", "--only", "H.2", "--only", "e.3")
+    proc = _cli("--json", "--only", "H.2", "--only", "E.3")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [d["label"] for d in doc] == ["E.3", "H.2"]
@@ -67,6 +68,35 @@ def test_cli_unknown_label_is_a_one_line_error():
     proc = _cli("--only", "Z.9")
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_only_matches_exactly():
+    # no case folding, no Unicode folding: a dotless i must not select I.1, e.3 is not E.3
+    for bad in ("\u0131.1", "e.3", " G.1", "I.1\u0307"):
+        proc = _cli("--only", bad)
+        assert proc.returncode == 2, bad
+        err = proc.stderr.strip()
+        assert len(err.splitlines()) == 1 and "unknown label" in err and "I.4" in err
+        assert err.isascii() and ascii(bad) in err          # echoed escaped
+
+
+def test_cli_export_names_files_by_label_and_exact_accepts_them(tmp_path):
+    out = tmp_path / "out"
+    proc = _cli("--only", "G.3", "--only", "H.1", "--only", "A.1", "--export", str(out), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["G.3.safetensors", "H.1.safetensors"]          # A.1 exports nothing
+    ver = subprocess.run([sys.executable, "-m", "exact", "verify", *(str(out / f) for f in files), "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ver.returncode == 0, ver.stdout[-2000:] + ver.stderr
+
+
+def test_cli_export_to_a_file_is_a_one_line_error(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    proc = _cli("--only", "A.1", "--export", str(f))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "Traceback" not in proc.stderr
 
 
