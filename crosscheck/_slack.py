@@ -1,0 +1,244 @@
+"""The target slack (K.5, Lemma 11 = G.2): a proved bound on ``||softmax_row(H) - A0||_row1``.
+
+The exponentials are the only transcendental numbers the second checker
+meets. mpmath documents as correctly rounded only its basic operations
+(addition, subtraction, multiplication, division, square roots and
+conversions; docs/technical.rst, "Correctness guarantees"); its ``exp`` is
+"fully accurate" on "a heuristic error analysis". Its interval context
+``iv`` rounds those basic operations outward, so they enclose; ``iv.exp``
+does not always: ``iv.exp(-2^-170)`` at 272 bits is the single point
+``1 - 2^-170``, below the true value (tests/test_crosscheck_slack.py). So
+every exponential here comes from Taylor's theorem evaluated with
+``iv``'s basic operations only (``_exp_neg``): for ``0 <= y <= 2^-8``,
+``exp(-y) = S_K(y) + R`` with ``|R| <= y^(K+1) / (K+1)!``, and
+``exp(-x) = exp(-x / 2^k)^(2^k)`` (squaring a positive interval encloses).
+A private ``MPIntervalContext`` keeps the precision out of mpmath's
+global state.
+
+Per row, with ``t_j = max(h) - h_j >= 0`` exact:
+
+* fast pass, in exact integer fixed point (units of ``2^-80``, rounded
+  outward): ``t = i + f1/2^8 + f2/2^16 + r``, ``0 <= r < 2^-16``; ``exp(-t)``
+  is the product of three table entries (``exp(-i)``, ``exp(-f1/2^8)``,
+  ``exp(-f2/2^16)``: powers of three enclosures from ``_exp_neg``, made
+  once per process) and ``exp(-r)``, which lies between the alternating Taylor sums
+  ``S_3(r) <= exp(-r) <= S_4(r)`` (terms decreasing for ``r < 1``);
+  ``t >= 60`` gives ``0 <= exp(-t) <= exp(-60)``;
+* fallback, for a row whose fast bound exceeds the claimed slack:
+  ``_exp_neg`` per entry, in units of ``2^-192``.
+
+With ``e_j in [lo_j, hi_j]`` and ``Z = sum e_j in [Zlo, Zhi]`` (``Zlo >= 1``,
+the row maximum has ``t = 0``), ``|e_j / Z - a_j| <= max(hi_j/Zlo - a_j,
+a_j - lo_j/Zhi, 0)``, and ``a_j - lo_j/Zhi <= (a_j Zhi - lo_j)/Zlo`` when
+positive, so the row's distance is at most
+``sum_j max(hi_j - a_j Zlo, a_j Zhi - lo_j, 0) / Zlo``, an exact rational.
+
+>>> bound = SlackBound([[0.0, 0.0]], [[0.5, 0.5]], None)
+>>> bound.proves(Fraction(0))                     # softmax(0, 0) = (1/2, 1/2) exactly
+True
+>>> import math; H = [[0.0, -1.0]]; e = math.exp(-1) / (1 + math.exp(-1))
+>>> SlackBound(H, [[1 - e, e]], None).proves(Fraction(1, 10**12))
+True
+>>> SlackBound(H, [[0.5, 0.5]], None).proves(Fraction(1, 10))      # the true distance is 0.46
+False
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+
+from mpmath.ctx_iv import MPIntervalContext
+
+from ._limits import Meter
+
+__all__ = ["SlackBound", "FAST_BITS", "SLOW_BITS"]
+
+#: Fixed-point bits of the fast pass and of the fallback.
+FAST_BITS = 80
+SLOW_BITS = 192
+#: exp(-t) for t >= _TOP is bounded by exp(-_TOP) (< 2^-86, below the fast pass's unit);
+#: the fallback's cut is _SLOW_TOP (exp(-140) < 2^-201).
+_TOP, _SLOW_TOP = 60, 140
+#: At most this many Taylor terms in ``_exp_neg`` (on [0, 2^-8] the remainder after 24 is below 2^-270);
+#: it stops as soon as the remainder bound is below 2^-prec.
+_TERMS = 24
+#: Work units charged per entry: fast pass, fallback (about 25 integer and 100 interval operations).
+FAST_UNITS, SLOW_UNITS = 32, 4096
+
+
+def _context(bits: int) -> MPIntervalContext:
+    ctx = MPIntervalContext()
+    ctx.prec = bits + 48
+    return ctx
+
+
+def _exp_neg(ctx, x):
+    """An interval containing ``exp(-x)`` for every x in the non-negative interval ``x``, from Taylor's
+    theorem with ``ctx``'s basic operations only (no ``ctx.exp``)."""
+    y, squarings, small = x, 0, ctx.ldexp(ctx.mpf(1), -8)
+    while y.b > small:                                   # exact comparison of two points
+        y, squarings = ctx.ldexp(y, -1), squarings + 1
+    term = total = ctx.mpf(1)
+    tiny, k = ctx.ldexp(ctx.mpf(1), -ctx.prec), 0
+    while True:
+        rest = (term * y / (k + 1)).b                    # >= y^(k+1) / (k+1)! >= |exp(-y) - S_k(y)|
+        if rest < tiny or k == _TERMS:
+            break
+        k += 1
+        term = term * y / k                              # y^k / k!
+        total = total - term if k % 2 else total + term
+    value = ctx.mpf([(total - rest).a, (total + rest).b])
+    for _ in range(squarings):
+        value = value * value                            # exp(-2y) = exp(-y)^2, a positive interval
+    return value
+
+
+def _fixed(ctx, x, bits: int) -> tuple:
+    """``(floor(lo 2^bits), ceil(hi 2^bits))`` of a non-negative interval x, as ints (checked exactly)."""
+    lo, hi = ctx.ldexp(x.a, bits), ctx.ldexp(x.b, bits)    # exact scalings of the endpoints
+    a = int(lo)
+    b = int(hi)
+    if not (a <= lo < a + 1):                             # exact comparisons of points
+        raise ArithmeticError("fixed-point conversion out of range")
+    if hi != b:
+        b += 1
+    if not (b - 1 < hi <= b):
+        raise ArithmeticError("fixed-point conversion out of range")
+    return a, b
+
+
+def _powers(ctx, base, count: int) -> list:
+    """Enclosures of ``base^0 ... base^(count - 1)`` by repeated interval multiplication."""
+    out, value = [], ctx.mpf(1)
+    for _ in range(count):
+        out.append(value)
+        value = value * base
+    return out
+
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple:
+    """Enclosures in units of 2^-FAST_BITS of exp(-i) (i <= _TOP), exp(-f/2^8) and exp(-f/2^16) (f < 256),
+    as powers of ``_exp_neg`` at 1, 2^-8 and 2^-16."""
+    ctx = _context(FAST_BITS)
+    return tuple([_fixed(ctx, v, FAST_BITS) for v in _powers(ctx, _exp_neg(ctx, ctx.ldexp(ctx.mpf(1), -e)), count)]
+                 for e, count in ((0, _TOP + 1), (8, 256), (16, 256)))
+
+
+def _up(v: int, bits: int) -> int:
+    """``ceil(v / 2^bits)``."""
+    return -((-v) >> bits)
+
+
+def _dyadic_row(values) -> tuple:
+    """Integers and a shift s with ``values[j] = ints[j] / 2^s`` exactly."""
+    ratios = [x.as_integer_ratio() for x in values]
+    s = max(q.bit_length() - 1 for _, q in ratios)
+    return [p << (s + 1 - q.bit_length()) for p, q in ratios], s
+
+
+def _fast_entries(t: list, s: int) -> tuple:
+    """``([lo_j], [hi_j])`` with ``lo_j <= 2^P exp(-t_j / 2^s) <= hi_j`` (P = FAST_BITS)."""
+    P = FAST_BITS
+    one = 1 << P
+    whole, first, second = _tables()
+    top_hi = whole[_TOP][1]
+    los, his = [], []
+    for tn in t:
+        if tn == 0:
+            los.append(one)
+            his.append(one)
+            continue
+        u = tn >> (s - 16) if s >= 16 else tn << (16 - s)        # floor(t 2^16)
+        i = u >> 16
+        if i >= _TOP:
+            los.append(0)
+            his.append(top_hi)
+            continue
+        if s > 16:
+            rn = tn - (u << (s - 16))                                # r = rn / 2^s, 0 <= r < 2^-16
+            x = rn >> (s - P) if s >= P else rn << (P - s)          # floor(r 2^P)
+            x_hi = x + (1 if s > P and rn & ((1 << (s - P)) - 1) else 0)
+        else:
+            x = x_hi = 0
+        # exp(-r) >= S_3(x_hi) and <= S_4(x), outward rounded (r in [x, x_hi] / 2^P)
+        sq = x_hi * x_hi
+        p_lo = one - x_hi + (sq >> (P + 1)) - (-(-(sq * x_hi) // (6 << (2 * P))))
+        sq = x * x
+        p_hi = one - x - ((-sq) >> (P + 1)) - ((sq * x) // (6 << (2 * P))) + (sq * sq >> (3 * P)) // 24 + 1
+        (w_lo, w_hi), (a_lo, a_hi), (b_lo, b_hi) = whole[i], first[(u >> 8) & 255], second[u & 255]
+        lo = (((w_lo * a_lo >> P) * b_lo >> P) * p_lo) >> P               # floors
+        hi = _up(_up(_up(w_hi * a_hi, P) * b_hi, P) * p_hi, P)             # ceilings
+        los.append(max(lo, 0))
+        his.append(hi)
+    return los, his
+
+
+def _slow_entries(t: list, s: int) -> tuple:
+    """As ``_fast_entries``, ``_exp_neg`` per entry, in units of ``2^-SLOW_BITS``."""
+    ctx = _context(SLOW_BITS)
+    cut = _fixed(ctx, _exp_neg(ctx, ctx.mpf(_SLOW_TOP)), SLOW_BITS)[1]
+    los, his = [], []
+    for tn in t:
+        if tn >> s >= _SLOW_TOP:
+            los.append(0)
+            his.append(cut)
+            continue
+        lo, hi = _fixed(ctx, _exp_neg(ctx, ctx.ldexp(ctx.mpf(tn), -s)), SLOW_BITS)
+        los.append(lo)
+        his.append(hi)
+    return los, his
+
+
+def _row_distance(los, his, a: list, sa: int, bits: int) -> Fraction:
+    """An upper bound on ``sum_j |e_j / Z - a_j|`` (e_j in [lo_j, hi_j] 2^-bits, a_j = a[j] / 2^sa)."""
+    z_lo, z_hi = sum(los), sum(his)
+    total = 0
+    for lo, hi, an in zip(los, his, a):
+        up = (hi << sa) - an * z_lo
+        down = an * z_hi - (lo << sa)
+        total += max(up, down, 0)
+    return Fraction(total, z_lo << sa)
+
+
+class SlackBound:
+    """The slack of one (logits, matrix) pair, row by row, as tight as the claimed slack needs.
+
+    ``H`` and ``A0`` are sequences of rows of floats (one shape, checked by the caller).
+    """
+
+    def __init__(self, H, A0, meter: Meter | None):
+        self.H, self.A0, self.meter = H, A0, meter
+        self.fast, self.slow = None, {}
+
+    def _prepare(self, i: int):
+        h, sh = _dyadic_row(self.H[i])
+        top = max(h)
+        a, sa = _dyadic_row(self.A0[i])
+        return [top - x for x in h], sh, a, sa
+
+    def _fast(self) -> list:
+        if self.fast is None:
+            rows = len(self.H)
+            if self.meter is not None:
+                self.meter.charge(FAST_UNITS * rows * len(self.H[0]), "the softmax slack (fast pass)")
+            self.fast = []
+            for i in range(rows):
+                t, sh, a, sa = self._prepare(i)
+                self.fast.append(_row_distance(*_fast_entries(t, sh), a, sa, FAST_BITS))
+        return self.fast
+
+    def _slow(self, i: int) -> Fraction:
+        if i not in self.slow:
+            if self.meter is not None:
+                self.meter.charge(SLOW_UNITS * len(self.H[i]), "the softmax slack (iv.exp per entry)")
+            t, sh, a, sa = self._prepare(i)
+            self.slow[i] = _row_distance(*_slow_entries(t, sh), a, sa, SLOW_BITS)
+        return self.slow[i]
+
+    def bound(self, slack: Fraction) -> Fraction:
+        """A proved bound on the distance: the fast bound of each row, the fallback's where it exceeds ``slack``."""
+        return max(self._slow(i) if b > slack else b for i, b in enumerate(self._fast()))
+
+    def proves(self, slack: Fraction) -> bool:
+        return self.bound(slack) <= slack
