@@ -204,7 +204,7 @@ def _table(header: dict, data_bytes: int) -> dict:
             raise Malformed(f"{what}: data_offsets must be [begin, end]")
         begin, end = (_integer(x, f"{what} data_offsets") for x in span)
         if not 0 <= begin <= end <= data_bytes:
-            raise Malformed(f"{what}: data [{begin}, {end}) outside the {data_bytes} data bytes")
+            raise Malformed(f"{what}: data [{begin}, {end}) outside the {data_bytes} data bytes (truncated file?)")
         if end - begin != 8 * rows * cols:
             raise Malformed(f"{what}: {end - begin} data bytes for shape [{rows}, {cols}] of F64")
         table[name] = ((rows, cols), begin, end)
