@@ -24,13 +24,46 @@ Fraction(1, 2)
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
-from itertools import compress
-from operator import mul
+from functools import lru_cache, reduce
+from itertools import compress, repeat
+from math import frexp, ldexp
+from operator import mul, or_
 
 from ._limits import Meter
 
-__all__ = ["Dyadic", "residual", "words"]
+__all__ = ["Dyadic", "residual", "words", "integers"]
+
+
+def integers(values) -> tuple:
+    """``(ints, shift)`` with ``values[j] == ints[j] / 2^shift`` exactly and shift as small as possible.
+
+    Each finite float is ``m 2^(e - 53)`` with an integer m of at most 53 bits (``math.frexp``), so
+    ``ldexp(x, 53 - min e)`` is an integer-valued float, exact while it stays below 2^1024; the
+    common trailing zero bits are then shifted out. Beyond that range (a spread of more than about
+    970 binades) every float enters through ``as_integer_ratio``.
+
+    >>> integers([0.5, -0.75, 3.0])
+    ([2, -3, 12], 2)
+    >>> integers([5e-324, 1.0])[1]
+    1074
+    """
+    exponents = [e for f, e in map(frexp, values) if f]
+    if not exponents:
+        return [0] * len(values), 0
+    low, high = min(exponents), max(exponents)
+    if high - low + 53 <= 1023:
+        shift = 53 - low
+        ints = list(map(int, map(ldexp, values, repeat(shift))))
+    else:
+        ratios = [x.as_integer_ratio() for x in values]
+        shift = max(q.bit_length() - 1 for _, q in ratios)
+        ints = [p << (shift + 1 - q.bit_length()) for p, q in ratios]
+    common = reduce(or_, ints, 0)
+    zeros = min((common & -common).bit_length() - 1, shift)
+    if zeros > 0:
+        ints = [v >> zeros for v in ints]
+        shift -= zeros
+    return ints, shift
 
 
 def words(bits: int) -> int:
@@ -52,9 +85,7 @@ class Dyadic:
     def of_floats(cls, values, shape) -> "Dyadic":
         """The exact value of row-major float64 ``values`` of ``shape`` (finite; checked by the reader)."""
         m, n = shape
-        ratios = [x.as_integer_ratio() for x in values]
-        shift = max((q.bit_length() - 1 for _, q in ratios), default=0)
-        ints = [p << (shift + 1 - q.bit_length()) for p, q in ratios]
+        ints, shift = integers(values)
         return cls([ints[i * n:(i + 1) * n] for i in range(m)], shift, n)
 
     @classmethod

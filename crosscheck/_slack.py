@@ -49,6 +49,7 @@ from functools import lru_cache
 
 from mpmath.ctx_iv import MPIntervalContext
 
+from ._dyadic import integers
 from ._limits import Meter
 
 __all__ = ["SlackBound", "FAST_BITS", "SLOW_BITS"]
@@ -130,13 +131,6 @@ def _up(v: int, bits: int) -> int:
     return -((-v) >> bits)
 
 
-def _dyadic_row(values) -> tuple:
-    """Integers and a shift s with ``values[j] = ints[j] / 2^s`` exactly."""
-    ratios = [x.as_integer_ratio() for x in values]
-    s = max(q.bit_length() - 1 for _, q in ratios)
-    return [p << (s + 1 - q.bit_length()) for p, q in ratios], s
-
-
 def _fast_entries(t: list, s: int) -> tuple:
     """``([lo_j], [hi_j])`` with ``lo_j <= 2^P exp(-t_j / 2^s) <= hi_j`` (P = FAST_BITS)."""
     P = FAST_BITS
@@ -212,9 +206,9 @@ class SlackBound:
         self.fast, self.slow = None, {}
 
     def _prepare(self, i: int):
-        h, sh = _dyadic_row(self.H[i])
+        h, sh = integers(self.H[i])
         top = max(h)
-        a, sa = _dyadic_row(self.A0[i])
+        a, sa = integers(self.A0[i])
         return [top - x for x in h], sh, a, sa
 
     def _fast(self) -> list:
