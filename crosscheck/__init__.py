@@ -20,12 +20,12 @@ Front door::
 Exit status of the command: 0 every side of every cell verified; 1 a side
 not verified, or a disagreement with ``--compare``; 2 a file refused.
 """
-from ._agree import Agreement, agree_all, agreement, summary
+from ._agree import Agreement, agree_all, agreement, markdown, summary
 from ._errors import CrosscheckError, LimitReached, Malformed
 from ._limits import MAX_WORK
 from ._reader import read
 from ._results import CellResult, SideResult, Status
 from ._verify import judge, verify_file
 
-__all__ = ["verify_file", "judge", "read", "agreement", "agree_all", "summary", "Agreement", "CellResult",
+__all__ = ["verify_file", "judge", "read", "agreement", "agree_all", "summary", "markdown", "Agreement", "CellResult",
            "SideResult", "Status", "CrosscheckError", "Malformed", "LimitReached", "MAX_WORK"]

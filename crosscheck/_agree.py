@@ -22,7 +22,7 @@ from ._limits import MAX_WORK
 from ._numbers import show
 from ._verify import verify_file
 
-__all__ = ["Agreement", "agreement", "agree_all", "summary"]
+__all__ = ["Agreement", "agreement", "agree_all", "summary", "markdown"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,20 @@ def summary(agreements) -> dict:
             "crosscheck_verified": sum(a.crosscheck_verified for a in agreements),
             "disagreements": [line for a in agreements for line in a.disagreements],
             "agree": all(a.ok for a in agreements)}
+
+
+def markdown(totals: dict) -> list:
+    """Report lines (Markdown) for ``summary``'s totals: the counts of both checkers and every disagreement.
+
+    >>> markdown({"files": 1, "brackets": 3, "exact_verified": 3, "crosscheck_verified": 3, "disagreements": [],
+    ...           "agree": True})[2]
+    '3 brackets in 1 file(s): the exact tier verified 3, the second checker verified 3; 0 disagreements.'
+    """
+    lines = ["## Independent re-derivation (crosscheck)\n",
+             "Every bracket re-derived by a second checker that shares no code with the exact tier "
+             "(its own reader, Python integers and Fractions, Taylor enclosures; docs/crosscheck.md).\n",
+             f"{totals['brackets']} brackets in {totals['files']} file(s): the exact tier verified "
+             f"{totals['exact_verified']}, the second checker verified {totals['crosscheck_verified']}; "
+             f"{len(totals['disagreements'])} disagreements."]
+    lines += [f"- DISAGREEMENT: {line}" for line in totals["disagreements"]]
+    return lines
