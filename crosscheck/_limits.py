@@ -6,9 +6,9 @@ use the same values). Two are the second checker's own: the nesting depth of
 the JSON header (the format names none; Python's parser would otherwise stop
 with a RecursionError somewhere near a thousand) and the work limit, whose
 unit here is one multiply-add on one 64-bit word inside Python's integers
-(the packed products of ``crosscheck._dyadic``), plus a fixed charge per
-Python-level step where the work is Python (the slack's exponentials, the
-odd map's facet walk).
+(the packed products of ``crosscheck._dyadic``), plus a fixed charge, in the
+same time scale, per entry where the work is Python (converting a tensor, the
+slack's exponentials) and per step of the odd map's facet walk.
 
 There is no global meter: every check receives a ``Meter`` made for its file.
 """
@@ -33,9 +33,9 @@ MAX_TENSORS = 1_000_000
 MAX_ODDMAP_DIM = 7
 #: JSON nesting depth of the header (the claim document needs 6; provenance is free-form).
 MAX_JSON_DEPTH = 256
-#: Work units per file: 2^36 (measured in bench/crosscheck_speed.py at well under 1 ns per unit
-#: for the packed products, so a file at the limit takes about a minute of one core).
-MAX_WORK = 2**36
+#: Work units per file: 2^34. Measured (bench/crosscheck_speed.py, project machine under load): the
+#: packed products take 4 to 6 ns per unit, so a file at the limit takes about 70 to 100 s of one core.
+MAX_WORK = 2**34
 
 
 class Meter:

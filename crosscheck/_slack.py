@@ -63,8 +63,9 @@ _TOP, _SLOW_TOP = 60, 140
 #: At most this many Taylor terms in ``_exp_neg`` (on [0, 2^-8] the remainder after 24 is below 2^-270);
 #: it stops as soon as the remainder bound is below 2^-prec.
 _TERMS = 24
-#: Work units charged per entry: fast pass, fallback (about 25 integer and 100 interval operations).
-FAST_UNITS, SLOW_UNITS = 32, 4096
+#: Work units charged per entry, at the packed products' rate of about 4 to 6 ns per unit (measured on
+#: the project machine under load, bench/crosscheck_speed.py): fast pass about 3.4 us, fallback about 450 us.
+FAST_UNITS, SLOW_UNITS = 640, 2**17
 
 
 def _context(bits: int) -> MPIntervalContext:
