@@ -145,6 +145,7 @@ def _product(X: Dyadic, Y: Dyadic, C: Dyadic | None, meter: Meter | None) -> Dya
     up_xy = shift - X.shift - Y.shift
     up_c = 0 if C is None else shift - C.shift
     bound = (max(X.row_sums(), default=0) * Y.max_abs() << up_xy) + (0 if C is None else C.max_abs() << up_c)
+    bound = max(bound, Y.max_abs())                       # the slots also hold Y's own entries when packed
     width = (bound.bit_length() + 8) // 8                 # bytes per slot: bound < 2^(8 width - 1)
     if meter is not None:
         meter.charge((X.nonzeros() * words(X.bits()) + m) * words(8 * width * n), f"an exact {m} x {k} x {n} product")

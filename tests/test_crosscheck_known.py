@@ -115,6 +115,17 @@ def test_inconsistent_and_oversized_claims_are_refuted(tmp_path):
     assert not got["frob-k"].lower.verified and "proves rank 2" in got["frob-k"].lower.reason
 
 
+def test_zero_witness_tensors_are_judged_not_failed(tmp_path):
+    """A zero P (B = 0) is a valid witness of error ||A||_row1: refuted with that margin at a smaller eps."""
+    A = np.array([[0.75, 0.25], [0.25, 0.75]])
+    up = {"rank": 1, "witness": {"kind": "factors", "P": "P", "Q": "Q"}}
+    cells = [_cell("small", "1/2", TRIVIAL0, up), _cell("large", "1", TRIVIAL0, up)]
+    path = _file(tmp_path, cells, {"A": A, "P": np.zeros((2, 1)), "Q": np.full((2, 1), 1e300)})
+    got = {r.id: r for r in crosscheck.verify_file(path)}
+    assert got["small"].upper.status is crosscheck.Status.REFUTED and got["small"].upper.margin == Fraction(-1, 2)
+    assert got["large"].upper.verified and got["large"].upper.margin == 0
+
+
 def test_rank_zero_factors(tmp_path):
     """P and Q of shape m x 0 and n x 0 prove r_eps(A) = 0 when ||A||_row1 <= eps."""
     A = np.array([[0.5, 0.25]])
