@@ -27,11 +27,11 @@ from fractions import Fraction
 from functools import lru_cache, reduce
 from itertools import compress, repeat
 from math import frexp, ldexp
-from operator import mul, or_
+from operator import lshift, mul, or_
 
 from ._limits import Meter
 
-__all__ = ["Dyadic", "residual", "words", "integers"]
+__all__ = ["Dyadic", "FloatMatrix", "residual", "words", "integers"]
 
 
 def integers(values) -> tuple:
@@ -46,13 +46,15 @@ def integers(values) -> tuple:
     ([2, -3, 12], 2)
     >>> integers([5e-324, 1.0])[1]
     1074
+    >>> integers([2.0**60, -3 * 2.0**70])
+    ([1152921504606846976, -3541774862152233910272], 0)
     """
     exponents = [e for f, e in map(frexp, values) if f]
     if not exponents:
         return [0] * len(values), 0
     low, high = min(exponents), max(exponents)
     if high - low + 53 <= 1023:
-        shift = 53 - low
+        shift = max(53 - low, 0)                          # every |x| >= 2^(low - 1): integers when low > 53
         ints = list(map(int, map(ldexp, values, repeat(shift))))
     else:
         ratios = [x.as_integer_ratio() for x in values]
@@ -74,12 +76,20 @@ def words(bits: int) -> int:
 class Dyadic:
     """The exact matrix ``rows / 2^shift`` (rows: lists of Python ints)."""
 
-    __slots__ = ("rows", "shift", "shape")
+    __slots__ = ("_rows", "shift", "shape", "_abs")
 
     def __init__(self, rows, shift: int, ncols: int | None = None):
-        self.rows = [list(r) for r in rows]
+        self._rows = [list(r) for r in rows]
         self.shift = int(shift)
-        self.shape = (len(self.rows), ncols if ncols is not None else (len(self.rows[0]) if self.rows else 0))
+        self.shape = (len(self._rows), ncols if ncols is not None else (len(self._rows[0]) if self._rows else 0))
+        self._abs = None
+
+    @property
+    def rows(self) -> list:
+        return self._rows
+
+    def row(self, i: int) -> list:
+        return self._rows[i]
 
     @classmethod
     def of_floats(cls, values, shape) -> "Dyadic":
@@ -98,7 +108,9 @@ class Dyadic:
         return Dyadic([list(c) for c in zip(*self.rows)] if m else [[] for _ in range(n)], self.shift, m)
 
     def max_abs(self) -> int:
-        return max((max(map(abs, r), default=0) for r in self.rows), default=0)
+        if self._abs is None:
+            self._abs = max((max(map(abs, r), default=0) for r in self.rows), default=0)
+        return self._abs
 
     def bits(self) -> int:
         return self.max_abs().bit_length()
@@ -136,27 +148,34 @@ def _unpack(packed: int, slots: int, width: int) -> list:
     return [int.from_bytes(raw[k:k + width], "little") - half for k in range(0, slots * width, width)]
 
 
-def _product(X: Dyadic, Y: Dyadic, C: Dyadic | None, meter: Meter | None) -> Dyadic:
-    """``X Y - C`` exactly (C may be None), over ``2^max(X.shift + Y.shift, C.shift)``."""
+def _product(X: Dyadic, Y: Dyadic, C: Dyadic | None, meter: Meter | None, only=None) -> Dyadic:
+    """``X Y - C`` exactly (C may be None), over ``2^max(X.shift + Y.shift, C.shift)``; with ``only``
+    (row indices) just those rows, in that order. Rows of Y that no used entry of X meets are not read."""
     (m, k), (k2, n) = X.shape, Y.shape
     if k != k2 or (C is not None and C.shape != (m, n)):
         raise ValueError(f"shapes {X.shape} x {Y.shape} - {None if C is None else C.shape} do not fit")
     shift = X.shift + Y.shift if C is None else max(X.shift + Y.shift, C.shift)
     up_xy = shift - X.shift - Y.shift
     up_c = 0 if C is None else shift - C.shift
-    bound = (max(X.row_sums(), default=0) * Y.max_abs() << up_xy) + (0 if C is None else C.max_abs() << up_c)
+    index = range(m) if only is None else list(only)
+    xs = [X.row(i) for i in index]
+    bound = (max((sum(map(abs, x)) for x in xs), default=0) * Y.max_abs() << up_xy) \
+        + (0 if C is None else C.max_abs() << up_c)
     bound = max(bound, Y.max_abs())                       # the slots also hold Y's own entries when packed
     width = (bound.bit_length() + 8) // 8                 # bytes per slot: bound < 2^(8 width - 1)
     if meter is not None:
-        meter.charge((X.nonzeros() * words(X.bits()) + m) * words(8 * width * n), f"an exact {m} x {k} x {n} product")
+        nonzeros = sum(len(x) - x.count(0) for x in xs)
+        meter.charge((nonzeros * words(X.max_abs().bit_length()) + len(xs)) * words(8 * width * n),
+                     f"an exact {len(xs)} x {k} x {n} product")
     if n == 0:
-        return Dyadic([[] for _ in range(m)], shift, 0)
-    packed = [_pack(r, width) for r in Y.rows]
+        return Dyadic([[] for _ in xs], shift, 0)
+    used = [any(x[t] for x in xs) for t in range(k)]
+    packed = [_pack(Y.row(t), width) if used[t] else 0 for t in range(k)]
     rows = []
-    for i, x in enumerate(X.rows):
+    for i, x in zip(index, xs):
         acc = sum(map(mul, compress(x, x), compress(packed, x))) << up_xy
         if C is not None:
-            acc -= _pack(C.rows[i], width) << up_c
+            acc -= _pack(C.row(i), width) << up_c
         rows.append(_unpack(acc, n, width))
     return Dyadic(rows, shift, n)
 
@@ -180,3 +199,56 @@ def residual(C: Dyadic | None, factors: list, meter: Meter | None = None) -> Dya
     while len(factors) > 2:
         factors = [_product(factors[0], factors[1], None, meter)] + factors[2:]
     return _product(factors[0], factors[1], C, meter)
+
+
+class FloatMatrix(Dyadic):
+    """A float64 tensor as an exact ``Dyadic`` whose integer rows are made when first read.
+
+    The common shift is found for the whole tensor at once: every nonzero float is ``m 2^(e - 53)``
+    (``numpy.frexp``, exact) with an integer m of at most 53 bits, whose lowest set bit has weight
+    ``2^(e - 53 + tz(m))``; the shift is the largest ``-(e - 53 + tz(m))`` (at least 0), so row i is
+    ``[(m_j >> tz_j) << (e_j - 53 + tz_j + shift)]``, exact. ``array`` keeps the floats for the integer filter
+    (``crosscheck._rows``).
+    """
+
+    __slots__ = ("array", "_mant", "_lift", "_cache")
+
+    def __init__(self, array):
+        import numpy as np
+
+        a = np.asarray(array, dtype=np.float64)
+        frac, expo = np.frexp(a)
+        mant = (frac * 2.0**53).astype(np.int64)                  # exact: frac has at most 53 bits
+        expo = expo.astype(np.int64) - 53
+        nonzero = mant != 0
+        low = mant & -mant                                         # lowest set bit, a power of two
+        tz = np.zeros(a.shape, dtype=np.int64)
+        tz[nonzero] = np.frexp(low[nonzero].astype(np.float64))[1] - 1
+        mant, expo = mant >> tz, expo + tz                         # m / 2^tz: odd, exact
+        shift = max(0, int(-expo[nonzero].min())) if nonzero.any() else 0
+        self._rows, self.shift, self.shape, self._abs = None, shift, a.shape, None
+        self.array, self._mant, self._lift = a, mant, np.where(nonzero, expo + shift, 0)
+        self._cache = {}
+
+    @property
+    def rows(self) -> list:
+        if self._rows is None:
+            self._rows = [self.row(i) for i in range(self.shape[0])]
+        return self._rows
+
+    def row(self, i: int) -> list:
+        if self._rows is not None:
+            return self._rows[i]
+        if i not in self._cache:
+            self._cache[i] = list(map(lshift, self._mant[i].tolist(), self._lift[i].tolist()))
+        return self._cache[i]
+
+    def max_abs(self) -> int:
+        if self._abs is None:
+            top = float(abs(self.array).max()) if self.array.size else 0.0
+            self._abs = int(Fraction(top) * (1 << self.shift))
+        return self._abs
+
+    @property
+    def T(self) -> "FloatMatrix":
+        return FloatMatrix(self.array.T)

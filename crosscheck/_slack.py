@@ -66,6 +66,8 @@ _TERMS = 24
 #: Work units charged per entry, at the packed products' rate of about 4 to 6 ns per unit (measured on
 #: the project machine under load, bench/crosscheck_speed.py): fast pass about 3.4 us, fallback about 450 us.
 FAST_UNITS, SLOW_UNITS = 640, 2**17
+#: Work units per entry of the vector pass (about 0.4 us: the exact t in Python, the rest in int64 arrays).
+VEC_UNITS = 80
 
 
 def _context(bits: int) -> MPIntervalContext:
@@ -196,6 +198,90 @@ def _row_distance(los, his, a: list, sa: int, bits: int) -> Fraction:
     return Fraction(total, z_lo << sa)
 
 
+# ------------------------------------------------------------------ the vector pass (int64, units of 2^-56)
+#: Fixed-point bits of the vector pass: every value in [0, 1] is an int64 below 2^56 + 2.
+VEC_BITS = 56
+_HALF = 28                                     # products split at 2^28: every partial product fits in int64
+
+
+def _mul_down(a, b):
+    """``floor(a b / 2^56)`` for int64 arrays ``0 <= a, b <= 2^56 + 2``, exactly (no partial sum reaches 2^63)."""
+    mask = (1 << _HALF) - 1
+    a1, a0, b1, b0 = a >> _HALF, a & mask, b >> _HALF, b & mask
+    return a1 * b1 + ((a1 * b0 + a0 * b1 + ((a0 * b0) >> _HALF)) >> _HALF)
+
+
+def _mul_up(a, b):
+    """At least ``ceil(a b / 2^56)``."""
+    return _mul_down(a, b) + 1
+
+
+@lru_cache(maxsize=1)
+def _vector_tables() -> tuple:
+    """The three tables of ``_tables`` at VEC_BITS, as int64 arrays (lo, hi)."""
+    import numpy as np
+
+    ctx = _context(VEC_BITS)
+    out = []
+    for e, count in ((0, _TOP + 1), (8, 256), (16, 256)):
+        pairs = [_fixed(ctx, v, VEC_BITS) for v in _powers(ctx, _exp_neg(ctx, ctx.ldexp(ctx.mpf(1), -e)), count)]
+        out.append((np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)))
+    return tuple(out)
+
+
+def _vector_rows(H, A0) -> list:
+    """Per row, a proved upper bound on ``sum_j |softmax(h)_j - a_j|`` (a Fraction), or None where this pass
+    does not apply (an entry of A0 outside [0, 1]).
+
+    ``U = floor(t 2^56)`` is exact (Python integers), capped at 60 (exp(-t) <= exp(-60) beyond); then, all in
+    int64 arrays: ``exp(-t)`` from the tables and ``S_3 <= exp(-r) <= S_4`` with ``r`` in ``[x, x + 1] 2^-56``
+    (x the low 40 bits of U), every product rounded outward (``_mul_down``, ``_mul_up``); ``Z`` between the
+    row sums; ``e/Z`` between ``q_lo`` and ``q_hi`` through ``floor(2^112 / Zhi)`` and ``ceil(2^112 / Zlo)``;
+    ``a`` between ``floor(a 2^56)`` and that plus one; and ``|e/Z - a| <= max(q_hi - a_lo, a_hi - q_lo, 0)``.
+    """
+    import numpy as np
+
+    P = VEC_BITS
+    one, cap = 1 << P, _TOP << P
+    rows, cols = len(H), len(H[0])
+    U = np.empty((rows, cols), dtype=np.int64)
+    for i, h in enumerate(H):
+        ints, s = integers(h)
+        top = max(ints)
+        U[i] = [min((top - v) >> (s - P), cap) for v in ints] if s >= P else \
+            [min((top - v) << (P - s), cap) for v in ints]
+    (w_lo, w_hi), (f_lo, f_hi), (g_lo, g_hi) = _vector_tables()
+    whole = U >> P
+    dead = whole >= _TOP
+    whole = np.minimum(whole, _TOP)
+    first, second, x = (U >> 48) & 255, (U >> 40) & 255, U & ((1 << 40) - 1)
+    x_hi = x + 1
+    # exp(-r) >= S_3(x_hi), exp(-r) <= S_4(x) (units of 2^-56; x < 2^40, so x^4 / 24 < 2^-8 units)
+    sq_down, sq_up = _mul_down(x_hi, x_hi), _mul_up(x_hi, x_hi)
+    p_lo = one - x_hi + (sq_down >> 1) - (_mul_up(sq_up, x_hi) + 5) // 6
+    p_hi = one - x + ((_mul_up(x, x) + 1) >> 1) - _mul_down(_mul_down(x, x), x) // 6 + 1
+    lo = _mul_down(_mul_down(_mul_down(w_lo[whole], f_lo[first]), g_lo[second]), p_lo)
+    hi = _mul_up(_mul_up(_mul_up(w_hi[whole], f_hi[first]), g_hi[second]), p_hi)
+    lo[dead], hi[dead] = 0, w_hi[_TOP]
+    lo = np.maximum(lo, 0)
+    a = np.asarray(A0, dtype=np.float64)
+    usable = ((a >= 0) & (a <= 1)).all(axis=1)
+    with np.errstate(under="ignore"):
+        a_lo = np.floor(np.ldexp(np.clip(a, 0, 1), P)).astype(np.int64)   # exact: a power-of-two scaling
+    a_hi = a_lo + 1
+    out = []
+    for i in range(rows):
+        if not usable[i]:
+            out.append(None)
+            continue
+        z_lo, z_hi = sum(lo[i].tolist()), sum(hi[i].tolist())
+        r_lo, r_hi = (1 << (2 * P)) // z_hi, -((-(1 << (2 * P))) // z_lo)         # <= 2^56: Z >= 1
+        q_lo, q_hi = _mul_down(lo[i], np.int64(r_lo)), _mul_up(hi[i], np.int64(r_hi))
+        dev = np.maximum(np.maximum(q_hi - a_lo[i], a_hi[i] - q_lo), 0)
+        out.append(Fraction(sum(dev.tolist()), one))
+    return out
+
+
 class SlackBound:
     """The slack of one (logits, matrix) pair, row by row, as tight as the claimed slack needs.
 
@@ -204,7 +290,7 @@ class SlackBound:
 
     def __init__(self, H, A0, meter: Meter | None):
         self.H, self.A0, self.meter = H, A0, meter
-        self.fast, self.slow = None, {}
+        self.vector, self.fast, self.slow = None, {}, {}
 
     def _prepare(self, i: int):
         h, sh = integers(self.H[i])
@@ -212,28 +298,39 @@ class SlackBound:
         a, sa = integers(self.A0[i])
         return [top - x for x in h], sh, a, sa
 
-    def _fast(self) -> list:
-        if self.fast is None:
-            rows = len(self.H)
+    def _vector(self) -> list:
+        if self.vector is None:
             if self.meter is not None:
-                self.meter.charge(FAST_UNITS * rows * len(self.H[0]), "the softmax slack (fast pass)")
-            self.fast = []
-            for i in range(rows):
-                t, sh, a, sa = self._prepare(i)
-                self.fast.append(_row_distance(*_fast_entries(t, sh), a, sa, FAST_BITS))
-        return self.fast
+                self.meter.charge(VEC_UNITS * len(self.H) * len(self.H[0]), "the softmax slack (vector pass)")
+            self.vector = _vector_rows(self.H, self.A0)
+        return self.vector
+
+    def _fast(self, i: int) -> Fraction:
+        if i not in self.fast:
+            if self.meter is not None:
+                self.meter.charge(FAST_UNITS * len(self.H[i]), "the softmax slack (fast pass)")
+            t, sh, a, sa = self._prepare(i)
+            self.fast[i] = _row_distance(*_fast_entries(t, sh), a, sa, FAST_BITS)
+        return self.fast[i]
 
     def _slow(self, i: int) -> Fraction:
         if i not in self.slow:
             if self.meter is not None:
-                self.meter.charge(SLOW_UNITS * len(self.H[i]), "the softmax slack (iv.exp per entry)")
+                self.meter.charge(SLOW_UNITS * len(self.H[i]), "the softmax slack (per-entry enclosures)")
             t, sh, a, sa = self._prepare(i)
             self.slow[i] = _row_distance(*_slow_entries(t, sh), a, sa, SLOW_BITS)
         return self.slow[i]
 
+    def _row(self, i: int, first, slack: Fraction) -> Fraction:
+        """The first of the three bounds of row i (vector, fast, per entry) that is at most ``slack``, else the last."""
+        if first is not None and first <= slack:
+            return first
+        bound = self._fast(i)
+        return bound if bound <= slack else self._slow(i)
+
     def bound(self, slack: Fraction) -> Fraction:
-        """A proved bound on the distance: the fast bound of each row, the fallback's where it exceeds ``slack``."""
-        return max(self._slow(i) if b > slack else b for i, b in enumerate(self._fast()))
+        """A proved bound on the distance, ``<= slack`` whenever some pass proves every row."""
+        return max(self._row(i, b, slack) for i, b in enumerate(self._vector()))
 
     def proves(self, slack: Fraction) -> bool:
         return self.bound(slack) <= slack

@@ -154,6 +154,44 @@ def test_packed_products_are_exact(m, k, n, seed):
     assert [[Fraction(v, 1 << D.shift) for v in r] for r in D.rows] == want
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 7), st.integers(1, 9), st.integers(0, 2**32 - 1), st.sampled_from(
+    ["plain", "ties", "spread", "huge-c", "tiny-c", "dyadic-left"]))
+def test_the_row_filter_finds_the_exact_norm(m, k, n, seed, kind):
+    """``residual_norm`` (int64 bounds, then exact rows) equals the fully exact norm, near-ties included."""
+    from crosscheck._dyadic import FloatMatrix
+    from crosscheck._rows import residual_norm
+
+    rng = np.random.default_rng(seed)
+    X, Y = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    C = X @ Y + rng.standard_normal((m, n)) * 1e-3
+    if kind == "ties":                                   # every row the same residual sums up to the last bits
+        C = np.tile(C[:1], (m, 1)); X = np.tile(X[:1], (m, 1))
+        C[:, 0] += rng.integers(-2, 3, m) * 2.0**-50
+    elif kind == "spread":
+        X *= 2.0 ** rng.integers(-200, 200, (m, 1)); C = X @ Y
+    elif kind == "huge-c":
+        C[0] *= 2.0**300
+    elif kind == "tiny-c":
+        C *= 2.0**-300
+    Xm, Ym, Cm = FloatMatrix(X), FloatMatrix(Y), FloatMatrix(C)
+    left = residual(None, [Xm, FloatMatrix(np.eye(k))]) if kind == "dyadic-left" else Xm
+    want = residual(Cm, [Xm, Ym]).norm()
+    assert residual_norm(Cm, left, Ym) == want
+    assert residual_norm(None, Cm, None) == Cm.norm()
+
+
+def test_the_row_filter_keeps_few_rows():
+    """The control of the test above: on an ordinary residual the filter leaves one row or a few."""
+    from crosscheck._dyadic import FloatMatrix
+    from crosscheck._rows import candidates
+
+    rng = np.random.default_rng(7)
+    X, Y = rng.random((64, 12)), rng.random((12, 64))
+    C = X @ Y + rng.standard_normal((64, 64)) * 1e-2
+    assert 1 <= len(candidates(FloatMatrix(C), FloatMatrix(X), FloatMatrix(Y))) <= 4
+
+
 # ---------------------------------------------------------------- exponentials and the slack
 def test_mpmath_iv_exp_is_not_an_enclosure_but_ours_is():
     """mpmath documents only + - * / sqrt as correctly rounded; ``iv.exp(-2^-170)`` at 272 bits returns the
@@ -202,8 +240,10 @@ def test_slack_bound_is_as_tight_as_the_exact_tiers(seed):
     arb = softmax_slack_bound(H, A)
     arb = Fraction(int(arb.p), int(arb.q))
     proof = SlackBound(H.tolist(), A.tolist(), None)
-    fast = proof.bound(Fraction(1))
+    vector = proof.bound(Fraction(1))                       # the int64 pass: units of 2^-56
+    fast = max(proof._fast(i) for i in range(len(H)))       # the Python pass: units of 2^-80
     assert abs(fast - arb) < Fraction(1, 10**17)           # arb's 64-bit balls are the looser (about 2^-60)
+    assert fast <= vector <= fast + len(H) * Fraction(8, 2**56)
     assert proof.proves(arb)                                # a producer claiming the arb bound itself
     true = max(float(np.abs(a - np.exp(h - h.max()) / np.exp(h - h.max()).sum()).sum()) for h, a in zip(H, A))
     assert not proof.proves(Fraction(true) / 2)             # negative control: below the distance
@@ -212,7 +252,7 @@ def test_slack_bound_is_as_tight_as_the_exact_tiers(seed):
 def test_a_tight_slack_takes_the_fallback_rows():
     H, A = _logits(3)
     proof = SlackBound(H.tolist(), A.tolist(), None)
-    fast = proof.bound(Fraction(1))
+    fast = max(proof._fast(i) for i in range(len(H)))
     import mpmath
 
     with mpmath.workprec(300):                              # the true distance, to about 2^-290

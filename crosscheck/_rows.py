@@ -1,0 +1,155 @@
+"""Exact row-l1 norms of residuals, computed exactly only for the rows that can hold the maximum.
+
+``residual_norm(C, X, Y)`` is ``||X Y - C||_row1`` (Y or C may be None),
+exactly. First every row is bounded with small integers: X is truncated row
+by row to B-bit integers (``X_i = (Xt_i + dX_i) 2^(u_i)``, ``|dX| < 1``), Y as
+a whole (``Y = (Yt + dY) 2^v``), C row by row at the unit ``2^(u_i + v)`` of
+the product (``|dC| < 1``), and ``D = Ct - Xt Yt`` is an exact int64 product
+(``2B + bits(k) <= 61``, so nothing overflows). Then, in units of
+``2^(u_i + v)``, row i of ``X Y - C`` is ``-(D_i + dC_i - Xt_i dY - dX_i Yt -
+dX_i dY)``, whose l1 sum differs from ``S_i = sum_j |D_ij|`` by less than
+``E_i = n (1 + k + ||Xt_i||_1) + sum |Yt|``. A row can hold the maximum only
+if ``S_i + E_i >= max_l (S_l - E_l)``: those rows (usually one or a few) are
+computed exactly, in Python integers (``crosscheck._dyadic``), and the norm is
+their largest l1 sum. The truncations and the int64 products are exact
+integer arithmetic; nothing is rounded, and the filter only chooses rows.
+
+>>> from crosscheck._dyadic import Dyadic, FloatMatrix
+>>> import numpy as np
+>>> A = FloatMatrix(np.array([[0.75, 0.25], [0.25, 0.75]]))
+>>> residual_norm(A, FloatMatrix(np.ones((2, 1))), FloatMatrix(np.array([[0.5, 0.5]])))
+Fraction(1, 2)
+>>> residual_norm(None, A, None)
+Fraction(1, 1)
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ._dyadic import Dyadic, FloatMatrix, _product
+from ._limits import Meter
+
+__all__ = ["residual_norm"]
+
+#: |D| < 2^62 is summed as two int64 parts split at this bit.
+_SPLIT = 21
+
+
+def _bits(k: int) -> int:
+    """Bits per truncated entry so that ``k (2^B)^2 <= 2^61``."""
+    return (61 - max(k, 1).bit_length()) // 2
+
+
+def _truncate(M, bits: int, per_row: bool):
+    """``(T, units)``: int64 T with ``|T| < 2^bits`` and ``M_i = (T_i + d_i) 2^units[i]``, ``|d| < 1``
+    (units per row, or one for all rows repeated)."""
+    m, n = M.shape
+    if isinstance(M, FloatMatrix):
+        a = M.array
+        top = np.frexp(a)[1].astype(np.int64)                       # |x| < 2^top
+        top = top.max(axis=1) if per_row else np.full(m, top.max() if top.size else 0)
+        units = top - bits
+        with np.errstate(under="ignore"):
+            # exact: a power-of-two scaling (a result below 1 may underflow, and then truncates to 0)
+            T = np.trunc(np.ldexp(a, -units[:, None])).astype(np.int64)
+        return T, [int(u) for u in units]
+    rows = [M.row(i) for i in range(m)]
+    tops = [max(map(abs, r), default=0).bit_length() for r in rows]
+    if not per_row:
+        tops = [max(tops, default=0)] * m
+    T, units = [], []
+    for r, top in zip(rows, tops):
+        down = max(top - bits, 0)
+        T.append([v >> down for v in r])                            # floor: 0 <= v - (v >> d) 2^d < 2^d
+        units.append(down - M.shift)
+    return np.array(T, dtype=np.int64).reshape(m, n), units
+
+
+def _at_units(C, units: list):
+    """``(Ct, ok)``: C row i truncated at ``2^units[i]`` (``|Ct| < 2^61``), ``ok[i]`` False where it does not fit."""
+    m, n = C.shape
+    Ct = np.zeros((m, n), dtype=np.int64)
+    ok = [True] * m
+    if isinstance(C, FloatMatrix):
+        top = np.frexp(C.array)[1].max(axis=1) if n else np.zeros(m, dtype=np.int64)
+        for i in range(m):
+            if top[i] - units[i] > 61:
+                ok[i] = False
+                continue
+            with np.errstate(under="ignore"):
+                Ct[i] = np.trunc(np.ldexp(C.array[i], -units[i]))
+        return Ct, ok
+    for i in range(m):
+        r, down = C.row(i), units[i] + C.shift                       # entry v / 2^shift at unit 2^units[i]
+        vals = [v >> down for v in r] if down >= 0 else [v << -down for v in r]
+        if max(map(abs, vals), default=0) >= 2**61:
+            ok[i] = False
+            continue
+        Ct[i] = vals
+    return Ct, ok
+
+
+def _abs_row_sums(D: np.ndarray) -> list:
+    """Exact ``sum_j |D_ij|`` for int64 ``|D| < 2^62`` (two int64 sums that cannot overflow)."""
+    a = np.abs(D)
+    high = (a >> _SPLIT).sum(axis=1)
+    low = (a & ((1 << _SPLIT) - 1)).sum(axis=1)
+    return [(int(h) << _SPLIT) + int(lo) for h, lo in zip(high.tolist(), low.tolist())]
+
+
+def _scaled(x: int, e: int) -> Fraction:
+    return Fraction(x << e) if e >= 0 else Fraction(x, 1 << -e)
+
+
+def candidates(C, X, Y, meter: Meter | None = None) -> list:
+    """The rows of ``X Y - C`` (or of ``X - C``... X alone when Y and C are None) that can hold the largest l1 sum."""
+    m = X.shape[0]
+    if m <= 1:
+        return list(range(m))
+    if Y is None:
+        if C is not None:
+            raise ValueError("a residual needs a product")
+        n = X.shape[1]
+        T, units = _truncate(X, 62 - max(n, 1).bit_length(), per_row=True)
+        if meter is not None:
+            meter.charge(X.shape[0] * n, "the integer filter")
+        S = _abs_row_sums(T)
+        E = [n] * m
+    else:
+        k, n = Y.shape
+        bits = _bits(k)
+        Xt, ux = _truncate(X, bits, per_row=True)
+        Yt, uy = _truncate(Y, bits, per_row=False)
+        v = uy[0] if uy else 0
+        units = [u + v for u in ux]
+        if meter is not None:
+            meter.charge(m * k * n + m * n, "the integer filter (an int64 product)")
+        P = Xt @ Yt
+        if C is None:
+            D, ok = -P, [True] * m
+        else:
+            Ct, ok = _at_units(C, units)
+            D = Ct - P
+        S = _abs_row_sums(D)
+        x_norms = np.abs(Xt).sum(axis=1).tolist()
+        y_total = int(np.abs(Yt).sum(dtype=np.int64)) if Yt.size else 0
+        E = [n * (1 + k + int(x)) + y_total if good else None for x, good in zip(x_norms, ok)]
+    lows = [_scaled(s - e, u) for s, e, u in zip(S, E, units) if e is not None]
+    floor = max(lows, default=None)
+    return [i for i, (s, e, u) in enumerate(zip(S, E, units))
+            if e is None or floor is None or _scaled(s + e, u) >= floor]
+
+
+def residual_norm(C, X, Y, meter: Meter | None = None) -> Fraction:
+    """``||X Y - C||_row1`` exactly (``||X||_row1`` when Y and C are None)."""
+    if X.shape[0] == 0 or (Y is not None and Y.shape[1] == 0) or (Y is None and X.shape[1] == 0):
+        return Fraction(0)
+    if Y is not None and Y.shape[0] == 0:                           # k = 0: X Y = 0, the norm of C
+        return Fraction(0) if C is None else residual_norm(None, C, None, meter)
+    rows = candidates(C, X, Y, meter)
+    if Y is None:
+        return Fraction(max(sum(map(abs, X.row(i))) for i in rows), 1 << X.shift)
+    exact = _product(X, Y, C, meter, only=rows)
+    return Fraction(max(sum(map(abs, r)) for r in exact.rows), 1 << exact.shift)
