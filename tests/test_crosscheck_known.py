@@ -160,7 +160,7 @@ def test_packed_products_are_exact(m, k, n, seed):
 def test_the_row_filter_finds_the_exact_norm(m, k, n, seed, kind):
     """``residual_norm`` (int64 bounds, then exact rows) equals the fully exact norm, near-ties included."""
     from crosscheck._dyadic import FloatMatrix
-    from crosscheck._rows import residual_norm
+    from crosscheck._rows import residual_norm, residual_norm_bound
 
     rng = np.random.default_rng(seed)
     X, Y = rng.standard_normal((m, k)), rng.standard_normal((k, n))
@@ -178,6 +178,8 @@ def test_the_row_filter_finds_the_exact_norm(m, k, n, seed, kind):
     left = residual(None, [Xm, FloatMatrix(np.eye(k))]) if kind == "dyadic-left" else Xm
     want = residual(Cm, [Xm, Ym]).norm()
     assert residual_norm(Cm, left, Ym) == want
+    bound, exact = residual_norm_bound(Cm, left, Ym)
+    assert bound == want if exact else bound >= want
     assert residual_norm(None, Cm, None) == Cm.norm()
 
 
@@ -190,6 +192,31 @@ def test_the_row_filter_keeps_few_rows():
     X, Y = rng.random((64, 12)), rng.random((12, 64))
     C = X @ Y + rng.standard_normal((64, 64)) * 1e-2
     assert 1 <= len(candidates(FloatMatrix(C), FloatMatrix(X), FloatMatrix(Y))) <= 4
+
+
+def test_a_cancelling_defect_is_proved_from_its_bound_and_refuted_exactly(tmp_path):
+    """``Z^T A G - Z^T`` cancels to rounding level: every row survives the filter, the bound proves the
+    verified claim, and the exact norm decides the refuted one; both agree with the exact tier."""
+    rng = np.random.default_rng(11)
+    A = rng.random((12, 12)) ** 4 + np.eye(12)
+    A /= A.sum(axis=1, keepdims=True)
+    G = np.linalg.inv(A)
+    Z = np.eye(12)[:, :8]
+    low = {"rank": 8, "witness": {"kind": "row_reconstruction", "G": "G", "Z": "Z", "M": "ZT"}}
+    up = {"rank": 12, "witness": {"kind": "trivial"}}
+    gamma = 1 / np.abs(G).sum(axis=1).max()
+    cells = [_cell("in", str(Fraction(gamma * 0.99).limit_denominator(10**9)), low, up),
+             _cell("out", str(Fraction(gamma * 1.01).limit_denominator(10**9)), low, up)]
+    path = _file(tmp_path, cells, {"A": A, "G": G, "Z": Z, "ZT": Z.T.copy()})
+    from crosscheck._dyadic import FloatMatrix, residual as exact_residual
+    from crosscheck._rows import candidates
+    Zt = FloatMatrix(Z.T)
+    T = exact_residual(None, [Zt, FloatMatrix(A)])
+    assert len(candidates(Zt, T, FloatMatrix(G))) > 4                  # the bound path is taken
+    got = {r.id: r for r in crosscheck.verify_file(path)}
+    assert got["in"].lower.verified and not got["out"].lower.verified
+    assert got["out"].lower.status is crosscheck.Status.REFUTED
+    assert crosscheck.agreement(path, exact_verdicts(path)).ok
 
 
 # ---------------------------------------------------------------- exponentials and the slack
