@@ -172,7 +172,8 @@ def _refine(C, X, Y, rows: list, bits: int) -> list:
     mask = (1 << bits) - 1
     Xh, Xl, Yh, Yl = Xt >> bits, Xt & mask, Yt >> bits, Yt & mask      # Xt = Xh 2^B + Xl exactly
     high, middle, low = (Xh @ Yh).tolist(), (Xh @ Yl + Xl @ Yh).tolist(), (Xl @ Yl).tolist()
-    y_total = sum(abs(y) for y in Yt.ravel().tolist())
+    y_total = sum(_abs_row_sums(Yt))                                 # |Yt| < 2^52: exact int64 sums
+    x_norms = _abs_row_sums(Xt)
     S, E, units = [], [], []
     for r, i in enumerate(rows):
         unit = ux[r] + v
@@ -183,7 +184,7 @@ def _refine(C, X, Y, rows: list, bits: int) -> list:
             c_row = [c >> down for c in C.row(i)] if down >= 0 else [c << -down for c in C.row(i)]
         S.append(sum(abs(c - ((h << (2 * bits)) + (mid << bits) + lo))
                      for c, h, mid, lo in zip(c_row, high[r], middle[r], low[r])))
-        E.append(n * (1 + k + sum(abs(x) for x in Xt[r].tolist())) + y_total)
+        E.append(n * (1 + k + x_norms[r]) + y_total)
         units.append(unit)
     return _survivors(S, E, units, rows)
 
