@@ -7,7 +7,8 @@
 --export``); synthetic attention logits of 128 x 128 and 256 x 256 (``make_logits``:
 a scaled ``Q K^T / sqrt(32)`` plus noise, seeds 0 and 1) bracketed with
 ``python -m numeric bracket --logits ... --eps 0.1,0.25,0.5 --effort default
---device cpu --no-attack``; with ``--minilm``, two heads of all-MiniLM-L6-v2
+--device cpu --no-attack``; one Frobenius-tail cell (K.2) on a random stochastic
+128 x 128 and 256 x 256 matrix (``write_frobenius``); with ``--minilm``, two heads of all-MiniLM-L6-v2
 (``python -m numeric panel --model minilm --heads 3.8,1.3 --sources 1 --effort
 default --no-attack``), whose files go to ``DIR/panel/brackets``.
 
@@ -44,6 +45,21 @@ def make_logits(n: int, seed: int) -> np.ndarray:
     return 2.5 * Q @ K.T / np.sqrt(32) + 0.3 * rng.standard_normal((n, n))
 
 
+def write_frobenius(path: Path, n: int) -> None:
+    """One Frobenius-tail cell (K.2) on an n x n random stochastic matrix: k = n/4, eps 0.9 of the threshold."""
+    from numeric.bracketwriter import write_bracket_file
+
+    rng = np.random.default_rng(n)
+    A = rng.random((n, n)) ** 3
+    A /= A.sum(axis=1, keepdims=True)
+    s = np.linalg.svd(A, compute_uv=False)
+    k = n // 4
+    eps = 0.9 * np.sqrt((s[k:] ** 2).sum() / n)
+    write_bracket_file(path, [{"id": f"frobenius{n}", "eps": repr(float(eps)), "target": {"matrix": "A"},
+                               "lower": {"rank": k + 1, "witness": {"kind": "frobenius", "k": k}},
+                               "upper": {"rank": n, "witness": {"kind": "trivial"}}}], {"A": A})
+
+
 def make(out: Path, minilm: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -54,6 +70,8 @@ def make(out: Path, minilm: bool) -> None:
         np.save(logits, make_logits(n, seed))
         run("numeric", "bracket", "--logits", str(logits), "--eps", "0.1,0.25,0.5", "--effort", "default",
             "--device", "cpu", "--no-attack", "--id-prefix", f"synthetic{n}", "--out", str(out / f"synthetic{n}.safetensors"))
+    for n in (128, 256):
+        write_frobenius(out / f"frobenius{n}.safetensors", n)
     if minilm:
         run("numeric", "panel", "--model", "minilm", "--heads", "3.8,1.3", "--sources", "1", "--effort", "default",
             "--no-attack", "--no-report", "--quiet", "--workers", "1", "--out", str(out / "panel"))
