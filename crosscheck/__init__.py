@@ -4,12 +4,14 @@ It re-derives both sides of every bracket of a bracket file
 (docs/bracket-format.md) and shares no code with the exact tier ``exact``:
 its own reader of the format, exact arithmetic in Python integers and
 ``fractions.Fraction`` (integer matrices over a power-of-two denominator,
-products on packed integers), its own norm and defect computations, and
-enclosures of the softmax slack's exponentials from Taylor's theorem
-evaluated with mpmath's interval context, using only the operations mpmath
-documents as correctly rounded. It imports neither ``exact``, ``numeric``,
-flint, torch nor scipy (numpy only for an untrusted eigenvector hint of the
-Frobenius tail), so the two checkers rest on independent arithmetic.
+products on packed integers, rows chosen by exact int64 bounds), its own
+norm and defect computations, and enclosures of the softmax slack's
+exponentials from Taylor's theorem, evaluated in integer fixed point and with
+mpmath's interval context, using only the operations mpmath documents as
+correctly rounded. It imports neither ``exact``, ``numeric``, flint, torch
+nor scipy; numpy does only exact operations (float decomposition, bounded
+int64 arithmetic) and gives the untrusted eigenvector hint of the Frobenius
+tail. So the two checkers rest on independent arithmetic.
 
 Front door::
 
