@@ -289,6 +289,7 @@ def test_a_tight_slack_takes_the_fallback_rows():
             return mpmath.fsum(abs(x / z - mpmath.mpf(y)) for x, y in zip(e, a))
         true = Fraction(mpmath.nstr(max(distance(h, a) for h, a in zip(H.tolist(), A.tolist())), 60))
     tight = (true + fast) / 2                               # between the true distance and the fast bound
+    assert proof.bound(Fraction(1)) >= fast > true          # the int64 pass encloses too, a little looser
     assert fast - true > Fraction(1, 10**25)
     assert proof.bound(tight) <= tight and proof.slow      # proved, by the per-entry enclosures
 
