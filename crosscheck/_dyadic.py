@@ -204,31 +204,32 @@ def residual(C: Dyadic | None, factors: list, meter: Meter | None = None) -> Dya
 class FloatMatrix(Dyadic):
     """A float64 tensor as an exact ``Dyadic`` whose integer rows are made when first read.
 
-    The common shift is found for the whole tensor at once: every nonzero float is ``m 2^(e - 53)``
-    (``numpy.frexp``, exact) with an integer m of at most 53 bits, whose lowest set bit has weight
-    ``2^(e - 53 + tz(m))``; the shift is the largest ``-(e - 53 + tz(m))`` (at least 0), so row i is
-    ``[(m_j >> tz_j) << (e_j - 53 + tz_j + shift)]``, exact. ``array`` keeps the floats for the integer filter
-    (``crosscheck._rows``).
+    The common shift is found for the whole tensor at once, in blocks: every nonzero float is
+    ``m 2^e`` with m odd (``_decompose``); the shift is the largest ``-e`` (at least 0), so row i is
+    ``[m_j << (e_j + shift)]``, exact, made when first read. ``array`` keeps the floats for the integer
+    filter (``crosscheck._rows``).
     """
 
-    __slots__ = ("array", "_mant", "_lift", "_cache")
+    __slots__ = ("array", "_cache")
+
+    #: Entries decomposed at a time (bounds the temporaries of a large tensor).
+    BLOCK = 2**20
 
     def __init__(self, array):
         import numpy as np
 
         a = np.asarray(array, dtype=np.float64)
-        frac, expo = np.frexp(a)
-        mant = (frac * 2.0**53).astype(np.int64)                  # exact: frac has at most 53 bits
-        expo = expo.astype(np.int64) - 53
-        nonzero = mant != 0
-        low = mant & -mant                                         # lowest set bit, a power of two
-        tz = np.zeros(a.shape, dtype=np.int64)
-        tz[nonzero] = np.frexp(low[nonzero].astype(np.float64))[1] - 1
-        mant, expo = mant >> tz, expo + tz                         # m / 2^tz: odd, exact
-        shift = max(0, int(-expo[nonzero].min())) if nonzero.any() else 0
-        self._rows, self.shift, self.shape, self._abs = None, shift, a.shape, None
-        self.array, self._mant, self._lift = a, mant, np.where(nonzero, expo + shift, 0)
-        self._cache = {}
+        m, n = a.shape
+        step = max(1, self.BLOCK // max(n, 1))
+        low = None
+        for i in range(0, m, step):
+            mant, expo = _decompose(a[i:i + step])
+            if mant.any():
+                block = int(expo[mant != 0].min())
+                low = block if low is None else min(low, block)
+        self._rows, self.shape, self._abs = None, a.shape, None
+        self.shift = max(0, -low) if low is not None else 0
+        self.array, self._cache = a, {}
 
     @property
     def rows(self) -> list:
@@ -236,12 +237,18 @@ class FloatMatrix(Dyadic):
             self._rows = [self.row(i) for i in range(self.shape[0])]
         return self._rows
 
-    def row(self, i: int) -> list:
+    def row(self, i: int, keep: bool = True) -> list:
+        """Row i as Python integers over ``2^shift`` (kept for the next read unless ``keep`` is false)."""
         if self._rows is not None:
             return self._rows[i]
-        if i not in self._cache:
-            self._cache[i] = list(map(lshift, self._mant[i].tolist(), self._lift[i].tolist()))
-        return self._cache[i]
+        if i in self._cache:
+            return self._cache[i]
+        mant, expo = _decompose(self.array[i:i + 1])
+        lift = (expo + self.shift) * (mant != 0)                      # >= 0 for every nonzero entry
+        ints = list(map(lshift, mant[0].tolist(), lift[0].tolist()))
+        if keep:
+            self._cache[i] = ints
+        return ints
 
     def max_abs(self) -> int:
         if self._abs is None:
@@ -252,3 +259,19 @@ class FloatMatrix(Dyadic):
     @property
     def T(self) -> "FloatMatrix":
         return FloatMatrix(self.array.T)
+
+
+def _decompose(a):
+    """``(m, e)`` int64 arrays with ``a = m 2^e`` exactly and m odd (or 0): numpy's frexp gives
+    ``a = f 2^E``, ``0.5 <= |f| < 1``, so ``f 2^53`` is an integer of at most 53 bits; its trailing zero
+    bits move into the exponent."""
+    import numpy as np
+
+    frac, expo = np.frexp(a)
+    mant = (frac * 2.0**53).astype(np.int64)                        # exact: f has at most 53 bits
+    expo = expo.astype(np.int64) - 53
+    nonzero = mant != 0
+    tz = np.zeros(a.shape, dtype=np.int64)
+    lowest = (mant & -mant)[nonzero]                                 # the lowest set bit, a power of two
+    tz[nonzero] = np.frexp(lowest.astype(np.float64))[1] - 1          # exact: a power of two below 2^53
+    return mant >> tz, expo + tz

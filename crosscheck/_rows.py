@@ -51,13 +51,16 @@ def _truncate(M, bits: int, per_row: bool):
     (units per row, or one for all rows repeated)."""
     m, n = M.shape
     if isinstance(M, FloatMatrix):
-        a = M.array
-        top = np.frexp(a)[1].astype(np.int64)                       # |x| < 2^top
-        top = top.max(axis=1) if per_row else np.full(m, top.max() if top.size else 0)
+        a, step = M.array, max(1, FloatMatrix.BLOCK // max(n, 1))
+        top = np.concatenate([np.frexp(a[i:i + step])[1].max(axis=1) for i in range(0, m, step)]) \
+            if n else np.zeros(m, dtype=np.int64)                  # |x| < 2^top, per row
+        top = top.astype(np.int64) if per_row else np.full(m, top.max() if top.size else 0, dtype=np.int64)
         units = top - bits
+        T = np.empty((m, n), dtype=np.int64)
         with np.errstate(under="ignore"):
-            # exact: a power-of-two scaling (a result below 1 may underflow, and then truncates to 0)
-            T = np.trunc(np.ldexp(a, -units[:, None])).astype(np.int64)
+            for i in range(0, m, step):
+                # exact: a power-of-two scaling (a result below 1 may underflow, and then truncates to 0)
+                T[i:i + step] = np.trunc(np.ldexp(a[i:i + step], -units[i:i + step, None]))
         return T, [int(u) for u in units]
     rows = [M.row(i) for i in range(m)]
     tops = [max(map(abs, r), default=0).bit_length() for r in rows]
@@ -96,11 +99,14 @@ def _at_units(C, units: list):
 
 
 def _abs_row_sums(D: np.ndarray) -> list:
-    """Exact ``sum_j |D_ij|`` for int64 ``|D| < 2^62`` (two int64 sums that cannot overflow)."""
-    a = np.abs(D)
-    high = (a >> _SPLIT).sum(axis=1)
-    low = (a & ((1 << _SPLIT) - 1)).sum(axis=1)
-    return [(int(h) << _SPLIT) + int(lo) for h, lo in zip(high.tolist(), low.tolist())]
+    """Exact ``sum_j |D_ij|`` for int64 ``|D| < 2^62`` (two int64 sums that cannot overflow), in row blocks."""
+    out, step = [], max(1, FloatMatrix.BLOCK // max(D.shape[1], 1))
+    for i in range(0, D.shape[0], step):
+        a = np.abs(D[i:i + step])
+        high = (a >> _SPLIT).sum(axis=1)
+        low = (a & ((1 << _SPLIT) - 1)).sum(axis=1)
+        out += [(int(h) << _SPLIT) + int(lo) for h, lo in zip(high.tolist(), low.tolist())]
+    return out
 
 
 def _scaled(x: int, e: int) -> Fraction:
@@ -205,8 +211,9 @@ def residual_norm(C, X, Y, meter: Meter | None = None, rows=None) -> Fraction:
         return done
     if rows is None:
         rows = candidates(C, X, Y, meter)
-    if Y is None:
-        return Fraction(max(sum(map(abs, X.row(i))) for i in rows), 1 << X.shift)
+    if Y is None:                                                   # rows read once, not kept (a large target)
+        read = (lambda i: X.row(i, keep=False)) if isinstance(X, FloatMatrix) else X.row
+        return Fraction(max(sum(map(abs, read(i))) for i in rows), 1 << X.shift)
     exact = _product(X, Y, C, meter, only=rows)
     return Fraction(max(sum(map(abs, r)) for r in exact.rows), 1 << exact.shift)
 
