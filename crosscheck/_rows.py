@@ -153,7 +153,7 @@ def _bounds(C, X, Y, meter: Meter | None = None) -> tuple:
         E = [n * (1 + k + int(x)) + y_total if good else None for x, good in zip(x_norms, ok)]
     rows, top = _survivors(S, E, units, range(m))
     if Y is not None and len(rows) > _FEW:
-        rows, top = _refine(C, X, Y, rows, bits)
+        rows, top = _refine(C, X, Y, rows, bits, meter)
     return rows, top
 
 
@@ -166,7 +166,7 @@ def _survivors(S, E, units, index) -> list:
     return rows, top
 
 
-def _refine(C, X, Y, rows: list, bits: int) -> list:
+def _refine(C, X, Y, rows: list, bits: int, meter: Meter | None = None) -> list:
     """The same bounds for ``rows`` with 2B-bit truncations, each product split into B-bit limbs
     (``Xt = Xh 2^B + Xl``: four int64 products), summed exactly in Python integers. A residual that
     cancels (``Z^T A G ~ Z^T``) is far below the one-limb error; here the error is ``2^-B`` smaller."""
@@ -175,6 +175,8 @@ def _refine(C, X, Y, rows: list, bits: int) -> list:
     Xt, ux = Xt[rows], [ux[i] for i in rows]
     Yt, uy = _truncate(Y, 2 * bits, per_row=False)
     v = uy[0] if uy else 0
+    if meter is not None:
+        meter.charge(4 * len(rows) * k * n + 8 * len(rows) * n, "the integer filter (two limbs)")
     mask = (1 << bits) - 1
     Xh, Xl, Yh, Yl = Xt >> bits, Xt & mask, Yt >> bits, Yt & mask      # Xt = Xh 2^B + Xl exactly
     high, middle, low = (Xh @ Yh).tolist(), (Xh @ Yl + Xl @ Yh).tolist(), (Xl @ Yl).tolist()

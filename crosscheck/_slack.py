@@ -229,7 +229,16 @@ def _vector_tables() -> tuple:
     return tuple(out)
 
 
-def _vector_rows(H, A0) -> list:
+def _vector_rows(H, A0, block: int = 2**18) -> list:
+    """``_vector_block`` over blocks of rows of about ``block`` entries (bounded temporaries)."""
+    step = max(1, block // max(len(H[0]), 1))
+    out = []
+    for i in range(0, len(H), step):
+        out += _vector_block(H[i:i + step], A0[i:i + step])
+    return out
+
+
+def _vector_block(H, A0) -> list:
     """Per row, a proved upper bound on ``sum_j |softmax(h)_j - a_j|`` (a Fraction), or None where this pass
     does not apply (an entry of A0 outside [0, 1]).
 
