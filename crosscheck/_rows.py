@@ -46,13 +46,19 @@ def _bits(k: int) -> int:
     return (61 - max(k, 1).bit_length()) // 2
 
 
+def _exponents(a: np.ndarray) -> np.ndarray:
+    """``e`` with ``|x| < 2^e`` per entry (frexp's exponent; zeros get the smallest, so they never set a scale)."""
+    e = np.frexp(a)[1].astype(np.int64)
+    return np.where(a != 0, e, -1100)
+
+
 def _truncate(M, bits: int, per_row: bool):
     """``(T, units)``: int64 T with ``|T| < 2^bits`` and ``M_i = (T_i + d_i) 2^units[i]``, ``|d| < 1``
     (units per row, or one for all rows repeated)."""
     m, n = M.shape
     if isinstance(M, FloatMatrix):
         a, step = M.array, max(1, FloatMatrix.BLOCK // max(n, 1))
-        top = np.concatenate([np.frexp(a[i:i + step])[1].max(axis=1) for i in range(0, m, step)]) \
+        top = np.concatenate([_exponents(a[i:i + step]).max(axis=1) for i in range(0, m, step)]) \
             if n else np.zeros(m, dtype=np.int64)                  # |x| < 2^top, per row
         top = top.astype(np.int64) if per_row else np.full(m, top.max() if top.size else 0, dtype=np.int64)
         units = top - bits
@@ -80,7 +86,7 @@ def _at_units(C, units: list):
     Ct = np.zeros((m, n), dtype=np.int64)
     ok = [True] * m
     if isinstance(C, FloatMatrix):
-        top = np.frexp(C.array)[1].max(axis=1) if n else np.zeros(m, dtype=np.int64)
+        top = _exponents(C.array).max(axis=1) if n else np.zeros(m, dtype=np.int64)
         for i in range(m):
             if top[i] - units[i] > 61:
                 ok[i] = False

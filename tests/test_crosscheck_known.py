@@ -276,6 +276,18 @@ def test_slack_bound_is_as_tight_as_the_exact_tiers(seed):
     assert not proof.proves(Fraction(true) / 2)             # negative control: below the distance
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 2**56 + 2), st.sampled_from([0, 1, 2**28, 2**56, 2**56 + 2])),
+                min_size=2, max_size=2))
+def test_split_products_round_outward(pair):
+    from crosscheck._slack import _mul_down, _mul_up
+
+    a, b = (np.array([v], dtype=np.int64) for v in pair)
+    exact = pair[0] * pair[1]
+    assert int(_mul_down(a, b)[0]) == exact >> 56
+    assert int(_mul_up(a, b)[0]) >= -((-exact) >> 56)
+
+
 def test_a_tight_slack_takes_the_fallback_rows():
     H, A = _logits(3)
     proof = SlackBound(H.tolist(), A.tolist(), None)
