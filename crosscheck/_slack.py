@@ -7,7 +7,7 @@ conversions; docs/technical.rst, "Correctness guarantees"); its ``exp`` is
 "fully accurate" on "a heuristic error analysis". Its interval context
 ``iv`` rounds those basic operations outward, so they enclose; ``iv.exp``
 does not always: ``iv.exp(-2^-170)`` at 272 bits is the single point
-``1 - 2^-170``, below the true value (tests/test_crosscheck_slack.py). So
+``1 - 2^-170``, below the true value (tests/test_crosscheck_known.py). So
 every exponential here comes from Taylor's theorem evaluated with
 ``iv``'s basic operations only (``_exp_neg``): for ``0 <= y <= 2^-8``,
 ``exp(-y) = S_K(y) + R`` with ``|R| <= y^(K+1) / (K+1)!``, and
@@ -15,8 +15,12 @@ every exponential here comes from Taylor's theorem evaluated with
 A private ``MPIntervalContext`` keeps the precision out of mpmath's
 global state.
 
-Per row, with ``t_j = max(h) - h_j >= 0`` exact:
+Per row, with ``t_j = max(h) - h_j >= 0`` exact, three passes, each row
+taking the first whose bound is at most the claimed slack:
 
+* vector pass (``_vector_rows``): the fast pass below in int64 arrays for
+  the whole matrix, in units of ``2^-56``, every product rounded outward by
+  an exact split multiplication (``_mul_down``, ``_mul_up``);
 * fast pass, in exact integer fixed point (units of ``2^-80``, rounded
   outward): ``t = i + f1/2^8 + f2/2^16 + r``, ``0 <= r < 2^-16``; ``exp(-t)``
   is the product of three table entries (``exp(-i)``, ``exp(-f1/2^8)``,
@@ -24,8 +28,7 @@ Per row, with ``t_j = max(h) - h_j >= 0`` exact:
   once per process) and ``exp(-r)``, which lies between the alternating Taylor sums
   ``S_3(r) <= exp(-r) <= S_4(r)`` (terms decreasing for ``r < 1``);
   ``t >= 60`` gives ``0 <= exp(-t) <= exp(-60)``;
-* fallback, for a row whose fast bound exceeds the claimed slack:
-  ``_exp_neg`` per entry, in units of ``2^-192``.
+* fallback: ``_exp_neg`` per entry, in units of ``2^-192``.
 
 With ``e_j in [lo_j, hi_j]`` and ``Z = sum e_j in [Zlo, Zhi]`` (``Zlo >= 1``,
 the row maximum has ``t = 0``), ``|e_j / Z - a_j| <= max(hi_j/Zlo - a_j,
