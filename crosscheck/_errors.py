@@ -1,0 +1,20 @@
+"""The second checker's exceptions (its own; it shares nothing with ``exact``).
+
+``Malformed`` means a file cannot be read as a bracket claim at all (exit 2);
+``LimitReached`` is a ``Malformed`` past a resource limit (``crosscheck._limits``).
+A false claim is never an exception: it is a refuted side.
+"""
+
+__all__ = ["CrosscheckError", "Malformed", "LimitReached"]
+
+
+class CrosscheckError(ValueError):
+    """Base class of every error the second checker raises on purpose."""
+
+
+class Malformed(CrosscheckError):
+    """A file that does not follow docs/bracket-format.md (or cannot be read)."""
+
+
+class LimitReached(Malformed):
+    """A file beyond a resource limit: refused, never left running."""
