@@ -76,8 +76,8 @@ def _arb_upper_to_fmpq(x: arb) -> fmpq | None:
 def _arb_row(hrow: list, arows: dict, stops: dict) -> dict:
     """One row: enclose ``e_j = exp(h_j)`` (arb exponents do not overflow) and ``Z = sum_j e_j`` once,
     then for each matrix row ``arows[k]`` the sum ``sum_j |e_j - a_j Z|``, ARB_CHUNK terms at a time.
-    Returns k -> ``("bound", upper endpoint of the sum / Z)`` (None: not finite), or ``("above", s)``
-    once the sum exceeds ``s Z`` for ``s = stops[k]`` (not None): the row's distance is then above s."""
+    Returns k -> ``(False, upper endpoint of the sum / Z)`` (None: not finite), or ``(True, s)`` once
+    the sum exceeds ``s Z`` for ``s = stops[k]`` (not None): the row's distance is then above s."""
     charge(ARB_EXP_UNITS * len(hrow), "arb enclosures of exp(h) and Z")
     out = {}
     with arb_precision(ARB_PRECISION):
@@ -89,10 +89,10 @@ def _arb_row(hrow: list, arows: dict, stops: dict) -> dict:
                 charge(ARB_DEV_UNITS * len(arow[j:j + ARB_CHUNK]), "arb deviation sums")
                 dev = sum([abs(e - Z * a) for e, a in zip(exps[j:j + ARB_CHUNK], arow[j:j + ARB_CHUNK])], dev)
                 if limit is not None and dev > limit:
-                    out[k] = ("above", stops[k])
+                    out[k] = (True, stops[k])
                     break
             else:
-                out[k] = ("bound", _arb_upper_to_fmpq(dev / Z))
+                out[k] = (False, _arb_upper_to_fmpq(dev / Z))
     return out
 
 
@@ -271,15 +271,15 @@ class SoftmaxSlacks:
                 for k, A0 in self.A0.items():
                     self.fasts[k][i:i + step] = _float_deviation(enclosure, A0[i:i + step])
         self.plan = {k: (max(s), ~(self.fasts[k] <= _below(min(s)))) for k, s in (plan or {}).items()}
-        self.rows, self.refused = {}, set()    # (k, i) -> ("bound", fmpq | None) | ("above", s); the ks above
+        self.rows, self.refused = {}, set()    # (k, i) -> (above, value) of _arb_row; the ks with a row above
 
     def bound(self, k, slack: fmpq) -> fmpq | None:
         """A proved bound on the distance of matrix k, ``<= slack`` when one is found (None: none proved)."""
         ok = self.fasts[k] <= _below(slack)                # NaN rows are never ok
         bound = fmpq(*float(self.fasts[k][ok].max()).as_integer_ratio()) if ok.any() else fmpq(0)
         for i in np.flatnonzero(~ok):
-            kind, value = self._row(k, int(i), slack)
-            if kind == "above" or value is None:
+            above, value = self._row(k, int(i), slack)
+            if above or value is None:
                 return None
             bound = max(bound, value)
         return bound
@@ -287,14 +287,14 @@ class SoftmaxSlacks:
     def _row(self, k, i: int, slack: fmpq):
         """Row i of matrix k by arb, with the planned matrices that need row i too (``plan``)."""
         done = self.rows.get((k, i))
-        if done is None or (done[0] == "above" and done[1] < slack):
+        if done is None or (done[0] and done[1] < slack):
             stops = {k: max(slack, self.plan.get(k, (slack,))[0])}
             for j, (top, need) in self.plan.items():
                 if j not in stops and j not in self.refused and (j, i) not in self.rows and need[i]:
                     stops[j] = top
             for j, result in _arb_row(self.H[i].tolist(), {j: self.A0[j][i].tolist() for j in stops}, stops).items():
                 self.rows[j, i] = result
-                if result[0] == "above" and j in self.plan:
+                if result[0] and j in self.plan:
                     self.refused.add(j)
         return self.rows[k, i]
 
