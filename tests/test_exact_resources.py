@@ -165,24 +165,24 @@ def test_exp_and_z_are_enclosed_once_per_logits_row(monkeypatch):
 
 
 def test_one_arb_pass_serves_every_planned_matrix_and_skips_a_refused_one():
-    """One logits tensor, four matrices: two need arb on every row, one is refused on its first chunk (slack
-    0, far away) and gets no other row, one passes on its float bound, claimed exactly (as the float tier
-    writes it). The work is counted exactly."""
+    """One logits tensor, five matrices: two need arb on every row, one is refused on its first chunk (slack
+    0, far away) and gets no other row, two pass on their float bound, claimed exactly (as the float tier
+    writes it) or far above it. The work is counted exactly."""
     m, n = 3, 2 * ARB_CHUNK
     H = np.repeat(np.random.default_rng(5).normal(scale=3.0, size=(1, n)), m, axis=0)
     A1, A2 = _nudged(H, 1), _nudged(H, 2)
     b1, b2 = softmax_slack_bound(H, A1), softmax_slack_bound(H, A2)
     easy = fmpq(*float(SlackProof(H, A1).fast.max()).as_integer_ratio())
-    matrices = {"a1": A1, "a2": A2, "far": np.full((m, n), 1.0 / n), "easy": A1}
-    plan = {"a1": {b1}, "a2": {b2, b2 * 2}, "far": {fmpq(0)}, "easy": {easy}}
+    matrices = {"a1": A1, "a2": A2, "far": np.full((m, n), 1.0 / n), "easy": A1, "loose": A2}
+    plan = {"a1": {b1}, "a2": {b2, b2 * 2}, "far": {fmpq(0)}, "easy": {easy}, "loose": {fmpq(2)}}
     with work_limit(2**40) as meter:
         proof = SoftmaxSlacks(H, matrices, plan)
         assert proof.bound("a1", b1) == b1
         assert proof.bound("a2", b2) == b2 and proof.bound("far", fmpq(0)) is None
-        assert proof.bound("easy", easy) == easy
+        assert proof.bound("easy", easy) == easy and proof.bound("loose", fmpq(2)) < fmpq(1, 10**12)
     assert sorted(proof.rows) == sorted([(k, i) for k in ("a1", "a2") for i in range(m)] + [("far", 0)])
     assert proof.refused == {"far"}
-    assert meter.used == ((FLOAT_EXP_UNITS + 4 * FLOAT_DEV_UNITS) * m * n + ARB_EXP_UNITS * m * n
+    assert meter.used == ((FLOAT_EXP_UNITS + 5 * FLOAT_DEV_UNITS) * m * n + ARB_EXP_UNITS * m * n
                           + 2 * ARB_DEV_UNITS * m * n + ARB_DEV_UNITS * ARB_CHUNK)
 
 
