@@ -246,17 +246,19 @@ def _cells_file(path, n_true, n_false):
     Path(path).write_bytes(bracket_bytes(doc(cells)))
 
 
-def test_a_file_replaced_after_it_was_counted_is_refused(tmp_path, monkeypatch, capsys):
-    """The parent counts two true cells; the file is then replaced by one with two more, false, cells. The
-    workers see another header: the file is refused (exit 2), never judged on the two counted cells."""
+@pytest.mark.parametrize("before,after", [((2, 0), (2, 2)), ((4, 0), (1, 2))])
+def test_a_file_replaced_after_it_was_counted_is_refused(tmp_path, monkeypatch, capsys, before, after):
+    """The parent counts the true cells of one version; the file is then replaced by another, with false
+    cells, more or fewer. The workers see another header: the file is refused (exit 2), never judged on
+    the cells the parent counted."""
     path = str(tmp_path / "swap.safetensors")
-    _cells_file(path, 2, 0)
+    _cells_file(path, *before)
     real = exact.cli._tasks
 
     def counted_then_swapped(*args):
         tasks = real(*args)
         new = tmp_path / "new.safetensors"
-        _cells_file(new, 2, 2)
+        _cells_file(new, *after)
         os.replace(new, path)
         return tasks
     monkeypatch.setattr(exact.cli, "_tasks", counted_then_swapped)
@@ -268,19 +270,25 @@ def test_a_file_replaced_after_it_was_counted_is_refused(tmp_path, monkeypatch, 
 _REAL_JUDGE = exact.cli._judge
 
 
-def _judged_two_versions(task):
-    """A worker whose file hash differs per chunk of cells (module level: the pool pickles it by name)."""
+def _judged_rising(task):
+    """A worker whose file hash differs per chunk of cells, rising (module level: the pool pickles it)."""
     out = _REAL_JUDGE(task)
     return (*out[:3], f"{out[3]}-{task[1][0]}")
 
 
-def test_workers_that_read_two_versions_refuse_the_file(tmp_path, monkeypatch, capsys):
+def _judged_falling(task):
+    out = _REAL_JUDGE(task)
+    return (*out[:3], f"{out[3]}-{9 - task[1][0]}")
+
+
+@pytest.mark.parametrize("judged", [_judged_rising, _judged_falling])
+def test_workers_that_read_two_versions_refuse_the_file(tmp_path, monkeypatch, capsys, judged):
     """Two workers of one file report different file hashes (the data changed between their reads): the
     file is refused, whatever each of them judged."""
     path = str(tmp_path / "f.safetensors")
     _cells_file(path, 2, 0)
     assert main(["verify", "--workers", "2", path]) == 0
-    monkeypatch.setattr(exact.cli, "_judge", _judged_two_versions)
+    monkeypatch.setattr(exact.cli, "_judge", judged)
     assert main(["verify", "--workers", "2", path]) == 2
     assert "changed while it was being verified" in capsys.readouterr().err
 
@@ -316,7 +324,8 @@ def test_a_padded_id_cannot_draw_a_verified_line(tmp_path):
     fake = "c0  eps=1  [2, 2]  lower: verified trivial margin -  upper: verified trivial"
     padded = "x" + " " * 200 + fake
     exact40 = "y" * 38                                   # ascii() adds the two quotes: 40 characters
-    cells = [base_cell(id=padded, eps="1", lower={"rank": 2, "witness": {"kind": "trivial"}}), base_cell(id=exact40)]
+    cells = [base_cell(id=padded, eps="1", lower={"rank": 2, "witness": {"kind": "trivial"}}), base_cell(id=exact40),
+             base_cell(id="s")]
     path = _write(tmp_path, "p.safetensors", bracket_bytes(doc(cells)))
     proc = subprocess.run([sys.executable, "-m", "exact", "verify", path], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
@@ -324,7 +333,7 @@ def test_a_padded_id_cannot_draw_a_verified_line(tmp_path):
     assert fake not in proc.stdout and "lower: verified trivial margin -  upper" not in proc.stdout.split("REFUTED")[0]
     line = next(x for x in proc.stdout.splitlines() if "REFUTED" in x)
     assert line.startswith("  'x" + " " * 35 + "...  eps=1"), line
-    assert f"  '{exact40}'  eps=1/4" in proc.stdout
+    assert f"  '{exact40}'  eps=1/4" in proc.stdout and "  's'  eps=1/4" in proc.stdout
     assert json.loads(subprocess.run([sys.executable, "-m", "exact", "verify", "--json", path], cwd=ROOT,
                                      capture_output=True, text=True, timeout=60).stdout)["cells"][0]["id"] == padded
 
