@@ -54,6 +54,18 @@ def test_logits_of_another_shape_are_refused_as_such(tmp_path):
             assert not side.verified and "differ in shape" in side.reason, (name, side)
 
 
+def test_logits_shared_by_matrices_of_other_shapes_prove_the_one_that_fits(tmp_path):
+    """Logits H (2 x 2) paired with the 2 x 2 target A, a larger (3 x 2) and a smaller (2 x 1) matrix: the
+    slacks of H are proved for A only, whatever the order of the shapes; the others are refused by shape."""
+    tensors = {**HALF, "big": np.full((3, 2), 0.5), "small": np.ones((2, 1))}
+    cells = [{**_cell(name, "1/4", "0", {"rank": 1, "witness": {"kind": "trivial"}}),
+              "target": {"matrix": name, "logits": "H", "slack": "0"}} for name in ("big", "A", "small")]
+    rep = _reports(tmp_path, cells, tensors)
+    assert rep["A"].lower.verified and rep["A"].slack_bound == 0
+    for name in ("big", "small"):
+        assert not rep[name].lower.verified and "differ in shape" in rep[name].lower.reason
+
+
 def test_slack_claimed_exactly_at_its_proved_bound_is_proved(tmp_path):
     """A slack of exactly 0 on a target that is exactly softmax(logits): the proved bound is 0, and
     ``bound <= slack`` proves it (both sides verified at eps itself)."""
