@@ -9,7 +9,9 @@ trusted core). It opens regular files only, reads the header first and
 validates it within ``exact.limits`` before any data: duplicate JSON keys,
 NaN/Infinity literals, dtypes but F64, shapes but 2-D, and data that is not
 covered exactly once by the tensors (overlaps, holes, trailing bytes) are
-refused. Then it reads each tensor by its offset. Every string taken from
+refused, and so are tensors named by cells whose declared bytes exceed the
+memory limit. Then it reads each tensor by its offset, hashing every byte
+(SHA-256 of the header, and of the whole file). Every string taken from
 the file appears in a message as ``ascii()`` shows it (one line, no control
 characters). The writer is not part of the trusted core:
 ``numeric.bracketwriter`` takes the constants from here.
