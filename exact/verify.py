@@ -23,7 +23,7 @@ from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
 from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
 from .errors import LimitExceeded
-from .limits import MAX_WORK, work_limit
+from .limits import MAX_TENSOR_BYTES, MAX_WORK, work_limit
 from .matrix import ExactMatrix
 from .oddmap import labels_of
 from .rational import format_rational
@@ -183,6 +183,6 @@ def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple
     return reports, meter.used
 
 
-def verify_file(path, indices=None, max_work: int = MAX_WORK) -> list[CellReport]:
+def verify_file(path, indices=None, max_work: int = MAX_WORK, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[CellReport]:
     """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
-    return judge_file(read_bracket_file(path), indices, max_work)[0]
+    return judge_file(read_bracket_file(path, max_tensor_bytes), indices, max_work)[0]
