@@ -183,6 +183,7 @@ def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple
     return reports, meter.used
 
 
-def verify_file(path, indices=None, max_work: int = MAX_WORK, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[CellReport]:
+def verify_file(path, indices=None, max_work: int = MAX_WORK,
+                max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[CellReport]:
     """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
     return judge_file(read_bracket_file(path, max_tensor_bytes), indices, max_work)[0]
