@@ -56,7 +56,9 @@ BINOPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Di
 #: subset holds the tests that exercise that module and no others).
 KNOWN = ["tests/test_exact_known.py", "tests/test_exact_mutation.py"]
 FLOATS = "tests/test_exact_floats.py"
-SLACK = ["tests/test_exact_mutants_slack.py", f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FLOATS}::test_float_softmax_bound_at_distance_zero",
+SLACK = ["tests/test_exact_mutants_slack.py", *(f"tests/test_exact_resources.py::test_{name}" for name in (
+             "arb_fallback_is_charged_per_entry_and_stops_above_the_slack", "a_row_exactly_at_a_slack_of_zero_is_proved",
+             "one_arb_pass_serves_every_planned_matrix_and_skips_a_refused_one", "exp_and_z_are_enclosed_once_per_logits_row")), f"{FLOATS}::test_float_softmax_bound_is_above_the_true_distance", f"{FLOATS}::test_float_softmax_bound_at_distance_zero",
          f"{FLOATS}::test_slack_proof_uses_arb_only_where_the_float_bound_falls_short", "exact/slack.py",
          *(f"tests/test_exact_known.py::test_slack_{name}" for name in (
              "bound_encloses_the_true_distance", "bound_is_zero_only_when_exact", "charged_on_both_sides",
@@ -72,6 +74,7 @@ FLOATS_FIRST = ["tests/test_exact_mutants_floats.py"] + [f"{FLOATS}::test_{name}
     "residual_norm_is_the_same_with_and_without_floats")] + [
     "tests/test_exact_cli.py::test_ordinary_cells_never_convert_a_whole_matrix", FLOATS]
 CLI = "tests/test_exact_cli.py"
+RES = "tests/test_exact_resources.py"
 ODDMAP = "tests/test_exact_oddmap.py"
 #: test_exact_cli.py, the tests that call ``exact.cli.main`` in-process first (a kill costs seconds), then
 #: the whole file (its subprocess and memory tests: what only they reach, e.g. ``python -m exact``).
@@ -85,10 +88,10 @@ CLI_FIRST = [f"{CLI}::test_{name}" for name in (
     "ordinary_cells_never_convert_a_whole_matrix", "zero_cell_file_is_refused")] + [CLI]
 SUBSETS = {
     "__main__.py": ["exact/__main__.py", f"{CLI}::test_bad_arguments_exit_2", f"{CLI}::test_max_work_must_be_positive"],
-    "bracketfile.py": ["tests/test_exact_mutants_bracketfile.py", "exact/bracketfile.py", *CLI_FIRST,
+    "bracketfile.py": ["tests/test_exact_mutants_bracketfile.py", "exact/bracketfile.py", RES, *CLI_FIRST,
                        "tests/test_exact_mutants_verify.py", ODDMAP],
-    "cli.py": ["tests/test_exact_mutants_cli.py", "exact/cli.py", *CLI_FIRST],
-    "limits.py": CLI_FIRST,
+    "cli.py": ["tests/test_exact_mutants_cli.py", "exact/cli.py", RES, *CLI_FIRST],
+    "limits.py": [RES, *CLI_FIRST],
     "rational.py": ["exact/rational.py", *CLI_FIRST] + KNOWN,
     "verdict.py": ["tests/test_exact_mutants_verify.py", *KNOWN, *CLI_FIRST],
     "floats.py": FLOATS_FIRST,
@@ -97,7 +100,7 @@ SUBSETS = {
     "matrix.py": ["tests/test_exact_mutants_matrix.py", "exact/matrix.py", "tests/test_exact_differential.py::test_exact_arithmetic_matches_fractions",
                   "tests/test_exact_differential.py::test_float64_conversion_is_exact", FLOATS],
     "slack.py": SLACK,
-    "verify.py": ["tests/test_exact_mutants_verify.py", *KNOWN, ODDMAP],
+    "verify.py": ["tests/test_exact_mutants_verify.py", f"{RES}::test_exp_and_z_are_enclosed_once_per_logits_row", *KNOWN, ODDMAP],
     "oddmap.py": [ODDMAP, "exact/oddmap.py", "tests/test_exact_differential.py::test_odd_map_agrees",
                   "tests/test_exact_differential.py::test_odd_map_agrees_on_the_known_answers_and_their_mutants"],
 }

@@ -9,14 +9,18 @@ trusted core). It opens regular files only, reads the header first and
 validates it within ``exact.limits`` before any data: duplicate JSON keys,
 NaN/Infinity literals, dtypes but F64, shapes but 2-D, and data that is not
 covered exactly once by the tensors (overlaps, holes, trailing bytes) are
-refused. Then it reads each tensor by its offset. Every string taken from
+refused, and so are tensors named by cells whose declared bytes exceed the
+memory limit. Then it reads each tensor by its offset, hashing every byte
+(SHA-256 of the header, and of the whole file). Every string taken from
 the file appears in a message as ``ascii()`` shows it (one line, no control
 characters). The writer is not part of the trusted core:
 ``numeric.bracketwriter`` takes the constants from here.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -25,11 +29,12 @@ import numpy as np
 from flint import fmpq
 
 from .errors import LimitExceeded, MalformedInput
-from .limits import MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, MAX_TENSORS
+from .limits import (MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, MAX_TENSOR_BYTES,
+                     MAX_TENSORS)
 from .oddmap import MAX_ODDMAP_DIM, dimension, labels_of
 from .rational import parse_nonnegative
 
-__all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file", "count_cells",
+__all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file", "header_facts",
            "show", "UPPER_KINDS", "LOWER_KINDS"]
 
 FORMAT = "softrank-brackets"
@@ -90,6 +95,8 @@ class BracketFile:
     path: str
     cells: tuple
     tensors: dict            # name -> read-only float64 ndarray (the tensors the cells name)
+    header_sha256: str = ""  # SHA-256 of the header length and the header (what ``header_facts`` reads)
+    sha256: str = ""         # SHA-256 of the whole file: every byte was read, in order
 
 
 def _no_duplicates(pairs):
@@ -105,9 +112,17 @@ def _no_constants(name):
     raise MalformedInput(f"JSON literal {name} is not allowed")
 
 
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused when it is beyond float range (1e400)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise MalformedInput(f"JSON number {show(text, 40)} is beyond float range")
+    return value
+
+
 def _json(text: str, what: str):
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants, parse_float=_finite)
     except MalformedInput:
         raise
     except (ValueError, RecursionError) as exc:
@@ -158,17 +173,21 @@ def _read_exactly(fh, n: int, what: str) -> bytes:
     return raw
 
 
-def _header(fh, size: int):
-    """The header dict and the size of the data section."""
+def _header(fh, size: int, digest):
+    """The header dict and the size of the data section; ``digest`` (a hashlib object) takes every byte read."""
     if size < 8:
         raise MalformedInput("truncated file: no header length")
-    n = int.from_bytes(_read_exactly(fh, 8, "no header length"), "little")
+    raw = _read_exactly(fh, 8, "no header length")
+    n = int.from_bytes(raw, "little")
     if n > MAX_HEADER_BYTES:
         raise LimitExceeded(f"header of {n} bytes, limit {MAX_HEADER_BYTES}")
     if 8 + n > size:
         raise MalformedInput(f"truncated file: header of {n} bytes, file has {size}")
+    digest.update(raw)
+    raw = _read_exactly(fh, n, "header")
+    digest.update(raw)
     try:
-        text = _read_exactly(fh, n, "header").decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedInput("header is not UTF-8") from None
     header = _json(text, "safetensors header")
@@ -217,13 +236,15 @@ def _layout(header: dict, data_size: int) -> dict:
     return layout
 
 
-def _tensor_data(fh, start: int, shape, begin: int, end: int, what: str, keep: bool):
+def _tensor_data(fh, start: int, shape, begin: int, end: int, what: str, keep: bool, digest):
     """The tensor as a read-only array (``keep``), or None after checking it chunk by chunk."""
     fh.seek(start + begin)
     pos, parts = begin, []
     while pos < end or (keep and not parts):
         step = end - pos if keep else min(_CHUNK, end - pos)
-        array = np.frombuffer(_read_exactly(fh, step, f"{what} data"), dtype="<f8")
+        raw = _read_exactly(fh, step, f"{what} data")
+        digest.update(raw)
+        array = np.frombuffer(raw, dtype="<f8")
         if not np.isfinite(array).all():
             raise MalformedInput(f"{what} contains NaN or Inf")
         parts.append(array)
@@ -353,12 +374,15 @@ def _names(cell: Cell) -> set:
     return names - {None}
 
 
-def read_bracket_file(path) -> BracketFile:
-    """Read and validate a bracket file; raise ``MalformedInput`` with a one-line reason."""
+def read_bracket_file(path, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> BracketFile:
+    """Read and validate a bracket file; raise ``MalformedInput`` with a one-line reason. The tensors the
+    cells name are kept in memory: their declared bytes are checked against ``max_tensor_bytes`` first."""
     path = os.fspath(path)
     fh, size = _open(path)
+    digest = hashlib.sha256()
     with fh:
-        header, data_size = _header(fh, size)
+        header, data_size = _header(fh, size, digest)
+        header_sha256 = digest.hexdigest()
         cells = _document(header)
         layout = _layout(header, data_size)
         parsed = tuple(_cell(c, i, layout) for i, c in enumerate(cells))
@@ -368,21 +392,27 @@ def read_bracket_file(path) -> BracketFile:
                 raise MalformedInput(f"duplicate cell id {show(c.id)}")
             seen.add(c.id)
         used = set().union(*map(_names, parsed))
+        kept = sum(end - begin for name, (_, begin, end) in layout.items() if name in used)
+        if kept > max_tensor_bytes:
+            raise LimitExceeded(f"the tensors that the cells name hold {kept} bytes, limit {max_tensor_bytes} "
+                                "(raise it with --max-tensor-bytes)")
         start = size - data_size
         tensors = {}
         for name, (shape, begin, end) in sorted(layout.items(), key=lambda item: item[1][1]):
-            array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", keep=name in used)
+            array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", name in used, digest)
             if array is not None:
                 tensors[name] = array
     seen: set = set()
     for c in parsed:
         if c.lower.kind == "odd_map":
             _odd_map_labels(c, tensors, seen)
-    return BracketFile(path, parsed, tensors)
+    return BracketFile(path, parsed, tensors, header_sha256, digest.hexdigest())
 
 
-def count_cells(path) -> int:
-    """The number of cells of a bracket file, from its header alone (raises ``MalformedInput``)."""
+def header_facts(path) -> tuple[int, str]:
+    """The number of cells of a bracket file and the SHA-256 of its header, from the header alone
+    (raises ``MalformedInput``)."""
     fh, size = _open(os.fspath(path))
+    digest = hashlib.sha256()
     with fh:
-        return len(_document(_header(fh, size)[0]))
+        return len(_document(_header(fh, size, digest)[0])), digest.hexdigest()

@@ -9,26 +9,39 @@ judges no cell at all ends its table with "nothing to verify" and exits 2.
 
 Every string that comes from a file or the command line is printed escaped
 (``ascii()``: control characters, non-ASCII and lone surrogates made
-visible), so no file can forge a line. ``--json`` prints one JSON object
-whose strings are exact (JSON escapes).
+visible) and a cell id cut to ``ID_CHARS`` characters, so no file can forge
+a line, nor pad an id until the terminal wraps it into one. ``--json``
+prints one JSON object whose strings are exact (JSON escapes). A file named
+twice (by any path to it) is judged once.
+
+With ``--workers N`` a file's cells are dealt out to at most N processes
+(never more than there are tasks); each worker checks that the file's header
+and cell count are those the parent counted, and every worker of a file
+must have read the same bytes (SHA-256), else the file is refused: a file
+replaced during the run is never judged in parts of two versions.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
 from flint import arb, fmpq
 
-from .bracketfile import count_cells, read_bracket_file
+from .bracketfile import header_facts, read_bracket_file
 from .errors import MalformedInput
-from .limits import MAX_WORK
+from .limits import MAX_TENSOR_BYTES, MAX_WORK
+from .slack import arb_precision
 from .verify import judge_file
 
 __all__ = ["main"]
 
 _OUT_OF_MEMORY = "out of memory"
+_CHANGED = "the file changed while it was being verified"
+#: Characters of a cell id shown in the table (escaped first; the JSON output keeps it whole).
+ID_CHARS = 40
 
 
 def _approx(q) -> str:
@@ -38,7 +51,8 @@ def _approx(q) -> str:
     try:
         return f"{float(q.p) / float(q.q):+.3e}"
     except OverflowError:                   # beyond float range: arb's decimal, never a truncated "p/q"
-        return arb(q).str(4, radius=False)
+        with arb_precision(64):
+            return arb(q).str(4, radius=False)
 
 
 def _clean(text: str) -> str:
@@ -47,29 +61,34 @@ def _clean(text: str) -> str:
 
 
 def _judge(task):
-    """Worker: (path, indices, max_work) -> (path, reports as JSON dicts, error)."""
-    path, indices, max_work = task
+    """Worker: (path, indices, max_work, max_bytes, (cells, header sha256) the parent saw or None)
+    -> (path, reports as JSON dicts, error, the file's sha256)."""
+    path, indices, max_work, max_bytes, seen = task
     try:
-        reports, _ = judge_file(read_bracket_file(path), indices, max_work)
-        return path, [r.to_json() for r in reports], None
+        bf = read_bracket_file(path, max_bytes)
+        if seen is not None and (len(bf.cells), bf.header_sha256) != seen:
+            return path, None, _CHANGED, None
+        reports, _ = judge_file(bf, indices, max_work)
+        return path, [r.to_json() for r in reports], None, bf.sha256
     except MalformedInput as exc:
-        return path, None, f"malformed: {exc}"
+        return path, None, f"malformed: {exc}", None
     except MemoryError:
-        return path, None, _OUT_OF_MEMORY
+        return path, None, _OUT_OF_MEMORY, None
 
 
-def _tasks(paths, workers, max_work):
+def _tasks(paths, workers, max_work, max_bytes):
     """One task per file, or with workers its cells dealt out in up to ``workers`` chunks."""
     tasks = []
     for p in paths:
         try:
-            count = count_cells(p) if workers > 1 else 0
+            count, header = header_facts(p) if workers > 1 else (0, None)
         except (MalformedInput, MemoryError):
-            count = 0                        # judged (and refused) by the worker, with its message
+            count, header = 0, None          # judged (and refused) by the worker, with its message
         if count > 1:
-            tasks.extend((p, list(range(i, count, workers)), max_work) for i in range(min(workers, count)))
+            tasks.extend((p, list(range(i, count, workers)), max_work, max_bytes, (count, header))
+                         for i in range(min(workers, count)))
         else:
-            tasks.append((p, None, max_work))
+            tasks.append((p, None, max_work, max_bytes, None))
     return tasks
 
 
@@ -77,14 +96,30 @@ def _run(tasks, workers):
     if workers <= 1 or len(tasks) <= 1:
         return [_judge(t) for t in tasks]
     outcomes = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
         futures = [pool.submit(_judge, t) for t in tasks]
         for task, future in zip(tasks, futures):
             try:
                 outcomes.append(future.result())
             except Exception:                # a worker killed (by the kernel, out of memory)
-                outcomes.append((task[0], None, f"{_OUT_OF_MEMORY} (a worker process died)"))
+                outcomes.append((task[0], None, f"{_OUT_OF_MEMORY} (a worker process died)", None))
     return outcomes
+
+
+def _distinct(paths):
+    """The paths, each file once (the first path that names it): files are told apart by device and
+    inode, paths that cannot be read by their text (they are refused with their own message)."""
+    seen, out = set(), []
+    for p in paths:
+        try:
+            info = os.stat(p)
+            key = (info.st_dev, info.st_ino)
+        except (OSError, ValueError):
+            key = p
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def main(argv=None) -> int:
@@ -97,20 +132,28 @@ def main(argv=None) -> int:
     verify.add_argument("--workers", type=int, default=1, metavar="N", help="processes (default 1)")
     verify.add_argument("--max-work", type=int, default=MAX_WORK, metavar="UNITS",
                         help=f"work limit per file and worker (default {MAX_WORK}, see exact/limits.py)")
+    verify.add_argument("--max-tensor-bytes", type=int, default=MAX_TENSOR_BYTES, metavar="BYTES",
+                        help=f"bytes of the tensors a file's cells name, kept in memory (default {MAX_TENSOR_BYTES})")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be >= 1")
     if args.max_work < 1:
         parser.error("--max-work must be >= 1")
+    if args.max_tensor_bytes < 0:
+        parser.error("--max-tensor-bytes must be >= 0")
 
-    cells, errors = [], {}
-    for path, reports, error in _run(_tasks(args.files, args.workers, args.max_work), args.workers):
+    files = _distinct(args.files)
+    cells, errors, digests = [], {}, {}
+    for path, reports, error, digest in _run(_tasks(files, args.workers, args.max_work, args.max_tensor_bytes),
+                                             args.workers):
+        if error is None and digests.setdefault(path, digest) != digest:
+            error = _CHANGED                                        # two workers read two versions
         if error is not None:
             errors.setdefault(path, error)
         else:
             cells.extend(dict(r, file=path) for r in reports)
     cells = [c for c in cells if c["file"] not in errors]          # a refused file contributes no cell
-    order = {p: i for i, p in enumerate(args.files)}
+    order = {p: i for i, p in enumerate(files)}
     cells.sort(key=lambda c: (order[c["file"]], c["index"]))
     all_verified = bool(cells) and not errors and all(c["lower_verified"] and c["upper_verified"] for c in cells)
 
@@ -143,8 +186,14 @@ def _slack(c: dict) -> str:
         return ""
     bound = c["slack_bound"]
     proved = bound is not None and fmpq(bound) <= fmpq(c["slack"])
-    shown = "not finite" if bound is None else _approx(fmpq(bound))
-    return f" slack {_approx(fmpq(c['slack']))} ({'proved' if proved else 'NOT proved'}: bound {shown})"
+    shown = "no bound" if bound is None else f"bound {_approx(fmpq(bound))}"
+    return f" slack {_approx(fmpq(c['slack']))} ({'proved' if proved else 'NOT proved'}: {shown})"
+
+
+def _short_id(text: str) -> str:
+    """A cell id as ``ascii()`` shows it, cut to ``ID_CHARS`` characters (a cut one ends in "...")."""
+    shown = ascii(text)
+    return shown if len(shown) <= ID_CHARS else shown[:ID_CHARS - 3] + "..."
 
 
 def _print_table(cells, refused: int) -> None:
@@ -157,7 +206,7 @@ def _print_table(cells, refused: int) -> None:
             current = c["file"]
             print(_clean(current))
         eps = c["eps"] if len(c["eps"]) <= 24 else _approx(fmpq(c["eps"]))
-        print(_clean(f"  {ascii(c['id'])}  eps={eps}{_slack(c)}  [{c['lower']}, {c['upper']}]  "
+        print(_clean(f"  {_short_id(c['id'])}  eps={eps}{_slack(c)}  [{c['lower']}, {c['upper']}]  "
                      f"lower: {_side(c, 'lower')}  upper: {_side(c, 'upper')}  "
                      f"target sha256 {c['target_sha256'][:16]}"))
     if not cells:

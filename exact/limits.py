@@ -10,13 +10,14 @@ scanning a matrix one unit per word. ``work_limit`` meters one file.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .errors import LimitExceeded
 
 __all__ = [
     "MAX_FILE_BYTES", "MAX_HEADER_BYTES", "MAX_NUMBER_CHARS", "MAX_DECIMAL_EXPONENT",
     "MAX_MATRIX_SIDE", "MAX_MATRIX_ENTRIES", "MAX_CELLS", "MAX_TENSORS", "MAX_WORK",
-    "work_limit", "charge",
+    "MAX_TENSOR_BYTES", "Meter", "work_limit", "charge",
 ]
 
 #: A bracket file: 4 GiB covers many 4096 x 4096 cells; beyond it, split the file.
@@ -31,39 +32,59 @@ MAX_DECIMAL_EXPONENT = 1000
 MAX_MATRIX_SIDE = 8192
 #: Entries of one tensor: 2^24 (128 MiB of float64; a 4096 x 4096 target).
 MAX_MATRIX_ENTRIES = 2**24
+#: Bytes of the tensors that the cells name, summed from their declared shapes and checked before any
+#: is read (they are kept in memory; other tensors are checked in chunks): 512 MiB, raised with
+#: ``--max-tensor-bytes``. Four 4096 x 4096 targets fit; peak memory is this plus what the checks derive.
+MAX_TENSOR_BYTES = 2**29
 #: Cells in one file.
 MAX_CELLS = 100_000
 #: Tensors in one file.
 MAX_TENSORS = 1_000_000
-#: Work units per file (per worker with ``--workers``), raised with ``--max-work``: 2^35,
-#: about 40 to 90 s of one core (measured: 2 to 3 ns per unit for FLINT products of any
-#: width). Ordinary cells take far less: a 256 x 256 cell of bench/exact_speed.py about
-#: 2^21, a full-rank (d = 256) reconstruction witness checked with FLINT alone about 2^28.
+#: Work units per file (per worker with ``--workers``), raised with ``--max-work``: 2^35, at
+#: most about 100 s of one core (bench/exact_worst.py: at most about 3 ns per unit for every
+#: kind of work in a steady state, 5.5 for a process's first float64 slack pass). Ordinary
+#: cells take far less: a 256 x 256 cell of bench/exact_speed.py about 2^21, a full-rank
+#: (d = 256) reconstruction witness checked with FLINT alone about 2^28.
 MAX_WORK = 2**35
 
-_meter: list = []          # [used, limit] of the innermost work_limit, if any
+
+class Meter:
+    """The work done inside one ``work_limit`` block: ``used`` units of at most ``limit``."""
+
+    __slots__ = ("used", "limit")
+
+    def __init__(self, limit: int):
+        self.used, self.limit = 0, int(limit)
+
+    def charge(self, units: int, what: str) -> None:
+        self.used += int(units)
+        if self.used > self.limit:
+            raise LimitExceeded(f"work limit: {what} brings the work to {self.used} units, "
+                                f"limit {self.limit} (raise it with --max-work)")
+
+
+#: The meter of the innermost ``work_limit`` of this thread (or asyncio task); None outside one.
+_current: ContextVar[Meter | None] = ContextVar("exact_work_meter", default=None)
 
 
 @contextmanager
 def work_limit(limit: int):
     """Meter the exact work done inside; ``charge`` raises ``LimitExceeded`` past ``limit`` units.
 
-    Yields the meter ``[used, limit]`` (read ``meter[0]`` after the block).
+    Yields the ``Meter`` (read ``meter.used`` after the block). The meter lives in a
+    ``ContextVar``: each thread meters its own work, and leaving the block restores the
+    enclosing meter by its token (never by comparing meters).
     """
-    meter = [0, limit]
-    _meter.append(meter)
+    meter = Meter(limit)
+    token = _current.set(meter)
     try:
         yield meter
     finally:
-        _meter.remove(meter)
+        _current.reset(token)
 
 
 def charge(units: int, what: str) -> None:
     """Count ``units`` of work before doing it (no-op outside ``work_limit``)."""
-    if not _meter:
-        return
-    meter = _meter[-1]
-    meter[0] += int(units)
-    if meter[0] > meter[1]:
-        raise LimitExceeded(f"work limit: {what} brings the work to {meter[0]} units, "
-                            f"limit {meter[1]} (raise it with --max-work)")
+    meter = _current.get()
+    if meter is not None:
+        meter.charge(units, what)

@@ -7,10 +7,15 @@ eps. When A is the exact softmax of stored logits (transcendental), alpha
 must be proved: a rigorous upper bound on ``||softmax_row(H) - A0||_row1``.
 
 Two bounds, each proved. ``softmax_slack_bound`` encloses every entry with
-arb balls at 64 bits: about 2^-60 above the true distance. ``SlackProof``
+arb balls at 64 bits: about 2^-60 above the true distance. ``SoftmaxSlacks``
 first bounds every row in vectorised float64 (``_float_row_bounds``, a few
 ulps looser) and falls back to arb only for the rows whose float bound
 exceeds the claimed slack; a verdict never depends on which bound decided.
+It serves every matrix paired with one logits tensor: the enclosures of
+``exp(h)`` and ``Z`` (float per block, arb per row) are made once per row
+and only the deviation sum is made per matrix. An arb deviation sum stops
+as soon as it exceeds the slack (the slack is then refused). All of it is
+charged at its measured cost (``bench/exact_worst.py``).
 
 >>> import numpy as np
 >>> H = np.zeros((2, 2)); A0 = np.full((2, 2), 0.5)
@@ -21,8 +26,11 @@ True
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
+import threading
+from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
@@ -32,11 +40,26 @@ from .limits import charge
 from .matrix import check_float64_matrix
 from .floats import FAST, TINY, pairwise_row_sums
 
-__all__ = ["softmax_slack_bound", "SlackProof", "ARB_PRECISION"]
+__all__ = ["softmax_slack_bound", "SoftmaxSlacks", "SlackProof", "ARB_PRECISION", "arb_precision"]
 
 #: Working precision of the enclosures, in bits: 64 bits leaves the bound
 #: about 2^-60 above the true distance, far below any float64 rounding.
 ARB_PRECISION = 64
+#: Work units per entry, measured against FLINT's products (``bench/exact_worst.py``, docs/benchmarks.md 1.1):
+#: the float enclosure of exp(h) and Z (once per logits tensor), the float deviation sum (per matrix),
+#: an arb exp and its term of Z (once per logits row), and an arb deviation term (per matrix and row).
+FLOAT_EXP_UNITS, FLOAT_DEV_UNITS, ARB_EXP_UNITS, ARB_DEV_UNITS = 40, 8, 512, 256
+#: Entries of an arb deviation sum between two comparisons with the slack.
+ARB_CHUNK = 64
+_PRECISION = threading.RLock()
+
+
+@contextmanager
+def arb_precision(bits: int):
+    """arb's working precision set to ``bits`` for the block and restored after it. FLINT keeps one
+    precision per process: the lock keeps the threads that use this block from changing it under each other."""
+    with _PRECISION, ctx.workprec(bits):
+        yield
 
 
 def _arb_upper_to_fmpq(x: arb) -> fmpq | None:
@@ -50,30 +73,35 @@ def _arb_upper_to_fmpq(x: arb) -> fmpq | None:
     return fmpq(mantissa, fmpz(2) ** (-exponent))
 
 
-def _arb_rows(H, A0) -> fmpq | None:
-    """Per row: enclose ``e_j = exp(h_j)`` (arb exponents do not overflow), ``Z = sum_j e_j`` and
-    ``sum_j |e_j - a_j Z| / Z``; the largest upper endpoint, or None when one is not finite."""
-    charge(8 * H.size, "arb enclosures of the softmax")
-    old = ctx.prec
-    ctx.prec = ARB_PRECISION
-    try:
-        worst = arb(0)
-        for hrow, arow in zip(H.tolist(), A0.tolist()):
-            exps = [arb(h).exp() for h in hrow]           # a float enters arb exactly; no overflow in arb
-            Z = sum(exps, arb(0))
-            dev = sum([abs(e - Z * a) for e, a in zip(exps, arow)], arb(0)) / Z
-            worst = worst.max(dev)                       # encloses the larger of the two
-        return _arb_upper_to_fmpq(worst)
-    finally:
-        ctx.prec = old
+def _arb_row(hrow: list, arows: dict, stops: dict) -> dict:
+    """One row: enclose ``e_j = exp(h_j)`` (arb exponents do not overflow) and ``Z = sum_j e_j`` once,
+    then for each matrix row ``arows[k]`` the sum ``sum_j |e_j - a_j Z|``, ARB_CHUNK terms at a time.
+    Returns k -> ``(False, upper endpoint of the sum / Z)`` (None: not finite), or ``(True, s)`` once
+    the sum exceeds ``s Z`` for ``s = stops[k]`` (not None): the row's distance is then above s."""
+    charge(ARB_EXP_UNITS * len(hrow), "arb enclosures of exp(h) and Z")
+    out = {}
+    with arb_precision(ARB_PRECISION):
+        exps = [arb(h).exp() for h in hrow]               # a float enters arb exactly
+        Z = sum(exps, arb(0))
+        for k, arow in arows.items():
+            limit, dev = None if stops[k] is None else Z * arb(stops[k]), arb(0)
+            for j in range(0, len(hrow), ARB_CHUNK):
+                charge(ARB_DEV_UNITS * len(arow[j:j + ARB_CHUNK]), "arb deviation sums")
+                dev = sum([abs(e - Z * a) for e, a in zip(exps[j:j + ARB_CHUNK], arow[j:j + ARB_CHUNK])], dev)
+                if limit is not None and dev > limit:
+                    out[k] = (True, stops[k])
+                    break
+            else:
+                out[k] = (False, _arb_upper_to_fmpq(dev / Z))
+    return out
 
 
-def _validated(logits, matrix):
-    H = check_float64_matrix(logits, "logits", allow_empty=False)
+def _validated(H: np.ndarray, matrix) -> np.ndarray:
+    """``matrix`` as a checked float64 array of the shape of the (checked) logits ``H``."""
     A0 = check_float64_matrix(matrix, "matrix", allow_empty=False)
     if H.shape != A0.shape:
         raise ValueError(f"logits {H.shape} and matrix {A0.shape} differ in shape")
-    return H, A0
+    return A0
 
 
 def softmax_slack_bound(logits, matrix) -> fmpq | None:
@@ -81,33 +109,41 @@ def softmax_slack_bound(logits, matrix) -> fmpq | None:
 
     Returns None when an enclosure is not finite (the caller refuses).
     """
-    return _arb_rows(*_validated(logits, matrix))
+    H = check_float64_matrix(logits, "logits", allow_empty=False)
+    A0 = _validated(H, matrix)
+    worst = fmpq(0)
+    for hrow, arow in zip(H.tolist(), A0.tolist()):
+        _, row = _arb_row(hrow, {0: arow}, {0: None})[0]
+        if row is None:
+            return None
+        worst = max(worst, row)
+    return worst
 
 
 # ------------------------------------------------------------------ float64 bound
 # exp(t), t <= 0: t = k ln2 + r, |r| <= 0.35, exp(r) by Horner on Taylor's
 # polynomial of degree _DEGREE. ln2 = _LN2_HI + _LN2_LO + d, |d| <= _LN2_ERR
-# (checked with arb below; the float bound is off otherwise); _LN2_HI has 32
-# bits, so k _LN2_HI is exact for |k| < 2^21.
+# (checked with arb at first use, ``_ln2_ok``; the float bound is off otherwise);
+# _LN2_HI has 32 bits, so k _LN2_HI is exact for |k| < 2^21.
 _DEGREE = 13
-_LN2_HI = math.ldexp(math.floor(math.ldexp(math.frexp(math.log(2))[0], 32)), math.frexp(math.log(2))[1] - 32)
-ctx.prec, _old_prec = 256, ctx.prec
-_LN2_LO = float(arb(2).log() - arb(fmpq(*_LN2_HI.as_integer_ratio())))
+_LN2_HI, _LN2_LO = float.fromhex("0x1.62e42fee00000p-1"), float.fromhex("0x1.a39ef35793c76p-33")
 _LN2_ERR = 2.0**-80
-ctx.prec = _old_prec
 
 
 def _ln2_split_ok(hi: float, lo: float) -> bool:
-    """Whether ``|ln 2 - hi - lo| < _LN2_ERR``, proved with arb at 256 bits."""
-    old = ctx.prec
-    ctx.prec = 256
-    try:
-        return bool(abs(arb(2).log() - fmpq(*hi.as_integer_ratio()) - fmpq(*lo.as_integer_ratio())) < _LN2_ERR)
-    finally:
-        ctx.prec = old
+    """Whether ``hi`` has at most 32 significant bits (hi in [1/2, 1)) and ``|ln 2 - hi - lo| < _LN2_ERR``,
+    proved with arb at 256 bits."""
+    with arb_precision(256):
+        return (hi * 2**32).is_integer() and bool(
+            abs(arb(2).log() - fmpq(*hi.as_integer_ratio()) - fmpq(*lo.as_integer_ratio())) < _LN2_ERR)
 
 
-_LN2_OK = _ln2_split_ok(_LN2_HI, _LN2_LO)
+@functools.cache
+def _ln2_ok() -> bool:
+    """The split of ln 2 that the float bound uses, checked once, at its first use."""
+    return _ln2_split_ok(_LN2_HI, _LN2_LO)
+
+
 _COEFFS = [float(Fraction(1, math.factorial(j))) for j in range(_DEGREE + 1)]
 #: |Horner(r) - exp(r)| <= _REL_P exp(r) for |r| <= 0.35: rounding (Higham 5.1, gamma_{2N}, and the
 #: coefficients' own rounding) and truncation, both times e^{2|r|} <= 2.03 (relative to e^r >= e^-|r|).
@@ -139,12 +175,25 @@ def _float_row_bounds(H: np.ndarray, A0: np.ndarray) -> np.ndarray:
     The terms ``max(s_hi - a, a - s_lo) >= |e_j / Z - a_j|`` are non-negative, so their
     rounding (relative u each) goes into the last factor.
     """
+    return _float_deviation(_float_enclosure(H), A0)
+
+
+def _float_enclosure(H: np.ndarray):
+    """``(s_lo, s_hi, factor, bad)``: the quotient enclosures of ``_float_row_bounds``, the factor
+    ``1 + g + 2^-50`` of its last step and the rows where no bound was proved; one per logits tensor."""
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         lo, hi, bad = _exp_enclosure(H)
         s_lo, s_hi, g, ok = _quotient_enclosure(lo, hi)
+    return s_lo, s_hi, 1 + g + 2.0**-50, bad | ~ok
+
+
+def _float_deviation(enclosure, A0: np.ndarray) -> np.ndarray:
+    """The last step of ``_float_row_bounds`` for one matrix A0: its sum, times the factor (NaN where none)."""
+    s_lo, s_hi, factor, bad = enclosure
+    with np.errstate(over="ignore", invalid="ignore"):
         dev, _ = pairwise_row_sums(np.maximum(s_hi - A0, A0 - s_lo))
-        dev = dev * (1 + g + 2.0**-50)
-    dev[bad | ~np.isfinite(dev) | ~ok] = np.nan
+        dev = dev * factor
+    dev[bad | ~np.isfinite(dev)] = np.nan
     return dev
 
 
@@ -181,48 +230,86 @@ def _quotient_enclosure(lo: np.ndarray, hi: np.ndarray):
     return s_lo, s_hi, g, zlo > 0
 
 
-class SlackProof:
-    """The slack of one (logits, matrix) pair, proved as cheaply as a claimed slack allows.
+def _below(slack: fmpq) -> float:
+    """The largest float at or below ``slack`` (the largest float for a slack beyond float range)."""
+    try:
+        below = float(Fraction(int(slack.p), int(slack.q)))
+    except OverflowError:
+        below = sys.float_info.max
+    if fmpq(*below.as_integer_ratio()) > slack:
+        below = math.nextafter(below, -math.inf)
+    return below
 
-    ``bound_for(slack)`` returns a proved upper bound on the distance: the float
-    bound of every row where it is at most ``slack``, the arb bound of the
-    other rows (each computed once). It is ``<= slack`` whenever the arb bound
-    of every row is, so it proves at least what ``softmax_slack_bound`` proves.
+
+class SoftmaxSlacks:
+    """The slacks of one logits tensor against the matrices paired with it, proved as cheaply as the
+    claimed slacks allow.
+
+    ``matrices``: name -> float64 array of the logits' shape; ``fasts[k]`` holds the float bound of each
+    row of matrix k, from one float enclosure of ``exp(h)`` and ``Z`` per block of rows. ``bound(k, slack)``
+    is the float bound of every row where it is at most ``slack``, and the arb bound of the other rows;
+    None when no bound is proved (a row's distance above ``slack``, or an enclosure not finite). It is
+    ``<= slack`` whenever the arb bound of every row is, so it proves what ``softmax_slack_bound`` proves.
+    ``plan`` (name -> claimed slacks) shares the arb pass: a row computed for one matrix serves, from the
+    same ``exp(h)`` and ``Z``, every planned matrix that needs it at its smallest slack and has no row
+    above its largest slack yet; each deviation sum stops above the largest slack claimed for its matrix.
     """
 
     #: rows per block of the float bound (memory stays bounded on large targets)
     BLOCK_ENTRIES = 2**20
 
-    def __init__(self, logits, matrix):
-        self.H, self.A0 = _validated(logits, matrix)
+    def __init__(self, logits, matrices: dict, plan: dict | None = None):
+        self.H = check_float64_matrix(logits, "logits", allow_empty=False)
+        self.A0 = {k: _validated(self.H, A) for k, A in matrices.items()}
         m, n = self.H.shape
-        charge(40 * m * n, "the float64 softmax bound")
-        step = max(1, self.BLOCK_ENTRIES // n)
-        if FAST and _LN2_OK:
-            self.fast = np.concatenate([_float_row_bounds(self.H[i:i + step], self.A0[i:i + step])
-                                        for i in range(0, m, step)])
-        else:
-            self.fast = np.full(m, np.nan)
-        self.arb = {}
+        charge((FLOAT_EXP_UNITS + FLOAT_DEV_UNITS * len(self.A0)) * m * n, "the float64 softmax bounds")
+        self.fasts = {k: np.full(m, np.nan) for k in self.A0}
+        if FAST and _ln2_ok():
+            step = max(1, self.BLOCK_ENTRIES // n)
+            for i in range(0, m, step):
+                enclosure = _float_enclosure(self.H[i:i + step])
+                for k, A0 in self.A0.items():
+                    self.fasts[k][i:i + step] = _float_deviation(enclosure, A0[i:i + step])
+        self.plan = {k: (max(s), ~(self.fasts[k] <= _below(min(s)))) for k, s in (plan or {}).items()}
+        self.rows, self.refused = {}, set()    # (k, i) -> (above, value) of _arb_row; the ks with a row above
 
-    def _arb_row(self, i: int) -> fmpq | None:
-        if i not in self.arb:
-            self.arb[i] = _arb_rows(self.H[i:i + 1], self.A0[i:i + 1])
-        return self.arb[i]
+    def bound(self, k, slack: fmpq) -> fmpq | None:
+        """A proved bound on the distance of matrix k, ``<= slack`` when one is found (None: none proved)."""
+        ok = self.fasts[k] <= _below(slack)                # NaN rows are never ok
+        bound = fmpq(*float(self.fasts[k][ok].max()).as_integer_ratio()) if ok.any() else fmpq(0)
+        for i in np.flatnonzero(~ok):
+            above, value = self._row(k, int(i), slack)
+            if above or value is None:
+                return None
+            bound = max(bound, value)
+        return bound
+
+    def _row(self, k, i: int, slack: fmpq):
+        """Row i of matrix k by arb, with the planned matrices that need row i too (``plan``)."""
+        done = self.rows.get((k, i))
+        if done is None or (done[0] and done[1] < slack):
+            stops = {k: max(slack, self.plan.get(k, (slack,))[0])}
+            for j, (top, need) in self.plan.items():
+                if j not in stops and j not in self.refused and (j, i) not in self.rows and need[i]:
+                    stops[j] = top
+            for j, result in _arb_row(self.H[i].tolist(), {j: self.A0[j][i].tolist() for j in stops}, stops).items():
+                self.rows[j, i] = result
+                if result[0] and j in self.plan:
+                    self.refused.add(j)
+        return self.rows[k, i]
+
+
+class SlackProof(SoftmaxSlacks):
+    """One (logits, matrix) pair: ``fast``, its float row bounds; ``bound_for(slack)``; ``arb``, the rows
+    that arb proved."""
+
+    def __init__(self, logits, matrix):
+        super().__init__(logits, {0: matrix})
+        self.fast = self.fasts[0]
 
     def bound_for(self, slack: fmpq) -> fmpq | None:
-        """A proved bound on the distance, ``<= slack`` when one is found (None: not finite)."""
-        try:
-            below = float(Fraction(int(slack.p), int(slack.q)))
-        except OverflowError:
-            below = sys.float_info.max
-        if fmpq(*below.as_integer_ratio()) > slack:
-            below = math.nextafter(below, -math.inf)
-        ok = self.fast <= below                           # NaN rows are never ok
-        bound = fmpq(*float(self.fast[ok].max()).as_integer_ratio()) if ok.any() else fmpq(0)
-        for i in np.flatnonzero(~ok):
-            row = self._arb_row(int(i))
-            if row is None:
-                return None
-            bound = max(bound, row)
-        return bound
+        return self.bound(0, slack)
+
+    @property
+    def arb(self) -> dict:
+        return {i: result for (_, i), result in self.rows.items()}

@@ -7,7 +7,8 @@ exceeds its upper rank cannot have two valid witnesses: both sides are
 refuted (fail closed).
 
 Work shared by cells is done once per file: each tensor is converted once,
-each (logits, matrix) slack proved once, and each eps-independent quantity
+the slacks of all matrices paired with one logits tensor proved together
+(``exp(h)`` and ``Z`` enclosed once per row), and each eps-independent quantity
 of a check (a residual norm, a top-k energy) is kept under the names of the
 tensors it comes from. All exact work is metered (``exact.limits``).
 """
@@ -22,11 +23,11 @@ from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
 from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
 from .errors import LimitExceeded
-from .limits import MAX_WORK, work_limit
+from .limits import MAX_TENSOR_BYTES, MAX_WORK, work_limit
 from .matrix import ExactMatrix
 from .oddmap import labels_of
 from .rational import format_rational
-from .slack import SlackProof
+from .slack import SoftmaxSlacks
 from .verdict import Verdict, refuted
 
 __all__ = ["CellReport", "verify_cell", "verify_file", "judge_file"]
@@ -68,8 +69,12 @@ class CellReport:
 class _Exact:
     """A file's tensors as exact matrices and everything derived from them, each made once."""
 
-    def __init__(self, tensors: dict):
+    def __init__(self, tensors: dict, cells=()):
         self.tensors, self.matrices, self.slacks, self.derived, self.hashes = tensors, {}, {}, {}, {}
+        self.plan = {}                    # logits -> matrix -> the slacks claimed for the pair (same shapes)
+        for t in (c.target for c in cells):
+            if t.logits is not None and tensors[t.logits].shape == tensors[t.matrix].shape:
+                self.plan.setdefault(t.logits, {}).setdefault(t.matrix, set()).add(t.slack)
 
     def sha256(self, name: str | None) -> str | None:
         """SHA-256 of a tensor's little-endian float64 bytes."""
@@ -78,10 +83,12 @@ class _Exact:
         return self.hashes.get(name)
 
     def slack_bound(self, logits: str, matrix: str, slack: fmpq):
-        """A proved bound on the slack of two named tensors, ``<= slack`` when one is found (K.5)."""
-        if (logits, matrix) not in self.slacks:
-            self.slacks[logits, matrix] = SlackProof(self.tensors[logits], self.tensors[matrix])
-        return self.slacks[logits, matrix].bound_for(slack)
+        """A proved bound on the slack of two named tensors, ``<= slack`` when one is found (K.5); one
+        ``SoftmaxSlacks`` per logits tensor serves the matrices that ``plan`` pairs with it."""
+        if logits not in self.slacks:
+            plan = self.plan[logits]
+            self.slacks[logits] = SoftmaxSlacks(self.tensors[logits], {k: self.tensors[k] for k in plan}, plan)
+        return self.slacks[logits].bound(matrix, slack)
 
     def cache_for(self, side: str, target: str, claim: Claim):
         """The ``cache`` of one side's check, keyed by the tensor names (and ints) it reads."""
@@ -124,7 +131,7 @@ def _witness(side: str, claim: Claim, exact: _Exact):
 
 
 def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: int = 0) -> CellReport:
-    exact = exact or _Exact(tensors)
+    exact = exact or _Exact(tensors, [cell])
     matrix = tensors[cell.target.matrix]
     A = exact(cell.target.matrix)
     slack, bound, failure = cell.target.slack, None, None
@@ -169,13 +176,14 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
 def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple[list[CellReport], int]:
     """The reports of the cells ``indices`` (default all) and the work units they took; raises
     ``LimitExceeded`` past ``max_work`` units."""
-    exact = _Exact(bf.tensors)
     chosen = range(len(bf.cells)) if indices is None else indices
+    exact = _Exact(bf.tensors, [bf.cells[i] for i in chosen])
     with work_limit(max_work) as meter:
         reports = [verify_cell(bf.cells[i], bf.tensors, exact, index=i) for i in chosen]
-    return reports, meter[0]
+    return reports, meter.used
 
 
-def verify_file(path, indices=None, max_work: int = MAX_WORK) -> list[CellReport]:
+def verify_file(path, indices=None, max_work: int = MAX_WORK,
+                max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[CellReport]:
     """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
-    return judge_file(read_bracket_file(path), indices, max_work)[0]
+    return judge_file(read_bracket_file(path, max_tensor_bytes), indices, max_work)[0]

@@ -14,7 +14,7 @@ from fractions import Fraction as Fr
 import mpmath
 import numpy as np
 import pytest
-from flint import fmpq
+from flint import arb, fmpq
 
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                                 TrivialUpper, UpperFactors, check_lower, check_upper)
@@ -447,9 +447,14 @@ def test_slack_bound_of_a_huge_distance_and_of_mismatched_shapes():
 
 def test_ln2_split_is_checked():
     """The float exp of the slack bound splits ln 2 into a 32-bit head and a tail; the split is proved
-    within 2^-80 (arb), and a tail off by 2^-73 is not accepted."""
+    within 2^-80 (arb), and a tail off by 2^-73 is not accepted, nor a head of more than 32 bits (the
+    float ln 2 with its exact tail: within 2^-80, but k hi would round)."""
     from exact import slack
-    assert slack._LN2_OK and slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO)
+    assert slack._ln2_ok() and slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO)
+    with slack.arb_precision(256):
+        tail = float(arb(2).log() - fmpq(*math.log(2).as_integer_ratio()))
+        assert abs(arb(2).log() - fmpq(*math.log(2).as_integer_ratio()) - fmpq(*tail.as_integer_ratio())) < 2.0**-100
+    assert not slack._ln2_split_ok(math.log(2), tail)
     assert not slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO * (1 + 2.0**-40))
     assert not slack._ln2_split_ok(slack._LN2_HI, slack._LN2_LO * (1 - 2.0**-40))
 
@@ -462,7 +467,7 @@ def test_slack_below_the_distance_is_refused(tmp_path):
     for rep in verify_file(path):
         assert not rep.lower.verified and not rep.upper.verified, rep.id
         assert "slack" in rep.lower.reason and "slack" in rep.upper.reason
-        assert rep.slack_bound >= 1                    # the true distance is 1
+        assert rep.slack_bound is None                 # the true distance is 1: arb stops above the slack
     (above,) = verify_file(write_bracket_file(tmp_path / "a.safetensors", _slack_cells(["11/10"]),
                                               {"I": np.eye(2), "H": np.zeros((2, 2))}))
     assert above.slack_bound <= fmpq(11, 10) and "slack" not in above.lower.reason
