@@ -51,7 +51,7 @@ COMMON_LENGTH = 128   # MiniLM tokens at the common shape ([CLS] text [SEP])
 # The ViT two-arm qualification (issue 29 item 3, Appendix L.3), fixed before its run:
 # the two arms, every head of each, the same sources, the paper's three tolerances.
 VIT_ARMS = ("digitvit", "digitvit-rot90")
-ARMS_SOURCES = 8
+ARMS_SOURCES = 4
 ARMS_EPS = DEFAULT_EPS
 ARMS_EFFORT = "quick"
 
