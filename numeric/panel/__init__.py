@@ -11,6 +11,8 @@ Owns, one concept per module, in the order a cell flows:
 - ``process``: threads and descriptors, set only at the entry points;
 - ``audit``: every bracket file re-verified by the exact tier, records checked;
 - ``report``, ``figures``, ``report_geometry``: ``python -m numeric report``.
+- ``arms``: ``python -m numeric.panel.arms``, the ViT two-arm qualification
+  (Appendix L.3): one panel per arm through ``cli``, then the paired comparison.
 
 May import: every other ``numeric`` subpackage and ``exact``. Nothing imports
 ``numeric.panel`` (but ``numeric.__main__``, for ``process``). Imports

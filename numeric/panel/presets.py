@@ -8,7 +8,10 @@ Every roster is a rule fixed before any bracket is seen:
   family at the common 128 x 128 shape (MiniLM with 128 tokens, the decoders'
   128 x 128 common-prefix blocks, the ViT at the nearest shape it allows:
   ``digitvit`` 122 x 122), ``K`` heads per model spread evenly over its
-  layer-major list of heads (:func:`spread_roster`), 4 sources, eps 1/4.
+  layer-major list of heads (:func:`spread_roster`), 4 sources, eps 1/4;
+- the ViT two-arm qualification (Appendix L.3, ``python -m numeric.panel.arms``):
+  ``digitvit`` and its fine-tune on rotated digits ``digitvit-rot90``, every
+  head, the same ``ARMS_SOURCES`` held-out digits, the paper's three tolerances.
 
 :func:`preflight` checks a model's config against the request before any
 work: heads inside the model, the decoder window or encoder length within its
@@ -25,6 +28,7 @@ from numeric.panel.provenance import PanelError
 
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUDY_SOURCES", "STUDY_EPS",
            "COMMON_MODELS", "COMMON_PER_FAMILY", "COMMON_SOURCES", "COMMON_EPS", "COMMON_LENGTH",
+           "VIT_ARMS", "ARMS_SOURCES", "ARMS_EPS", "ARMS_EFFORT",
            "ModelShape", "read_config", "model_shape", "preflight", "study_roster", "spread_roster"]
 
 # The demo roster: 8 MiniLM heads spread over all 6 layers (layers 0 and 5
@@ -44,6 +48,12 @@ COMMON_PER_FAMILY = 4
 COMMON_SOURCES = 4
 COMMON_EPS = "1/4"
 COMMON_LENGTH = 128   # MiniLM tokens at the common shape ([CLS] text [SEP])
+# The ViT two-arm qualification (issue 29 item 3, Appendix L.3), fixed before its run:
+# the two arms, every head of each, the same sources, the paper's three tolerances.
+VIT_ARMS = ("digitvit", "digitvit-rot90")
+ARMS_SOURCES = 4
+ARMS_EPS = DEFAULT_EPS
+ARMS_EFFORT = "quick"
 
 
 @dataclass(frozen=True)

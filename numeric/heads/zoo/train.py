@@ -3,6 +3,7 @@
     python -m numeric.heads.zoo train docgpt2 --out numeric/heads/zoo/weights/docgpt2
     python -m numeric.heads.zoo train docqwen2 --out numeric/heads/zoo/weights/docqwen2
     python -m numeric.heads.zoo train digitvit --out numeric/heads/zoo/weights/digitvit
+    python -m numeric.heads.zoo train digitvit-rot90 --out numeric/heads/zoo/weights/digitvit-rot90
     python -m numeric.heads.zoo verify docgpt2          # or a directory
 
 Training is deterministic (fixed seed, ``THREADS`` torch threads, deterministic
@@ -22,9 +23,10 @@ from numeric.heads.zoo.corpus import CORPUS_PATH, CORPUS_SHA256, HELDOUT_EVERY, 
 
 __all__ = ["MODELS", "WEIGHTS_DIR", "train_decoder", "quiet_transformers", "main"]
 
-MODELS = ("docgpt2", "docqwen2", "digitvit")
+MODELS = ("docgpt2", "docqwen2", "digitvit", "digitvit-rot90")
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-ARCHITECTURES = {"docgpt2": "GPT2LMHeadModel", "docqwen2": "Qwen2ForCausalLM", "digitvit": "ViTForImageClassification"}
+ARCHITECTURES = {"docgpt2": "GPT2LMHeadModel", "docqwen2": "Qwen2ForCausalLM", "digitvit": "ViTForImageClassification",
+                 "digitvit-rot90": "ViTForImageClassification"}
 TINY_TEXT_LINES = 400  # --tiny trains on the first 400 paragraphs only
 
 
@@ -78,6 +80,10 @@ def _train(args, command: str) -> dict:
         from numeric.heads.zoo.vit import train_digit_vit
 
         return train_digit_vit(args.out, steps=args.steps, tiny=args.tiny, command=command)
+    if args.name == "digitvit-rot90":   # digitvit fine-tuned on rotated digits (the second ViT arm, L.3)
+        from numeric.heads.zoo.vit_shift import train_shifted_vit
+
+        return train_shifted_vit(args.out, steps=args.steps, tiny=args.tiny, command=command)
     return train_decoder(args.name, args.out, steps=args.steps, corpus=args.corpus, tiny=args.tiny,
                          command=command)
 
