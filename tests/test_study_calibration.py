@@ -248,3 +248,30 @@ def test_synthetic_shape_and_head_constant_columns():
         for h in np.unique(data.heads):
             assert np.unique(data.numeric[c][data.heads == h]).size == 1
     assert np.unique(data.numeric["b1_q_norm_mean"][data.heads == data.heads[0]]).size > 1
+
+
+def test_within_head_permutation_keeps_a_head_level_gain():
+    """Issue 29 item 2: G permuted over the sources of each head keeps its head means, so a gain
+    that lives in head-level structure survives it (the paper's reading of L.6), while a
+    cell-level gain does not. Seed 9; 12 heads x 8 sources; y's head effects are hc0's."""
+    rng = np.random.default_rng(9)
+    data = _heads_table(9, head_sd=0.0)
+    y = data.y + 2.0 * data.numeric["hc0"]                 # a head-level signal carried by hc0
+    cell = rng.normal(size=len(data))
+    num = dict(data.numeric, cell=cell)
+    d = StudyData.build(num, {}, y + 3.0 * cell, data.sources, data.heads, data.families)
+    comps = [Comparison("head", ("base",), ("hc0",), placebo="within-head"),
+             Comparison("cell", ("base",), ("cell",), placebo="within-head"),
+             Comparison("cell real", ("base",), ("cell",))]
+    e = {r.comparison.name: r.estimates[AGGREGATE] for r in compare(d, comps, seed=2)}
+    assert e["head"].delta_ci[0] > 0
+    assert e["cell real"].delta_ci[0] > 0 and e["cell"].delta_ci[0] <= 0
+
+
+def test_protocol_has_issue_29_rows():
+    from numeric.study.protocol import comparisons
+
+    names = {c.name: c for c in comparisons()}
+    assert names["B0 vs B0+G, leave one head out"].clusters == "head"
+    assert names[placebo_name("G", "within-head", "B0")].placebo == "within-head"
+    assert names[placebo_name("I")].placebo == "heads" and names[demeaned_name("I")].demean
