@@ -248,3 +248,20 @@ def test_records_of_the_exact_pass_are_bound_to_file_and_checker(panel, tmp_path
     verified.clear()
     audit_mod.audit(out, 1, reverify=True)
     assert sorted(verified) == sorted(map(str, files))
+
+
+def test_calibrate_reads_the_panels_shape(panel, capsys):
+    """``--calibrate DIR``: the self-check at the panel's shape (its family, heads, sources and
+    head-constant columns: the weight spectra are constant within a head); 2 replications keep
+    it to seconds, so only the plumbing and the report's lines are checked here."""
+    from numeric.study.cli import main
+
+    capsys.readouterr()
+    rc = main(["--calibrate", str(panel[1]), "--calibrations", "2", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert rc in (0, 1), out
+    assert f"{len(HEADS)} heads x {SOURCES} sources" in out
+    n_const = int(out.split("; ")[1].split(" head-constant")[0])
+    assert n_const >= 15                                   # the 15 weight-spectrum columns at least
+    for needle in ("false-positive rate", "power at planted rho", "leave-one-head-out coverage"):
+        assert needle in out

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numeric.study.blocks import B0, B1_EXTRA, CATEGORICAL, G, WEIGHT, block_columns
+from numeric.study.blocks import B0, B1_EXTRA, B2_EXTRA, CATEGORICAL, G, I, WEIGHT, block_columns
 from numeric.study.compare import AGGREGATE, compare
 from numeric.study.data import StudyData, StudyError
 from numeric.study.fit import negligible
@@ -125,8 +125,10 @@ def _gamma(rho: float) -> float:
 
 
 def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: np.random.Generator,
-              rho: float = 0.08) -> StudyData:
-    """A table of ``shape`` under ``scenario`` (head-level draws from ``rng_heads``, the rest from ``rng``)."""
+              rho: float = 0.08, rng_extra: np.random.Generator | None = None) -> StudyData:
+    """A table of ``shape`` under ``scenario`` (head-level draws from ``rng_heads``, the rest from ``rng``);
+    ``rng_extra``: also the B2 and I columns, as cell-level noise drawn from it (so that every
+    comparison of the protocol runs, e.g. to time the study; the other columns are unchanged)."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}")
     b1 = [c for c in block_columns("B1") if c not in CATEGORICAL]
@@ -177,6 +179,9 @@ def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: 
         fams += [name] * n
         dom += [pool] * n
     numeric = {c: np.concatenate(v) for c, v in cols.items()}
+    if rng_extra is not None:
+        n = len(fams)
+        numeric.update({c: rng_extra.standard_normal(n) for c in B2_EXTRA + I})
     return StudyData.build(numeric, {"family": fams, "b0_domain": dom}, np.concatenate(y), src, heads, fams)
 
 
