@@ -17,7 +17,7 @@ from numeric.study.data import StudyData
 from numeric.study.demean import fold_demeaned
 from numeric.study.fit import FastRidgeCV
 from numeric.study.intervals import cluster_variance, paired_estimates, tost
-from numeric.study.protocol import demeaned_name, placebo_name, reading, _c
+from numeric.study.protocol import demeaned_name, placebo_name, reading
 
 #: The test suite's shape: one family of the built-in shape, 8 heads x 16 sources (128 cells).
 SMALL = Shape((("a", 8, 16, "text"),), ("b0_depth",) + tuple(
