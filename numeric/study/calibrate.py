@@ -297,7 +297,7 @@ def report_lines(results: dict) -> tuple:
             cov = r.coverage(row)
             check("leave-one-head-out false-positive rate", fpr <= 0.05 + 2 * _se(0.05, n),
                   f"{fpr:.3f} (heads redrawn each replication; target <= 0.05)")
-            check("leave-one-head-out coverage", abs(cov - 0.95) <= 2 * _se(0.95, n) + 0.01,
-                  f"{cov:.3f} of rho intervals cover the mean over head draws (target 0.95 +- "
-                  f"{2 * _se(0.95, n) + 0.01:.3f})")
+            check("leave-one-head-out coverage", cov >= 0.95 - 2 * _se(0.95, n) - 0.01,
+                  f"{cov:.3f} of rho intervals cover the mean over head draws (target >= 0.95 - "
+                  f"{2 * _se(0.95, n) + 0.01:.3f}: this sensitivity row may be conservative)")
     return lines, failed

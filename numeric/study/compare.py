@@ -304,9 +304,10 @@ def heldout_losses(data: StudyData, r: np.ndarray, cols: tuple, clusters: str, d
     extra columns ``extra [len(r), q]``), cross-fitted over sources (``folds`` folds) or heads
     (one fold per head); ``demean``: each fold demeaned by its training rows' head means.
 
-    ``jackknife`` (source folds): also ``(sources, J)``, ``J[j, i]`` the error of row ``i`` with
-    source ``sources[j]`` deleted (NaN on that source's rows): the models of the folds that trained
-    on it moved to first order at the same penalty and standardisation (``_deleted``)."""
+    ``jackknife``: also ``(units, J)``, ``J[j, i]`` the error of row ``i`` with unit ``units[j]``
+    (a source; a head for leave one head out) deleted (NaN on that unit's rows): the models of the
+    folds that trained on it moved to first order at the same penalty and standardisation
+    (``_deleted``)."""
     X = data.matrix(cols, r)
     if extra is not None:
         X = np.hstack([X, extra])
@@ -315,7 +316,7 @@ def heldout_losses(data: StudyData, r: np.ndarray, cols: tuple, clusters: str, d
     groups = heads if clusters == "head" else src
     k = np.unique(heads).size if clusters == "head" else folds
     loss = np.full(r.size, np.nan)
-    labels, s_idx = np.unique(src, return_inverse=True)
+    labels, s_idx = np.unique(heads if clusters == "head" else src, return_inverse=True)   # deletion units
     J = None
     for train, test in fold_indices(groups, k):
         if demean:
@@ -415,11 +416,11 @@ def shape_reason(data: StudyData, c: Comparison) -> str | None:
 
 
 def _point(data: StudyData, c: Comparison, folds: int, rngs: dict, permutations: int, memo: dict):
-    """The comparison's per-row losses ``(l0, l1)`` over all rows, the source-deletion losses
-    ``(J0, J1)`` (``[sources, rows]``, source folds only; else None), and for a placebo the per-row
+    """The comparison's per-row losses ``(l0, l1)`` over all rows, the deletion losses ``(J0, J1)``
+    (``[units, rows]``: sources, or heads for leave one head out), and for a placebo the per-row
     losses of every permutation (``l1`` and ``J1`` their means)."""
-    jack = c.clusters == "source"
-    labels = np.unique(data.sources)
+    jack = True
+    labels = np.unique(data.heads if c.clusters == "head" else data.sources)
     n = len(data)
 
     def fit(r, f, cols, extra=None):

@@ -113,7 +113,8 @@ def paired_estimates(l0: np.ndarray, l1: np.ndarray, families: np.ndarray, clust
 
     ``jack = (sources, J0, J1)``: the losses with each source deleted (``[sources, rows]``, NaN on the
     deleted source's rows, the models that trained on it moved to first order): the variance is
-    then the mean of the cluster-robust variance and the delete-one-source jackknife's
+    then the mean of the cluster-robust variance and the delete-one-unit jackknife's (units:
+    sources; heads for leave one head out, whose cluster-robust part is two-way)
     ``(G - 1) / G sum_g (theta_-g - mean)^2``. The first misses how a source moves the fitted
     models and under-covers (se 0.74x the simulated sd); the second sees it but counts the
     models' share of a loss that is quadratic in their errors about twice (1.2-1.4x); their

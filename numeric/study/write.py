@@ -102,7 +102,8 @@ def _markdown(doc: dict) -> str:
             f"CV), {s['folds']}-fold source cross-fitting. 95% intervals: cluster-robust on the point fit's "
             f"paired held-out losses (sources; heads and sources for leave one head out), calibrated by "
             f"`python -m numeric study --calibrate`; placebos averaged over {s['permutations']} permutations; "
-            f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; seed {s['seed']}. "
+            (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s['replicates']
+             else "secondary bootstrap off; ") + f"seed {s['seed']}. "
             f"Aggregate: the mean of the family values (rho: mean of the family rhos). {s['seconds']:.1f} s.", "",
             "## Reading rule", "",
             "A block's gain after B1 counts as geometry only when its interval excludes 0 from below, the "
