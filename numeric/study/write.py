@@ -95,15 +95,17 @@ def _gauge_table(doc: dict) -> list:
 
 def _markdown(doc: dict) -> str:
     s = doc["setup"]
+    boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
+            else "secondary bootstrap off; ")
     head = [f"# Held-out study of {s['panel']}", "",
             f"`{doc['command']}`", "",
             f"Target {s['target']} at eps {s['eps']}: {s['cells']} verified cells, {s['sources']} sources, "
             f"{s['heads']} heads, families {', '.join(s['families'])}. Ridge (penalty by inner leave-one-out "
-            f"CV), {s['folds']}-fold source cross-fitting. 95% intervals: cluster-robust on the point fit's "
-            f"paired held-out losses (sources; heads and sources for leave one head out), calibrated by "
+            f"CV), {s['folds']}-fold source cross-fitting. 95% intervals on the point fit's paired held-out "
+            f"losses: cluster-robust (sources; heads and sources for leave one head out) averaged with a "
+            f"first-order delete-one-source (head) jackknife, calibrated by "
             f"`python -m numeric study --calibrate`; placebos averaged over {s['permutations']} permutations; "
-            (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s['replicates']
-             else "secondary bootstrap off; ") + f"seed {s['seed']}. "
+            + boot + f"seed {s['seed']}. "
             f"Aggregate: the mean of the family values (rho: mean of the family rhos). {s['seconds']:.1f} s.", "",
             "## Reading rule", "",
             "A block's gain after B1 counts as geometry only when its interval excludes 0 from below, the "
