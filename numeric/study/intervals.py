@@ -124,7 +124,7 @@ def paired_estimates(l0: np.ndarray, l1: np.ndarray, families: np.ndarray, clust
     fams = list(np.unique(families[ok]))
     point = {f: _family_point(l0[ok & (families == f)], l1[ok & (families == f)]) for f in fams}
     agg = tuple(float(np.mean([point[f][j] for f in fams])) for j in range(4))
-    jk = _jackknife(point, agg, families, jack, aggregate) if jack is not None else None
+    jk = _jackknife(point, families, ok, jack, aggregate) if jack is not None else None
     clusters = [np.asarray(c)[ok] for c in (clusters if isinstance(clusters, (list, tuple)) else [clusters])]
     l0, l1, families = l0[ok], l1[ok], families[ok]
     d = l0 - l1
@@ -154,7 +154,7 @@ def _combined(point, vd: float, vr: float, df: int, jk) -> Estimate:
     return _estimate(point, (vd + jk[0]) / 2, (vr + jk[1]) / 2, min(df, jk[2]))
 
 
-def _jackknife(point: dict, agg: tuple, families: np.ndarray, jack, aggregate: str) -> dict:
+def _jackknife(point: dict, families: np.ndarray, ok: np.ndarray, jack, aggregate: str) -> dict:
     """``{family, aggregate: (var delta, var rho, df)}`` of the delete-one-source jackknife."""
     sources, J0, J1 = jack
     fams = list(point)
@@ -165,8 +165,8 @@ def _jackknife(point: dict, agg: tuple, families: np.ndarray, jack, aggregate: s
         m = families == f
         for g in range(len(sources)):
             a, b = J0[g, m], J1[g, m]
-            keep = np.isfinite(a) & np.isfinite(b)
-            present[g, j] = keep.sum() < m.sum()
+            keep = np.isfinite(a) & np.isfinite(b) & ok[m]
+            present[g, j] = bool(np.any(ok[m] & ~(np.isfinite(a) & np.isfinite(b))))   # g has rows here
             _, _, delta, rho = _family_point(a[keep], b[keep]) if keep.any() else point[f]
             theta[g, j] = (delta, rho)
     out = {}
