@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 
 from tests.test_panel import cli, one_line_error, save_tiny  # noqa: E402
 
-HEADS, SOURCES = ("0.1", "1.2"), 3
+HEADS, SOURCES = ("0.1", "1.2"), 4   # 4 sources: the fewest the source cross-fitting runs on
 PANEL = ["--heads", ",".join(HEADS), "--sources", str(SOURCES), "--length", "12", "--eps", "1/4,1/2",
          "--effort", "quick", "--workers", "1", "--quiet", "--no-attack"]
 
@@ -79,14 +79,17 @@ def test_secondary_targets(panel, tmp_path, capsys, target):
                          "--workers", "1", *(["--gbm", "1"] if target == "log_mid" else []))
     assert rc == 0, err
     doc = json.loads((tmp_path / "study.json").read_text())
-    assert doc["setup"]["target"] == target and len(doc["comparisons"]) == 11
+    from numeric.study.protocol import comparisons
+
+    assert doc["setup"]["target"] == target and len(doc["comparisons"]) == len(comparisons())
     table = {r["cell_id"]: r for r in csv.DictReader(open(panel[1] / "cells.csv")) if r["eps"] == "1/4"}
     for p in csv.DictReader(open(tmp_path / "predictions.csv")):
         L, U, n = (float(table[p["cell_id"]][k]) for k in ("L", "U", "n_cols"))
         assert float(p["target"]) == pytest.approx(L / n if target == "l_over_n" else np.log((L + U) / 2), rel=1e-12)
     for c in doc["comparisons"]:
         e = c["estimates"]["aggregate"]
-        assert np.isfinite(e["delta"]) and e["delta_ci"][0] <= e["delta_ci"][1]
+        assert c["reason"] is None and np.isfinite(e["delta"]) and e["delta_ci"][0] <= e["delta"] <= e["delta_ci"][1]
+        assert e["equivalence"] in ("equivalent", "not shown", "different")
     assert target in (tmp_path / "study.md").read_text()
     if target == "log_mid":   # the boosted robustness check's plumbing
         assert [c["name"] for c in doc["gbm"]] == ["B1 vs B1+G", "B1 vs B1+I"]
@@ -139,9 +142,12 @@ def test_bad_input(panel, tmp_path, capsys):
     out = panel[1]
     one_line_error(cli("study", tmp_path / "none"), "does not exist")
     bad(capsys, "did not run eps 1/8", out, "--eps", "1/8")
-    bad(capsys, "--replicates", out, "--replicates", "0")
-    bad(capsys, ">= 3 sources", _without(out, tmp_path / "s", lambda k: k.endswith("_s02")))
-    bad(capsys, ">= 2 heads", _without(out, tmp_path / "h", lambda k: k.startswith("L1H2")))
+    bad(capsys, "--replicates", out, "--replicates", "-1")
+    bad(capsys, "--permutations", out, "--permutations", "0")
+    bad(capsys, "does not exist", "--calibrate", tmp_path / "none")
+    bad(capsys, "not a panel directory", "--calibrate", tmp_path)
+    bad(capsys, "--shape", "--calibrate", "--shape", "enc=8")
+    bad(capsys, "give a panel directory")
     missing = shutil.copytree(out, tmp_path / "m")
     for p in (missing / "cells").glob("*.json"):
         doc = json.loads(p.read_text())
@@ -155,6 +161,24 @@ def test_bad_input(panel, tmp_path, capsys):
     doc["rows"][0]["U"] = int(doc["rows"][0]["U"]) + 1   # a record the exact pass does not back
     rec.write_text(json.dumps(doc))
     bad(capsys, "audit failed", forged)
+
+
+def test_too_small_panels_get_a_reason_in_the_row(panel, tmp_path, capsys):
+    """Issue 28: 3 sources skip the source-fold rows, 1 head skips the head analyses, each with a
+    one-line reason in its row; the study itself runs (exit 0) and says so."""
+    out = panel[1]
+    for name, drop, needle, kind in (("s", lambda k: k.endswith("_s03"), "3 sources", "source"),
+                                     ("h", lambda k: k.startswith("L1H2"), "1 head", "head")):
+        small = _without(out, tmp_path / name, drop)
+        rc, err = study_main(capsys, small, "--out", tmp_path / f"{name}-study", "--replicates", "2", "--workers", "1")
+        assert rc == 0, err
+        doc = json.loads((tmp_path / f"{name}-study" / "study.json").read_text())
+        skipped = [c for c in doc["comparisons"] if c["reason"]]
+        assert skipped and all(needle in c["reason"] and "\n" not in c["reason"] and not c["estimates"] for c in skipped)
+        if kind == "head":
+            assert {c["name"] for c in skipped} >= {"B1 vs B1+G, leave one head out", "B1 vs B1+G, within-head demeaned"}
+            assert not any(c["reason"] for c in doc["comparisons"] if c["name"] == "B1 vs B1+G")
+        assert "skipped:" in (tmp_path / f"{name}-study" / "study.md").read_text()
 
 
 def test_study_roster_rule(tmp_path):
@@ -224,3 +248,20 @@ def test_records_of_the_exact_pass_are_bound_to_file_and_checker(panel, tmp_path
     verified.clear()
     audit_mod.audit(out, 1, reverify=True)
     assert sorted(verified) == sorted(map(str, files))
+
+
+def test_calibrate_reads_the_panels_shape(panel, capsys):
+    """``--calibrate DIR``: the self-check at the panel's shape (its family, heads, sources and
+    head-constant columns: the weight spectra are constant within a head); 2 replications keep
+    it to seconds, so only the plumbing and the report's lines are checked here."""
+    from numeric.study.cli import main
+
+    capsys.readouterr()
+    rc = main(["--calibrate", str(panel[1]), "--calibrations", "2", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert rc in (0, 1), out
+    assert f"{len(HEADS)} heads x {SOURCES} sources" in out
+    n_const = int(out.split("; ")[1].split(" head-constant")[0])
+    assert n_const >= 15                                   # the 15 weight-spectrum columns at least
+    for needle in ("false-positive rate", "power at planted rho", "leave-one-head-out coverage"):
+        assert needle in out

@@ -10,11 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numeric.study.blocks import G
 from numeric.study.compare import AGGREGATE, Comparison, compare, resample_rows
 from numeric.study.data import StudyData
 from numeric.study.fit import FastRidgeCV, cross_fit, fold_indices, make_model
-from numeric.study.protocol import with_placebo
 
 SOURCES, HEADS = 12, 4
 REPLICATES = 60   # small for CI; the real run uses >= 1,000
@@ -39,16 +37,13 @@ COMPS = [Comparison("signal", ("base",), ("signal",)), Comparison("noise", ("bas
 @pytest.fixture(scope="module")
 def results():
     data = _table()
-    for c in G:   # the protocol's placebo permutes the G columns: let them carry the signal
-        data = data.with_column(c, data.numeric["signal"])
-    data = with_placebo(data, seed=7)
-    comps = COMPS + [Comparison("placebo", ("base",), ("placebo:" + G[0],))]
+    comps = COMPS + [Comparison("placebo", ("base",), ("signal",), placebo="rows")]
     return {r.comparison.name: r.estimates[AGGREGATE] for r in compare(data, comps, replicates=REPLICATES, seed=3)}
 
 
 def test_signal_block_has_a_positive_gain_whose_interval_excludes_zero(results):
     est = results["signal"]
-    assert est.delta > 0 and est.delta_ci[0] > 0
+    assert est.delta > 0 and est.delta_ci[0] > 0 and est.boot_delta_ci[0] > 0
     assert 0 < est.rho_ci[0] <= est.rho <= est.rho_ci[1] < 1
 
 
@@ -58,8 +53,9 @@ def test_noise_block_interval_covers_zero(results):
 
 
 def test_permuted_block_interval_covers_zero(results):
+    """The signal block with its rows permuted (20 permutations): no gain; no bootstrap for a placebo."""
     lo, hi = results["placebo"].delta_ci
-    assert lo <= 0 <= hi
+    assert lo <= 0 <= hi and results["placebo"].boot_delta_ci is None
 
 
 def test_folds_never_share_a_source():
@@ -89,10 +85,20 @@ def test_bootstrap_is_reproducible_from_its_seed():
 
 
 def test_families_are_weighted_equally():
-    data = _table(4, families=("enc", "dec"))
-    r = compare(data, COMPS[:1], replicates=2, seed=0)[0].estimates
-    assert r[AGGREGATE].delta == pytest.approx((r["enc"].delta + r["dec"].delta) / 2)
-    assert r[AGGREGATE].mae_base == pytest.approx((r["enc"].mae_base + r["dec"].mae_base) / 2)
+    """The aggregate rho is the mean of the family rhos, whatever the families' target scales (issue
+    28 item 5; the old ratio of mean MAEs gave the family with the largest scale the say): a gain
+    planted in one of two families, that family's target 100 times smaller, still counts half."""
+    a, b = _table(4, families=("enc",)), _table(5, families=("dec",))
+    y = np.concatenate([a.y, 0.01 * b.y])
+    num = {k: np.concatenate([a.numeric[k], b.numeric[k]]) for k in a.numeric}
+    num["signal"] = np.concatenate([a.numeric["signal"], b.numeric["noise"]])   # signal only in enc...
+    y[len(a):] = 0.01 * (b.numeric["base"] + b.numeric["signal"])               # ...whose scale is 100x
+    data = StudyData.build(num, {}, y, np.concatenate([a.sources, b.sources]), np.concatenate([a.heads, b.heads]),
+                           np.concatenate([a.families, b.families]))
+    r = compare(data, COMPS[:1], replicates=1, seed=0)[0].estimates
+    assert r[AGGREGATE].rho == pytest.approx((r["enc"].rho + r["dec"].rho) / 2, abs=1e-12)
+    assert r[AGGREGATE].delta == pytest.approx((r["enc"].delta + r["dec"].delta) / 2, abs=1e-12)
+    assert r["enc"].rho > 0.3 and abs(r["dec"].rho) < 0.1
 
 
 def test_fast_ridge_matches_scikit_learn_pipeline():
@@ -123,9 +129,55 @@ def test_parallel_bootstrap_gives_the_same_answer():
     assert [r.estimates for r in one] == [r.estimates for r in two]
 
 
+def _grouped_loo_fit(X, y, copies, alphas):
+    """Reference ridge on expanded rows whose penalty is chosen by leaving out *all* copies of a
+    row at once, by brute force: standardise on the training rows (as the estimator does, outside
+    the inner loop), then for every penalty and every distinct row refit the ridge with an
+    unpenalised intercept without that row's copies. Returns (alpha, predict)."""
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    Z = (X - mu) / np.where(sd > 0, sd, 1.0)
+    D = np.hstack([np.ones((len(y), 1)), Z])
+    ids = np.repeat(np.arange(len(copies)), copies)     # the distinct row of every expanded row
+    err = []
+    for a in alphas:
+        P = np.diag([0.0] + [a] * Z.shape[1])
+        e = 0.0
+        for g in np.unique(ids):
+            keep = ids != g
+            theta = np.linalg.solve(D[keep].T @ D[keep] + P, D[keep].T @ y[keep])
+            e += np.sum((y[~keep] - D[~keep] @ theta) ** 2)
+        err.append(e)
+    a = alphas[int(np.argmin(err))]
+    theta = np.linalg.solve(D.T @ D + np.diag([0.0] + [a] * Z.shape[1]), D.T @ y)
+    return a, lambda Xt: np.hstack([np.ones((len(Xt), 1)), (Xt - mu) / np.where(sd > 0, sd, 1.0)]) @ theta
+
+
+def test_inner_leave_one_out_leaves_all_copies_of_a_row_out():
+    """Issue 28 item 1: in a bootstrap draw a row may have copies; the inner leave-one-out that
+    picks the penalty must leave all of them out (divisor ``1 - w * hat``), or a copy left in
+    predicts its twin and the penalty comes out too small. Checked against a brute-force grouped
+    leave-one-out on the expanded rows, fold by fold (fails with the old ``1 - hat``)."""
+    from numeric.study.batch import weighted_cross_fit
+    from numeric.study.fit import ALPHAS
+
+    rng = np.random.default_rng(21)
+    n, p = 40, 8
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + 2.0 * rng.normal(size=n)                 # much noise: the right penalty is large
+    w = rng.integers(1, 4, size=n).astype(float)           # copies per distinct row
+    fold = np.arange(n) % 4
+    ours = weighted_cross_fit(X, y, w, fold, 4)
+    for f in range(4):
+        tr = fold != f
+        reps = w[tr].astype(int)
+        a, predict = _grouped_loo_fit(np.repeat(X[tr], reps, axis=0), np.repeat(y[tr], reps), reps, ALPHAS)
+        assert np.allclose(ours[fold == f], predict(X[fold == f]), rtol=0, atol=1e-8), f
+
+
 @pytest.mark.parametrize("gap", [False, True])
 def test_weighted_cross_fit_is_cross_fit_on_the_expanded_rows(gap):
-    """A draw's distinct rows weighted by their copies give the expanded rows' held-out predictions."""
+    """A draw's distinct rows weighted by their copies give the held-out predictions of the same
+    estimator on the expanded rows (``FastRidgeCV`` told the copies of every expanded row)."""
     from numeric.study.batch import weighted_cross_fit, weighted_mae
     from numeric.study.fit import mae
 
@@ -136,7 +188,11 @@ def test_weighted_cross_fit_is_cross_fit_on_the_expanded_rows(gap):
         X[::7, 1] = np.nan
     uniq, inverse = np.unique(rows, return_inverse=True)
     w = np.bincount(inverse).astype(float)
-    expanded = cross_fit(X[rows], data.y[rows], data.sources[rows], 4).pred
+    copies = w[inverse]
+    expanded = np.empty(rows.size)
+    for train, test in fold_indices(data.sources[rows], 4):
+        m = FastRidgeCV().fit(X[rows][train], data.y[rows][train], copies=copies[train])
+        expanded[test] = m.predict(X[rows][test])
     fold = np.empty(uniq.size, dtype=int)
     for f, (_, test) in enumerate(fold_indices(data.sources[rows], 4)):
         fold[inverse[test]] = f
@@ -180,8 +236,7 @@ def test_comparisons_border_their_base_and_agree_with_direct_fits(monkeypatch):
     data = _table(6, families=("enc", "dec"))
     rows = resample_rows(data, np.random.default_rng(4))
     cached, direct = C._Cache(data), C._Cache(data)
-    more = [Comparison("both", ("base", "signal"), ("noise",), clusters=k, demean=d)
-            for k in ("source", "head") for d in (False, True)]
+    more = [Comparison("both", ("base", "signal"), ("noise",), clusters=k) for k in ("source", "head")]
     specs = [s for c in COMPS + more for s in c.specs()]
     calls = []
     real = C.complete_fits
@@ -241,18 +296,21 @@ def test_gbm_check_finds_the_signal():
 def test_bootstrap_draws_keep_two_sources_in_every_family():
     """Families with disjoint sources (text and image): every draw keeps >= 2 distinct sources
     of each family, so the cross-fitting of a replicate never meets a one-source family
-    (a 4 + 4 source panel crashed on such a draw), and the comparison runs."""
+    (a 4 + 4 source panel crashed on such a draw), and the comparison runs; each pool is drawn
+    to its own size (issue 28: the image family got 6 to 25 picks of 16 from a pooled draw)."""
     a, b = _table(3, families=("enc",)), _table(4, families=("vit",))
-    ka, kb = np.isin(a.sources, ["s0", "s1", "s2"]), np.isin(b.sources, ["s0", "s1", "s2"])
+    ka, kb = np.isin(a.sources, ["s0", "s1", "s2", "s3"]), np.isin(b.sources, ["s0", "s1", "s2", "s3"])
     data = StudyData.build({k: np.concatenate([a.numeric[k][ka], b.numeric[k][kb]]) for k in a.numeric}, {},
                            np.concatenate([a.y[ka], b.y[kb]]),
                            np.concatenate([a.sources[ka], np.char.add("img", b.sources[kb])]),
                            np.concatenate([a.heads[ka], b.heads[kb]]),
                            np.concatenate([a.families[ka], b.families[kb]]))
     rng = np.random.default_rng(0)
+    per_source = {f: len(data) // 2 // 4 for f in ("enc", "vit")}
     for _ in range(200):
         rows = resample_rows(data, rng)
         for f in ("enc", "vit"):
             assert np.unique(data.sources[rows][data.families[rows] == f]).size >= 2
+            assert np.sum(data.families[rows] == f) == 4 * per_source[f]    # 4 source picks per pool
     res = compare(data, COMPS[:1], replicates=20, seed=1)
     assert set(res[0].estimates) >= {"enc", "vit"}

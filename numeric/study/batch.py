@@ -4,9 +4,11 @@ A bootstrap draw repeats sources; a fold trains on the copies of its training
 rows. ``FastRidgeCV`` on the expanded rows (every copy a row) is the same
 estimator as a ridge on the draw's distinct rows weighted by their number of
 copies: the medians, means and standard deviations are those of the expanded
-column, the Gram matrix is ``Z^T diag(w) Z``, the leave-one-out residual of
-every copy of a row is the same, so the leave-one-out error is the weighted
-mean over distinct rows, and the intercept's leverage is ``1 / sum(w)``. So
+column, the Gram matrix is ``Z^T diag(w) Z``, the inner leave-one-out leaves
+all ``w`` copies of a row out together (a copy left in would predict its twin:
+the residual's divisor is ``1 - w * hat``, issue 28), so the leave-one-out
+error is the weighted mean over distinct rows, and the intercept's leverage is
+``1 / sum(w)``. So
 ``weighted_cross_fit`` fits every fold of one model in one stacked
 computation (weights zero on the fold's test rows), which is what makes the
 1,000-resample bootstrap cheap. ``tests/test_study_stats.py`` checks it
@@ -32,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from numeric.study.fit import ALPHAS
+from numeric.study.fit import ALPHAS, negligible
 
 __all__ = ["FoldFits", "complete_fits", "fit_folds", "weighted_cross_fit", "weighted_mae"]
 
@@ -89,7 +91,7 @@ class FoldFits:
     def held_out(self) -> np.ndarray:
         """Row ``i``'s prediction by its own fold's model at that fold's LOO-best penalty."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            loo = (self.yc[:, None, :] - self.fitted) / (1.0 - self.hat)
+            loo = (self.yc[:, None, :] - self.fitted) / (1.0 - self.W[:, None, :] * self.hat)   # all copies out
         loo = np.where(self.W[:, None, :] > 0, loo, 0.0)        # held-out rows are not in the LOO error
         best = np.argmin(np.einsum("kan,kn->ka", loo**2, self.W) / self.N[:, None], axis=1)
         P = self.fitted[np.arange(self.ks.size), best] + self.y_mean[:, None]
@@ -110,7 +112,7 @@ class FoldFits:
         _, Sa, Maa, Mba = _fold_moments(Xa0, self.w, self.fold, self.ks, self.X0)
         mean_a = Sa / self.N[:, None]
         cov_a = Maa / self.N[:, None, None] - mean_a[:, :, None] * mean_a[:, None, :]
-        isd_a = _inverse_sd(cov_a)
+        isd_a = _inverse_sd(cov_a, np.abs(Xa0).max(axis=0))
         cross = Mba / self.N[:, None, None] - self.mean[:, :, None] * mean_a[:, None, :]
         C_hat = np.swapaxes(self.V, 1, 2) @ (self.N[:, None, None] * cross * self.isd[:, :, None] * isd_a[:, None, :])
         D = self.N[:, None, None] * cov_a * isd_a[:, :, None] * isd_a[:, None, :]
@@ -139,15 +141,18 @@ class FoldFits:
 
 def _shifted(X: np.ndarray) -> np.ndarray:
     """X minus its first row (a constant column becomes exactly 0 and the moments do not
-    cancel), constant columns left out: they add a zero row and column to every Gram matrix
-    and nothing to any prediction."""
+    cancel), constant columns left out (also those that vary only by rounding residue relative
+    to their magnitude, ``fit.negligible``): they add a zero row and column to every Gram
+    matrix and nothing to any prediction."""
     X0 = X - X[:1]
-    return X0[:, np.any(X0 != 0, axis=0)]
+    return X0[:, ~negligible(np.abs(X0).max(axis=0, initial=0.0), np.abs(X).max(axis=0, initial=0.0))]
 
 
-def _inverse_sd(cov: np.ndarray) -> np.ndarray:
+def _inverse_sd(cov: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """1 / sd of every fold's column, 0 where the sd is negligible against the column's ``scale``
+    (the column is constant on that fold's training rows: it gets no coefficient)."""
     sd = np.sqrt(np.maximum(np.einsum("kpp->kp", cov), 0.0))
-    return 1.0 / np.where(sd > 0, sd, 1.0)
+    return np.where(negligible(sd, scale[None, :]), 0.0, 1.0 / np.where(sd > 0, sd, 1.0))
 
 
 def fit_folds(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray, ks: np.ndarray) -> FoldFits:
@@ -162,7 +167,7 @@ def fit_folds(X: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray, ks:
     N, S, moments = _fold_moments(X0, w, fold, ks)
     mean = S / N[:, None]                                       # [k, p]
     cov = moments / N[:, None, None] - mean[:, :, None] * mean[:, None, :]
-    isd = _inverse_sd(cov)                                      # [k, p]
+    isd = _inverse_sd(cov, np.abs(X0).max(axis=0, initial=0.0))   # [k, p]
     gram = N[:, None, None] * cov * isd[:, :, None] * isd[:, None, :]
     y_mean = (W @ y) / N                                        # [k]
     yc = y[None, :] - y_mean[:, None]                           # [k, n]
@@ -218,7 +223,7 @@ def _expanded_cross_fit(X, y, w, fold, ks) -> np.ndarray:
     for f in ks:
         tr = np.repeat(np.flatnonzero(fold != f), reps[fold != f])
         te = fold == f
-        pred[te] = FastRidgeCV().fit(X[tr], y[tr]).predict(X[te])
+        pred[te] = FastRidgeCV().fit(X[tr], y[tr], copies=reps[tr]).predict(X[te])
     return pred
 
 

@@ -6,20 +6,20 @@ block) are the blocks under test. Categorical columns (family, domain) enter
 as one-hot indicators; a column constant over the study's rows carries no
 information and is dropped by the model's scaler (zero variance).
 
->>> "b1_logit_rank" in block_columns("B1") and "b0_depth" in block_columns("B1")
+>>> "b1_logit_rank" in block_columns("B1") and "b0_depth" in block_columns("B1") and "family" in B0
 True
 >>> block_columns("B1+G") == block_columns("B1") + G
 True
 """
 from __future__ import annotations
 
-__all__ = ["B0", "B1_EXTRA", "B2_EXTRA", "G", "I", "CATEGORICAL", "BLOCKS", "block_columns", "gauged_column"]
+__all__ = ["B0", "B1_EXTRA", "WEIGHT", "B2_EXTRA", "G", "I", "CATEGORICAL", "BLOCKS", "block_columns", "gauged_column"]
 
-#: Structural and nuisance columns (relative depth, retained prefix mass, n).
-B0 = ("b0_depth", "mass", "n_cols")
 #: One-hot categorical columns of B0: family and domain.
 CATEGORICAL = ("family", "b0_domain")
-_WEIGHT = tuple(f"b1_{m}_{s}" for m in ("wq", "wk", "wqk")
+#: Structural and nuisance columns (relative depth, retained prefix mass, n; family and domain one-hot).
+B0 = ("b0_depth", "mass", "n_cols") + CATEGORICAL
+WEIGHT = tuple(f"b1_{m}_{s}" for m in ("wq", "wk", "wqk")
                 for s in ("sv1", "sv2", "sv3", "stable_rank", "eff_rank"))
 _CLOUD = tuple(f"b1_{c}_{s}" for c in ("q", "k") for s in ("norm_mean", "cos_mean", "anisotropy"))
 _CENTRED = ("b1_dc_sv1", "b1_dc_sv2", "b1_dc_sv3", "b1_dc_stable_rank", "b1_dc_eff_rank", "b1_dc_top1_share")
@@ -28,7 +28,7 @@ _CONCENTRATION = tuple(f"b1_{s}_{t}" for t in ("min", "q10", "q50") for s in ("e
     "b1_support_max", "b1_support_q90", "b1_support_q50")
 #: B1 adds weight spectra, query/key statistics, double-centred logits, the
 #: logit-residual profile, the logit-rank proxy and the concentration descriptors.
-B1_EXTRA = _WEIGHT + _CLOUD + _CENTRED + _RESIDUAL + ("b1_logit_rank",) + _CONCENTRATION
+B1_EXTRA = WEIGHT + _CLOUD + _CENTRED + _RESIDUAL + ("b1_logit_rank",) + _CONCENTRATION
 #: B2 adds the normalised attention spectrum.
 B2_EXTRA = ("b2_a_sv2", "b2_a_sv4", "b2_a_sv8", "b2_a_sv16", "b2_a_sv32", "b2_a_stable_rank", "b2_a_eff_rank")
 #: The paper's historical native block (numeric.geometry.native).

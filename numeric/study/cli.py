@@ -4,14 +4,22 @@ Reads the panel's cells through the report's audit (every bracket file
 re-verified by the exact tier, or read from the record of its exact pass:
 same file bytes, same checker code, ``numeric.panel.vcache``; ``--reverify``
 ignores the records), fits the calibrated ridge models with source
-cross-fitting, and reports the gains of G and I over the baselines with 95%
-source-cluster bootstrap intervals and the gauge audit. Recomputes nothing
-the panel certified. Writes study.md, study.json, predictions.csv and
-figures/gains.png to --out (default DIR/study, DIR the first directory).
+cross-fitting, and reports the gains of G and I over the baselines with
+calibrated 95% intervals (cluster-robust on the paired held-out losses), the
+placebos, the reading rule and the gauge audit. Recomputes nothing the panel
+certified. Writes study.md, study.json, predictions.csv and figures/gains.png
+to --out (default DIR/study, DIR the first directory).
+
+--calibrate [DIR] is the self-check: synthetic tables of the panel's shape (or
+of --shape, or 4 families x 8 heads x 16 sources) with a known truth; prints
+the false-positive rate, the power at the planted gain, the coverage and
+whether the reading rule flags head identity; exit 1 when a check fails.
 
   python -m numeric study runs/study
   python -m numeric study runs/study-minilm runs/study-zoo --out runs/study-all
   python -m numeric study runs/study --target l_over_n --replicates 2000 --seed 1 --json
+  python -m numeric study --calibrate
+  python -m numeric study --calibrate --shape encoder=24x16@text --rho 0.08,0.12
 """
 from __future__ import annotations
 
@@ -22,33 +30,49 @@ import sys
 import time
 from pathlib import Path
 
-from numeric.study.compare import compare
+from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study
-from numeric.study.protocol import PRIMARY, comparisons, with_placebo
+from numeric.study.protocol import PRIMARY, comparisons, reading
 from numeric.study.write import write_outputs
 
-__all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "main"]
+__all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
 
 PROG = "python -m numeric study"
-#: Bootstrap resamples (the protocol's minimum).
-DEFAULT_REPLICATES = 1000
-#: The study's seed (bootstrap draws and the placebo permutation); recorded.
+#: Resamples of the secondary percentile bootstrap (0: off by default: it is 1.4-1.8x wider than the
+#: calibrated interval and has little power, docs/study.md).
+DEFAULT_REPLICATES = 0
+#: Replications per scenario of the self-check.
+DEFAULT_CALIBRATIONS = 200
+#: Placebo permutations per replication of the self-check (the study itself: PERMUTATIONS).
+CALIBRATION_PERMUTATIONS = 5
+#: The study's seed (bootstrap draws, placebo permutations, calibration tables); recorded.
 DEFAULT_SEED = 20260415
 EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", nargs="+", help="panel output directory (several: their cells together, "
+    p.add_argument("dir", nargs="*", help="panel output directory (several: their cells together, "
                    "e.g. one panel per model family)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="self-check on synthetic tables of DIR's shape (no DIR: --shape, or 4 families x 8 heads "
+                        "x 16 sources)")
+    p.add_argument("--shape", help="--calibrate without DIR: NAME=HEADSxSOURCES@POOL,... "
+                   "(e.g. encoder=24x16@text)")
+    p.add_argument("--calibrations", type=int, default=DEFAULT_CALIBRATIONS,
+                   help=f"--calibrate: replications per scenario (default {DEFAULT_CALIBRATIONS})")
+    p.add_argument("--rho", default="0.08", help="--calibrate: planted relative gain(s), comma separated "
+                   "(default 0.08)")
+    p.add_argument("--permutations", type=int, help=f"placebo permutations (default {PERMUTATIONS}; "
+                   f"{CALIBRATION_PERMUTATIONS} per replication under --calibrate)")
     p.add_argument("--target", default="u_over_n", choices=TARGETS, help="target (default u_over_n = U/n)")
     p.add_argument("--eps", default="1/4", help="tolerance the panel ran (default 1/4)")
     p.add_argument("--out", help="output directory (default DIR/study)")
     p.add_argument("--replicates", type=int, default=DEFAULT_REPLICATES,
-                   help=f"bootstrap resamples (default {DEFAULT_REPLICATES})")
+                   help=f"resamples of the secondary, conservative percentile bootstrap (default {DEFAULT_REPLICATES}: off)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
@@ -65,8 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check(args) -> None:
-    if args.replicates < 1:
-        raise StudyError("--replicates must be >= 1")
+    if args.replicates < 0:
+        raise StudyError("--replicates must be >= 0")
+    if args.permutations is not None and args.permutations < 1:
+        raise StudyError("--permutations must be >= 1")
+    if args.calibrations < 1:
+        raise StudyError("--calibrations must be >= 1")
+    if not args.dir and not args.calibrate:
+        raise StudyError("give a panel directory (or --calibrate)")
+    if args.shape and args.dir:
+        raise StudyError("--shape is for --calibrate without a panel directory")
     if args.jobs is not None and args.jobs < 1:
         raise StudyError("--jobs must be >= 1")
     if args.gbm < 0:
@@ -82,9 +114,9 @@ def run(args, command: str) -> dict:
     _check(args)
     t0 = time.perf_counter()
     data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify)
-    data = with_placebo(data, args.seed)
+    permutations = args.permutations or PERMUTATIONS
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
-                      jobs=args.jobs or os.cpu_count() or 1)
+                      jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
     gauge = gauge_audit(data, folds=args.folds)
     gbm = None
     if args.gbm:
@@ -94,10 +126,42 @@ def run(args, command: str) -> dict:
     setup = {"panel": ", ".join(map(str, args.dir)), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
-             "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
+             "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
-    return write_outputs(out, data, results, gauge, setup, command, gbm) | {"out": str(out)}
+    verdicts = {b: reading(results, b) for b in ("G", "I")}
+    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts) | {"out": str(out)}
+
+
+def calibrate_main(args) -> int:
+    """``--calibrate``: the self-check's report on stdout; 0 when every check passes, else 1."""
+    from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
+
+    _check(args)
+    try:
+        rhos = [float(x) for x in args.rho.split(",")]
+    except ValueError:
+        raise StudyError(f"bad --rho {args.rho!r} (comma-separated numbers)") from None
+    if not all(0 < r < 1 for r in rhos):
+        raise StudyError("--rho values must lie in (0, 1)")
+    if args.dir:
+        shape = panel_shape(load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers,
+                                       reverify=args.reverify))
+    else:
+        shape = parse_shape(args.shape) if args.shape else FOUR_FAMILY
+    k = args.permutations or CALIBRATION_PERMUTATIONS
+    print(f"self-check of the study's statistics on synthetic tables: {shape.describe()}; "
+          f"{args.calibrations} replications per scenario, {k} placebo permutations, seed {args.seed}", flush=True)
+    failed = []
+    for sc in SCENARIOS:
+        for rho in (rhos if sc == "gain" else rhos[:1]):
+            t0 = time.process_time()
+            res = calibrate(shape, sc, args.calibrations, args.seed, rho=rho, permutations=k)
+            lines, bad = report_lines({sc: res})
+            failed += bad
+            print("\n".join(lines) + f"\n  ({time.process_time() - t0:.0f} s CPU)", flush=True)
+    print(f"{len(failed)} checks failed: {', '.join(failed)}" if failed else "every check passed")
+    return 1 if failed else 0
 
 
 def _code_version() -> dict:
@@ -110,17 +174,22 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     command = " ".join([PROG] + list(sys.argv[2:] if argv is None else argv))
     try:
+        if args.calibrate:
+            return calibrate_main(args)
         doc = run(args, command)
     except StudyError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    primary = next(c for c in doc["comparisons"] if c["name"] == PRIMARY)["estimates"]["aggregate"]
+    row = next(c for c in doc["comparisons"] if c["name"] == PRIMARY)
+    primary = row["estimates"].get("aggregate") or {"reason": row["reason"]}
     if args.json:
-        print(json.dumps({"out": doc["out"], "setup": doc["setup"], "primary": primary}))
+        print(json.dumps({"out": doc["out"], "setup": doc["setup"], "primary": primary, "reading": doc["reading"]}))
+    elif "reason" in primary:
+        print(f"{doc['out']}/study.md: {doc['setup']['cells']} cells; {PRIMARY}: {primary['reason']}")
     else:
         lo, hi = primary["rho_ci"]
         print(f"{doc['out']}/study.md: {doc['setup']['cells']} cells; {PRIMARY}: rho = {primary['rho']:+.4f} "
-              f"[{lo:+.4f}, {hi:+.4f}]")
+              f"[{lo:+.4f}, {hi:+.4f}]; G: {doc['reading']['G']}; I: {doc['reading']['I']}")
     return 0
 
 

@@ -28,12 +28,26 @@ from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-__all__ = ["ALPHAS", "FOLDS", "CrossFit", "FastRidgeCV", "make_model", "cross_fit", "fold_indices", "mae"]
+__all__ = ["ALPHAS", "FOLDS", "REL_TOL", "CrossFit", "FastRidgeCV", "make_model", "cross_fit", "fold_indices",
+           "mae", "negligible"]
 
 #: Ridge penalties tried by the inner cross-validation: 1e-3 .. 1e4, half-decades.
 ALPHAS = tuple(10.0 ** (k / 2) for k in range(-6, 9))
 #: Outer folds of the source cross-fitting (16 sources: 4 per fold).
 FOLDS = 4
+#: A column whose spread is at most this fraction of its scale is constant (rounding residue, not
+#: variation): it is left out of the fit instead of being divided by an sd of 1e-17 (issue 28 item 3).
+REL_TOL = 1e-9
+
+
+def negligible(sd, scale) -> np.ndarray:
+    """Where a column's spread ``sd`` is rounding residue relative to its ``scale`` (largest
+    magnitude, or its spread before within-head demeaning): ``sd <= REL_TOL * scale``.
+
+    >>> negligible(np.array([1e-17, 0.5, 0.0]), np.array([1.0, 1.0, 0.0])).tolist()
+    [True, False, True]
+    """
+    return np.asarray(sd) <= REL_TOL * np.asarray(scale)
 
 
 def make_model():
@@ -46,7 +60,9 @@ class FastRidgeCV:
     """Median imputation, standardisation and ridge with the leave-one-out-best
     penalty of ``ALPHAS``, the intercept unpenalised (as ``make_model``)."""
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> "FastRidgeCV":
+    def fit(self, X: np.ndarray, y: np.ndarray, copies=None) -> "FastRidgeCV":
+        """``copies[i]``: how many rows of ``X`` are copies of row ``i`` (a bootstrap draw); the
+        inner leave-one-out leaves all copies of a row out together (divisor ``1 - copies * hat``)."""
         X = np.asarray(X, dtype=np.float64)
         self.median_ = np.zeros(X.shape[1])
         for j in np.flatnonzero(~np.isfinite(X).all(axis=0)):   # only columns with a gap
@@ -55,7 +71,8 @@ class FastRidgeCV:
         X = self._impute(X)
         self.mean_ = X.mean(axis=0)
         sd = X.std(axis=0)
-        self.scale_ = np.where(sd > 0, sd, 1.0)
+        flat = negligible(sd, np.abs(X).max(axis=0, initial=0.0))
+        self.scale_ = np.where(flat, np.inf, sd)              # a constant column: Z = 0, no coefficient
         Z = (X - self.mean_) / self.scale_
         self.y_mean_ = float(y.mean())
         yc = y - self.y_mean_
@@ -65,7 +82,8 @@ class FastRidgeCV:
         vty = ZV.T @ yc
         inv = 1.0 / (lam + np.asarray(ALPHAS)[:, None])        # [alpha, k]
         hat = inv @ (ZV**2).T + 1.0 / y.size                   # leverage, intercept included
-        loo = (yc - (inv * vty) @ ZV.T) / (1.0 - hat)
+        c = 1.0 if copies is None else np.asarray(copies, dtype=np.float64)
+        loo = (yc - (inv * vty) @ ZV.T) / (1.0 - c * hat)
         best = int(np.argmin(np.mean(loo**2, axis=1)))
         self.alpha_ = ALPHAS[best]
         self.coef_ = V @ (inv[best] * vty)

@@ -17,11 +17,10 @@ from numeric.geometry import AUDIT_RATIOS
 from numeric.study.blocks import block_columns, gauged_column
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, cross_fit
+from numeric.study.intervals import RESOLUTION
 
 __all__ = ["RESOLUTION", "GAUGE_MODELS", "GaugeMove", "replacement", "gauge_audit"]
 
-#: The paper's study resolution delta in U/n (L.5).
-RESOLUTION = 0.02
 #: Models audited: every model of the comparisons that contains G or I.
 GAUGE_MODELS = ("B0+G", "B1+G", "B2+G", "B0+I", "B1+I", "B1+G+I")
 
@@ -60,6 +59,8 @@ def gauge_audit(data: StudyData, models=GAUGE_MODELS, ratios=AUDIT_RATIOS, folds
             moves = np.zeros(len(data))
             for f in np.unique(data.families):
                 r = np.flatnonzero(data.families == f)
+                if np.unique(data.sources[r]).size < 2:
+                    continue   # one source: nothing to cross-fit, no move measured
                 cf = cross_fit(data.matrix(cols, r), data.y[r], data.sources[r], folds,
                                X_alt=data.matrix(cols, r, replace=rep))
                 moves[r] = np.abs(cf.pred_alt - cf.pred)

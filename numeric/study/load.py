@@ -3,9 +3,11 @@
 The rows come from ``numeric.panel.audit.audit``: every bracket file is
 re-verified with the exact tier and every record checked against that pass,
 so L and U are the exact pass's. Any error of that audit, an unverified cell
-at the study's tolerance, a tolerance the panel did not run, a missing column,
-fewer than ``MIN_SOURCES`` sources or ``MIN_HEADS`` heads in a family is a ``StudyError``:
-unverified cells are never targets. Cells the panel dropped (decoder mass or
+at the study's tolerance, a tolerance the panel did not run or a missing
+column is a ``StudyError``: unverified cells are never targets. A panel too
+small for an analysis (``numeric.study.compare.MIN_SOURCES`` sources,
+``MIN_HEADS`` heads) is not an error here: that comparison's row carries a
+one-line reason (issue 28). Cells the panel dropped (decoder mass or
 locality screen) have no bracket and are not study rows.
 """
 from __future__ import annotations
@@ -20,14 +22,10 @@ from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import StudyData, StudyError
 
-__all__ = ["TARGETS", "MIN_SOURCES", "MIN_HEADS", "load_study", "study_rows", "target_values"]
+__all__ = ["TARGETS", "load_study", "study_rows", "target_values"]
 
 #: Targets: the normalised certified upper budget (primary), L/n, log bracket midpoint.
 TARGETS = ("u_over_n", "l_over_n", "log_mid")
-#: Source-cluster cross-fitting and its bootstrap need at least 3 sources.
-MIN_SOURCES = 3
-#: Leave-one-head-out and within-head demeaning need at least 2 heads.
-MIN_HEADS = 2
 
 
 def _eps(text) -> Fraction:
@@ -137,13 +135,6 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
     sources = [str(r["source"]) for r in rows]
     heads = [f"{r.get('family', '')}:{r['layer']}.{r['head']}" for r in rows]
     families = [str(r.get("family", "")) for r in rows]
-    for f in sorted(set(families)):
-        n_src = len({s for s, g in zip(sources, families) if g == f})
-        n_heads = len({h for h, g in zip(heads, families) if g == f})
-        if n_src < MIN_SOURCES:
-            raise StudyError(f"the study needs >= {MIN_SOURCES} sources; the panel has {n_src} ({f})")
-        if n_heads < MIN_HEADS:
-            raise StudyError(f"the study needs >= {MIN_HEADS} heads; the panel has {n_heads} ({f})")
     numeric = {c: [_number(r.get(c)) for r in rows] for c in cols if c not in CATEGORICAL}
     categorical = {c: [str(r.get(c, "")) for r in rows] for c in CATEGORICAL}
     return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads, families,

@@ -1,39 +1,30 @@
-"""The study's comparisons (issue 15 item 4; the protocol in docs/study.md).
+"""The study's comparisons and its reading rule (issue 15 item 4, issue 28; docs/study.md).
 
 Each comparison is ``base`` vs ``base + block`` with the blocks of
-``numeric.study.blocks``. The placebo block is G with its rows permuted within
-each family (a fixed permutation drawn from the study's seed): it keeps G's
-marginal distribution and destroys its link to the cell.
+``numeric.study.blocks``. The placebo rows add the block permuted
+(``numeric.study.compare.permuted``), ``PERMUTATIONS`` times from their own
+random stream: rows within a family (the paper's placebo), head means between
+heads (the head-level placebo: it keeps the block's power to tell heads apart
+and loses its link to the target), and within each head over its sources
+(paper L.6's within-head permutation of G against B0).
+
+The reading rule (``reading``): a block's gain after B1 counts as geometry
+only when (1) its primary interval excludes 0 from below, (2) the head-level
+placebo's does not (head identity alone does not produce a gain), and (3) the
+within-head demeaned row agrees (its interval excludes 0 from below too).
 
 >>> [c.name for c in comparisons()][:3]
 ['B1 vs B1+G', 'B2 vs B2+G', 'B0 vs B0+G']
 """
 from __future__ import annotations
 
-import numpy as np
+from numeric.study.blocks import block_columns
+from numeric.study.compare import AGGREGATE, Comparison
 
-from numeric.study.blocks import G, block_columns
-from numeric.study.compare import Comparison
-from numeric.study.data import StudyData
+__all__ = ["PRIMARY", "comparisons", "reading", "placebo_name", "demeaned_name"]
 
-__all__ = ["PLACEBO", "PRIMARY", "comparisons", "with_placebo"]
-
-#: Prefix of the placebo columns (G permuted within family).
-PLACEBO = "placebo:"
 #: The paper's primary comparison (Table 4).
 PRIMARY = "B1 vs B1+G"
-
-
-def with_placebo(data: StudyData, seed: int) -> StudyData:
-    """``data`` plus the row-permuted G columns (one permutation per family, all G columns alike)."""
-    rng = np.random.default_rng(seed)
-    perm = np.arange(len(data))
-    for f in np.unique(data.families):
-        idx = np.flatnonzero(data.families == f)
-        perm[idx] = idx[rng.permutation(idx.size)]
-    for c in G:
-        data = data.with_column(PLACEBO + c, data.numeric[c][perm])
-    return data
 
 
 def _c(base: str, added: str, name: str | None = None, **kw) -> Comparison:
@@ -41,15 +32,50 @@ def _c(base: str, added: str, name: str | None = None, **kw) -> Comparison:
     return Comparison(name or f"{base} vs {base}+{added}", block_columns(base), add, **kw)
 
 
+def placebo_name(block: str, mode: str = "heads", base: str = "B1") -> str:
+    what = {"heads": "head means permuted", "rows": "rows permuted", "within-head": "permuted within heads"}[mode]
+    return f"{base} vs {base}+placebo {block} ({what})"
+
+
+def demeaned_name(block: str) -> str:
+    return f"B1 vs B1+{block}, within-head demeaned"
+
+
 def comparisons() -> list:
     """The comparisons of the protocol, primary first."""
-    placebo = tuple(PLACEBO + c for c in G)
-    return [
-        _c("B1", "G"), _c("B2", "G"), _c("B0", "G"),
-        Comparison("B1 vs B1+placebo G", block_columns("B1"), placebo),
-        _c("B1", "G", "B1 vs B1+G, within-head demeaned", demean=True),
-        _c("B1", "G", "B1 vs B1+G, leave one head out", clusters="head"),
-        _c("B1", "I"), _c("B0", "I"), _c("B1+G", "I"),
-        _c("B1", "I", "B1 vs B1+I, within-head demeaned", demean=True),
-        _c("B1", "I", "B1 vs B1+I, leave one head out", clusters="head"),
-    ]
+    out = [_c("B1", "G"), _c("B2", "G"), _c("B0", "G")]
+    for block in ("G", "I"):
+        if block == "I":
+            out += [_c("B1", "I"), _c("B0", "I"), _c("B1+G", "I")]
+        out += [_c("B1", block, placebo_name(block), placebo="heads"),
+                _c("B1", block, demeaned_name(block), demean=True),
+                _c("B1", block, f"B1 vs B1+{block}, leave one head out", clusters="head")]
+        if block == "G":
+            out += [_c("B1", "G", placebo_name("G", "rows"), placebo="rows"),
+                    _c("B0", "G", "B0 vs B0+G, leave one head out", clusters="head"),
+                    _c("B0", "G", placebo_name("G", "within-head", "B0"), placebo="within-head")]
+    return out
+
+
+def _gain(result) -> bool | None:
+    if result is None or result.reason:
+        return None
+    return result.estimates[AGGREGATE].delta_ci[0] > 0
+
+
+def reading(results, block: str) -> str:
+    """The reading rule's verdict on ``block`` (G or I) after B1, from the results' aggregates."""
+    by = {r.comparison.name: r for r in results}
+    primary, placebo, demeaned = (_gain(by.get(n)) for n in
+                                  (f"B1 vs B1+{block}", placebo_name(block), demeaned_name(block)))
+    if primary is None:
+        return "not run"
+    if not primary:
+        return "no gain"
+    if placebo is None or demeaned is None:
+        return "gain, not attributable: a head analysis was skipped"
+    if placebo:
+        return "gain, not counted: the head-level placebo gains too (head identity)"
+    if not demeaned:
+        return "gain, not counted: the within-head demeaned row does not agree"
+    return "gain counted as geometry"

@@ -18,7 +18,7 @@ from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, cross_fit
-from numeric.study.gauge import RESOLUTION
+from numeric.study.intervals import RESOLUTION
 
 __all__ = ["PREDICTION_MODELS", "predictions", "write_outputs"]
 
@@ -27,13 +27,15 @@ PREDICTION_MODELS = ("B0", "B1", "B2", "B0+G", "B1+G", "B2+G", "B0+I", "B1+I", "
 
 
 def predictions(data: StudyData, folds: int = FOLDS) -> dict:
-    """``{model: held-out prediction per row}`` (per family, source folds)."""
+    """``{model: held-out prediction per row}`` (per family, source folds; NaN in a family of one source)."""
     out = {}
     for spec in PREDICTION_MODELS:
         cols = block_columns(spec)
-        pred = np.zeros(len(data))
+        pred = np.full(len(data), np.nan)
         for f in np.unique(data.families):
             r = np.flatnonzero(data.families == f)
+            if np.unique(data.sources[r]).size < 2:
+                continue   # one source: no cross-fitting (NaN)
             pred[r] = cross_fit(data.matrix(cols, r), data.y[r], data.sources[r], folds).pred
         out[spec] = pred
     return out
@@ -57,15 +59,28 @@ def _ci(t) -> str:
     return f"[{t[0]:+.4f}, {t[1]:+.4f}]"
 
 
+def _boot(e) -> str:
+    return _ci(e["boot_rho_ci"]) if e.get("boot_rho_ci") else "-"
+
+
 def _table(doc: dict) -> list:
-    lines = ["| comparison | family | MAE base | MAE +block | Delta | 95% CI | rho | 95% CI |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| comparison | family | MAE base | MAE +block | Delta | 95% CI | rho | 95% CI | "
+             f"|Delta| < {RESOLUTION} (TOST) | rho, bootstrap 95% CI (secondary) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in doc["comparisons"]:
+        if c.get("reason"):
+            lines.append(f"| {c['name']} | - | {c['reason']} | | | | | | | |")
+            continue
         fams = [f for f in c["estimates"] if f != AGGREGATE] + [AGGREGATE]
+        name = c["name"]
+        if c.get("placebo"):
+            p = c["placebo"]
+            name += f" (mean of {p['permutations']} permutations; {p['significant']} alone with lower limit > 0)"
         for f in fams if len(fams) > 2 else [AGGREGATE]:
             e = c["estimates"][f]
-            lines.append(f"| {c['name']} | {f} | {e['mae_base']:.4f} | {e['mae_aug']:.4f} | {_fmt(e['delta'])} | "
-                         f"{_ci(e['delta_ci'])} | {_fmt(e['rho'])} | {_ci(e['rho_ci'])} |")
+            lines.append(f"| {name} | {f} | {e['mae_base']:.4f} | {e['mae_aug']:.4f} | {_fmt(e['delta'])} | "
+                         f"{_ci(e['delta_ci'])} | {_fmt(e['rho'])} | {_ci(e['rho_ci'])} | {e['equivalence']} | "
+                         f"{_boot(e)} |")
     return lines
 
 
@@ -80,13 +95,23 @@ def _gauge_table(doc: dict) -> list:
 
 def _markdown(doc: dict) -> str:
     s = doc["setup"]
+    boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
+            else "secondary bootstrap off; ")
     head = [f"# Held-out study of {s['panel']}", "",
             f"`{doc['command']}`", "",
             f"Target {s['target']} at eps {s['eps']}: {s['cells']} verified cells, {s['sources']} sources, "
             f"{s['heads']} heads, families {', '.join(s['families'])}. Ridge (penalty by inner leave-one-out "
-            f"CV), {s['folds']}-fold source cross-fitting; 95% source-cluster bootstrap, "
-            f"{s['replicates']} resamples, seed {s['seed']}. {s['seconds']:.1f} s.", "",
-            "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
+            f"CV), {s['folds']}-fold source cross-fitting. 95% intervals on the point fit's paired held-out "
+            f"losses: cluster-robust (sources; heads and sources for leave one head out) averaged with a "
+            f"first-order delete-one-source (head) jackknife, calibrated by "
+            f"`python -m numeric study --calibrate`; placebos averaged over {s['permutations']} permutations; "
+            + boot + f"seed {s['seed']}. "
+            f"Aggregate: the mean of the family values (rho: mean of the family rhos). {s['seconds']:.1f} s.", "",
+            "## Reading rule", "",
+            "A block's gain after B1 counts as geometry only when its interval excludes 0 from below, the "
+            "head-level placebo's does not, and the within-head demeaned row's does.", ""]
+    head += [f"- {b}: {v}" for b, v in doc.get("reading", {}).items()]
+    head += ["", "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
     gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in the target's units, "
                  f"{s['target']})", ""]
     gbm = []
@@ -125,7 +150,7 @@ def _scatter(data: StudyData, preds: dict, path: Path) -> None:
     for ax, m in zip(axes, SCATTER_MODELS):
         ax.scatter(data.y, preds[m], s=6, alpha=0.6)
         ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
-        ax.set_title(f"{m}: held-out MAE {np.mean(np.abs(preds[m] - data.y)):.4f}")
+        ax.set_title(f"{m}: held-out MAE {np.nanmean(np.abs(preds[m] - data.y)):.4f}")
         ax.set_xlabel("target")
     axes[0].set_ylabel("held-out prediction")
     fig.tight_layout()
@@ -134,29 +159,31 @@ def _scatter(data: StudyData, preds: dict, path: Path) -> None:
 
 def _figure(doc: dict, path: Path) -> None:
     plt = _pyplot()
-    comps = doc["comparisons"]
+    comps = [c for c in doc["comparisons"] if not c.get("reason")]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
     for i, c in enumerate(comps):
         e = c["estimates"][AGGREGATE]
-        # a percentile interval need not contain the point estimate (few draws, skewed gains)
         ax.hlines(i, *e["rho_ci"], color="k", lw=1.2)
         ax.plot(e["rho"], i, "o", color="k")
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(range(len(comps)), [c["name"] for c in comps])
     ax.invert_yaxis()
-    ax.set_xlabel("relative gain rho (aggregate, 95% source-cluster bootstrap)")
+    ax.set_xlabel("relative gain rho (aggregate, calibrated 95% interval)")
     fig.tight_layout()
     _save(fig, path)
 
 
 def _results(results) -> list:
-    return [dict(asdict(r.comparison), estimates={f: asdict(e) for f, e in r.estimates.items()}) for r in results]
+    return [dict(asdict(r.comparison), estimates={f: asdict(e) for f, e in r.estimates.items()},
+                 reason=getattr(r, "reason", None), placebo=getattr(r, "placebo", None)) for r in results]
 
 
-def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None) -> dict:
-    """Write the files under ``out``; return the JSON document (``gbm``: the boosted check, or None)."""
+def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None,
+                  reading: dict | None = None) -> dict:
+    """Write the files under ``out``; return the JSON document (``gbm``: the boosted check, or None;
+    ``reading``: the reading rule's verdict per block)."""
     out = Path(out)
-    doc = {"command": command, "setup": setup, "comparisons": _results(results),
+    doc = {"command": command, "setup": setup, "reading": reading or {}, "comparisons": _results(results),
            "gauge": [asdict(g) for g in gauge]}
     if gbm is not None:
         doc["gbm"] = _results(gbm)

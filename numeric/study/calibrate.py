@@ -1,0 +1,303 @@
+"""The study's self-check: its intervals and reading rule on synthetic tables with a known truth
+(issue 28 item 6; ``python -m numeric study --calibrate [DIR]``).
+
+``Shape`` is a panel's layout: per family its heads and sources, the source
+pool it draws from (text families share their windows), and which B1 columns
+are constant within a head (the weight spectra and the depth). ``synthetic``
+builds a table of that shape with the study's column names, whose target is
+
+    y = head effect + B1's cell-level signal + source shift + gamma u + noise,
+
+where B1's head-constant columns see only part of the head effect (a 3-factor
+head structure; the rest, ``e_h``, is head identity that B1 cannot tell), and
+``u`` is a cell-level signal carried by the G block only in the ``gain``
+scenario, with gamma set so that the oracle's relative gain is ``rho``
+(Gaussian errors: MAE proportional to sd). The scenarios:
+
+- ``null``: G is cell-level noise independent of y;
+- ``gain``: G carries ``u`` (planted rho, default 0.08);
+- ``head-identity``: G is random head-level constants plus within-head noise,
+  independent of y; it can learn ``e_h`` (a spurious gain after B1);
+- ``head-constant``: G is random head-level constants exactly (the demeaned
+  row must drop them: Delta exactly 0);
+- ``loho-null``: as ``null``, heads redrawn every replication, for the
+  leave-one-head-out row's coverage over heads.
+
+Per scenario it runs the primary row, the head-level placebo, the demeaned row
+(and leave-one-head-out for ``loho-null``) with the study's own ``compare``,
+and reports the rate of "lower limit > 0", the coverage of the simulation's
+mean estimate (the estimand of a cross-fitted comparison: the mean over
+replications), and the reading rule's verdicts. Heads are drawn once per
+scenario (the source-clustered intervals are conditional on the heads) except
+in ``loho-null``. Seeds: replication ``i`` of scenario ``k`` uses
+``SeedSequence(seed, spawn_key=(k, i))``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from numeric.study.blocks import B0, B1_EXTRA, B2_EXTRA, CATEGORICAL, G, I, WEIGHT, block_columns
+from numeric.study.compare import AGGREGATE, compare
+from numeric.study.data import StudyData, StudyError
+from numeric.study.fit import negligible
+from numeric.study.protocol import demeaned_name, placebo_name, reading, _c
+
+__all__ = ["Shape", "FOUR_FAMILY", "SCENARIOS", "synthetic", "panel_shape", "parse_shape", "calibrate",
+           "CalibrationResult", "report_lines"]
+
+#: The built-in shape: 4 families x 8 heads x 16 sources (3 text families on one pool, one image family).
+SCENARIOS = ("null", "gain", "head-identity", "head-constant", "loho-null")
+#: Standard deviations of the synthetic target's parts: cell noise, source shift, the head effect
+#: B1 sees, the head effect it cannot tell (head identity).
+NOISE, SOURCE_SD, HEAD_SEEN, HEAD_UNSEEN = 0.5, 0.3, 1.0, 0.4
+#: Within-head noise of the head-identity block; G's measurement noise in the gain scenario.
+IDENTITY_NOISE, G_NOISE = 0.3, 0.5
+
+
+@dataclass(frozen=True)
+class Shape:
+    """``families``: ``(name, heads, sources, pool)`` per family; ``head_constant``: B0/B1 columns
+    constant within a head."""
+
+    families: tuple
+    head_constant: tuple
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} {h} heads x {s} sources ({p})" for n, h, s, p in self.families) + \
+            f"; {len(self.head_constant)} head-constant B1 columns"
+
+
+FOUR_FAMILY = Shape((("fam0", 8, 16, "text"), ("fam1", 8, 16, "text"), ("fam2", 8, 16, "text"),
+                     ("fam3", 8, 16, "image")), ("b0_depth",) + WEIGHT)
+
+
+def parse_shape(spec: str) -> Shape:
+    """``"name=HxS@pool,..."`` (e.g. ``encoder=24x16@text``), head-constant columns as the panel's."""
+    fams = []
+    for part in spec.split(","):
+        try:
+            name, rest = part.split("=")
+            hs, pool = rest.split("@") if "@" in rest else (rest, "text")
+            h, s = (int(x) for x in hs.lower().split("x"))
+        except ValueError:
+            raise StudyError(f"bad --shape entry {part!r} (want NAME=HEADSxSOURCES@POOL)") from None
+        if h < 1 or s < 1:
+            raise StudyError(f"bad --shape entry {part!r}: heads and sources must be >= 1")
+        fams.append((name, h, s, pool))
+    return Shape(tuple(fams), FOUR_FAMILY.head_constant)
+
+
+def panel_shape(data: StudyData) -> Shape:
+    """The shape of a loaded panel: families, heads, sources, pools, and the B0/B1 columns whose
+    within-head spread is rounding residue against their spread (``fit.negligible``)."""
+    from numeric.study.compare import source_pools
+
+    pools = source_pools(data)
+    fams = []
+    for f in np.unique(data.families):
+        m = data.families == f
+        srcs = set(data.sources[m])
+        pool = next(i for i, p in enumerate(pools) if srcs & set(p))
+        fams.append((str(f), int(np.unique(data.heads[m]).size), len(srcs), f"pool{pool}"))
+    const = []
+    from numeric.study.demean import head_means
+
+    for c in B0 + B1_EXTRA:
+        if c not in data.numeric:
+            continue
+        v = data.numeric[c]
+        with np.errstate(invalid="ignore"):
+            within = np.sqrt(np.nanmean((v - head_means(v, data.heads, np.ones(v.size, dtype=bool))) ** 2))
+        if negligible(np.nan_to_num(within), np.nan_to_num(np.nanstd(v))):
+            const.append(c)
+    return Shape(tuple(fams), tuple(const))
+
+
+def _gamma(rho: float) -> float:
+    """The coefficient of ``u`` whose oracle relative gain is ``rho``: the residual after B1 has
+    variance R; G explains the share q of ``u``; MAE is proportional to sd (Gaussian)."""
+    R = NOISE**2 + SOURCE_SD**2 + HEAD_UNSEEN**2
+    q = 1.0 / (1.0 + G_NOISE**2 / len(G))          # R^2 of u on the mean of the G columns
+    a = (1.0 - rho) ** 2
+    return float(np.sqrt(R * (1.0 - a) / (a - 1.0 + q))) if rho > 0 else 0.0
+
+
+def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: np.random.Generator,
+              rho: float = 0.08, rng_extra: np.random.Generator | None = None) -> StudyData:
+    """A table of ``shape`` under ``scenario`` (head-level draws from ``rng_heads``, the rest from ``rng``);
+    ``rng_extra``: also the B2 and I columns, as cell-level noise drawn from it (so that every
+    comparison of the protocol runs, e.g. to time the study; the other columns are unchanged)."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}")
+    b1 = [c for c in block_columns("B1") if c not in CATEGORICAL]
+    hc = [c for c in b1 if c in shape.head_constant]
+    cell = [c for c in b1 if c not in shape.head_constant]
+    gamma = _gamma(rho) if scenario == "gain" else 0.0
+    shift = {}
+    cols = {c: [] for c in b1 + list(G)}
+    y, src, heads, fams, dom = [], [], [], [], []
+    for name, n_h, n_s, pool in shape.families:
+        F = rng_heads.standard_normal((n_h, 3))
+        L = rng_heads.standard_normal((3, len(hc)))
+        seen = F @ np.array([1.0, 0.6, 0.4]) / np.sqrt(1.52) * HEAD_SEEN
+        unseen = HEAD_UNSEEN * rng_heads.standard_normal(n_h)
+        Xh = F @ L                                          # B1's head-constant columns: rank 3
+        Gh = rng_heads.standard_normal((n_h, len(G)))       # head-level constants of the identity blocks
+        for s in range(n_s):
+            key = f"{pool}:s{s}"
+            if key not in shift:
+                shift[key] = SOURCE_SD * rng.standard_normal()
+        n = n_h * n_s
+        h_idx = np.repeat(np.arange(n_h), n_s)
+        s_idx = np.tile(np.arange(n_s), n_h)
+        Xc = rng.standard_normal((n, len(cell)))
+        beta = np.zeros(len(cell))
+        beta[:4] = (1.0, 0.7, 0.5, 0.3)[:min(4, len(cell))]
+        u = rng.standard_normal(n)
+        eta = rng.standard_normal((n, len(G)))
+        if scenario == "gain":
+            Gx = u[:, None] + G_NOISE * eta
+        elif scenario == "head-identity":
+            Gx = Gh[h_idx] + IDENTITY_NOISE * eta
+        elif scenario == "head-constant":
+            Gx = Gh[h_idx]
+        else:
+            Gx = eta
+        yf = (seen[h_idx] + unseen[h_idx] + Xc @ beta + np.array([shift[f"{pool}:s{s}"] for s in s_idx])
+              + gamma * u + NOISE * rng.standard_normal(n))
+        for j, c in enumerate(hc):
+            cols[c].append(Xh[h_idx, j])
+        for j, c in enumerate(cell):
+            cols[c].append(Xc[:, j])
+        for j, c in enumerate(G):
+            cols[c].append(Gx[:, j])
+        y.append(yf)
+        src += [f"{pool}:s{s}" for s in s_idx]
+        heads += [f"{name}:h{h}" for h in h_idx]
+        fams += [name] * n
+        dom += [pool] * n
+    numeric = {c: np.concatenate(v) for c, v in cols.items()}
+    if rng_extra is not None:
+        n = len(fams)
+        numeric.update({c: rng_extra.standard_normal(n) for c in B2_EXTRA + I})
+    return StudyData.build(numeric, {"family": fams, "b0_domain": dom}, np.concatenate(y), src, heads, fams)
+
+
+def _rows(scenario: str) -> list:
+    if scenario == "loho-null":
+        return [_c("B1", "G", "B1 vs B1+G, leave one head out", clusters="head")]
+    return [_c("B1", "G"), _c("B1", "G", placebo_name("G"), placebo="heads"),
+            _c("B1", "G", demeaned_name("G"), demean=True)]
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """Per scenario and row: the estimates (aggregate) of every replication, and the verdicts."""
+
+    shape: Shape
+    scenario: str
+    replications: int
+    rho: float
+    estimates: dict      # row name -> list of aggregate Estimates
+    verdicts: list       # reading rule verdict on G per replication
+
+    def rate(self, row: str, pred) -> float:
+        return float(np.mean([pred(e) for e in self.estimates[row]]))
+
+    def coverage(self, row: str, what: str = "rho") -> float:
+        ests = self.estimates[row]
+        truth = np.mean([getattr(e, what) for e in ests])
+        return float(np.mean([getattr(e, f"{what}_ci")[0] <= truth <= getattr(e, f"{what}_ci")[1] for e in ests]))
+
+
+def calibrate(shape: Shape, scenario: str, replications: int, seed: int, rho: float = 0.08,
+              permutations: int = 5) -> CalibrationResult:
+    """Run ``scenario`` ``replications`` times (see the module docstring)."""
+    k = SCENARIOS.index(scenario)
+    rows = _rows(scenario)
+    ests = {c.name: [] for c in rows}
+    verdicts = []
+    heads_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k, 2**31)))
+    head_state = heads_rng.bit_generator.state
+    for i in range(replications):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k, i)))
+        if scenario == "loho-null":
+            hr = rng                                       # heads redrawn every replication
+        else:
+            hr = np.random.default_rng()
+            hr.bit_generator.state = head_state            # the scenario's heads, every replication
+        data = synthetic(shape, scenario, hr, rng, rho)
+        res = compare(data, rows, seed=seed + i, permutations=permutations)
+        for r in res:
+            if r.reason:
+                raise StudyError(f"the shape is too small for the self-check: {r.reason}")
+            ests[r.comparison.name].append(r.estimates[AGGREGATE])
+        verdicts.append(reading(res, "G"))
+    return CalibrationResult(shape, scenario, replications, rho, ests, verdicts)
+
+
+def _se(p: float, n: int) -> float:
+    return float(np.sqrt(p * (1 - p) / n))
+
+
+def report_lines(results: dict) -> tuple:
+    """``(lines, failed checks)`` for ``{scenario: CalibrationResult}``."""
+    lines, failed = [], []
+    gain_row, pl, dm = "B1 vs B1+G", placebo_name("G"), demeaned_name("G")
+
+    def check(name, ok, text):
+        lines.append(f"  [{'ok' if ok else 'FAIL'}] {name}: {text}")
+        if not ok:
+            failed.append(name)
+
+    lower = lambda e: e.delta_ci[0] > 0   # noqa: E731
+    for sc, r in results.items():
+        n = r.replications
+        lines.append(f"{sc} ({n} replications):")
+        if sc == "null":
+            fpr = r.rate(gain_row, lower)
+            check("null false-positive rate", fpr <= 0.05 + 2 * _se(0.05, n),
+                  f"{fpr:.3f} of primary intervals exclude 0 from below (target <= 0.05 within "
+                  f"2 simulation sd {2 * _se(0.05, n):.3f}; one-sided nominal 0.025)")
+            for row in (gain_row, dm):
+                cov = r.coverage(row)
+                check(f"coverage ({row})", abs(cov - 0.95) <= 2 * _se(0.95, n) + 0.01,
+                      f"{cov:.3f} of rho intervals cover the simulation mean (target 0.95 +- {2 * _se(0.95, n) + 0.01:.3f})")
+            lines.append(f"  head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts G as geometry in "
+                         f"{np.mean([v == 'gain counted as geometry' for v in r.verdicts]):.3f}")
+        elif sc == "gain":
+            power = r.rate(gain_row, lower)
+            mean_rho = np.mean([e.rho for e in r.estimates[gain_row]])
+            lines.append(f"  [{'ok' if power >= 0.80 else 'LOW'}] power at planted rho {r.rho}: {power:.3f} "
+                         f"(mean estimated rho {mean_rho:+.3f}; target >= 0.80; low power is a property of the "
+                         f"shape, not a failed check)")
+            cov = r.coverage(gain_row)
+            check(f"coverage ({gain_row}, gain)", abs(cov - 0.95) <= 2 * _se(0.95, n) + 0.01,
+                  f"{cov:.3f} (target 0.95 +- {2 * _se(0.95, n) + 0.01:.3f})")
+            lines.append(f"  demeaned row finds it {r.rate(dm, lower):.3f}; head-level placebo flags "
+                         f"{r.rate(pl, lower):.3f}; reading rule counts it as geometry "
+                         f"{np.mean([v == 'gain counted as geometry' for v in r.verdicts]):.3f}")
+        elif sc in ("head-identity", "head-constant"):
+            spurious = r.rate(gain_row, lower)
+            counted = float(np.mean([v == "gain counted as geometry" for v in r.verdicts]))
+            lines.append(f"  primary row finds a (spurious) gain in {spurious:.3f}, mean rho "
+                         f"{np.mean([e.rho for e in r.estimates[gain_row]]):+.3f}; head-level placebo flags "
+                         f"{r.rate(pl, lower):.3f}; demeaned row finds a gain {r.rate(dm, lower):.3f}")
+            check(f"{sc} flagged", counted <= 0.05 + 2 * _se(0.05, n),
+                  f"the reading rule counts the block as geometry in {counted:.3f} (target <= 0.05)")
+            if sc == "head-constant":
+                worst = max(abs(e.delta) for e in r.estimates[dm])
+                check("head-constant block dropped when demeaned", worst == 0.0,
+                      f"largest |Delta| of the demeaned row {worst:.3g} (target exactly 0)")
+        elif sc == "loho-null":
+            row = "B1 vs B1+G, leave one head out"
+            fpr = r.rate(row, lower)
+            cov = r.coverage(row)
+            check("leave-one-head-out false-positive rate", fpr <= 0.05 + 2 * _se(0.05, n),
+                  f"{fpr:.3f} (heads redrawn each replication; target <= 0.05)")
+            check("leave-one-head-out coverage", cov >= 0.95 - 2 * _se(0.95, n) - 0.01,
+                  f"{cov:.3f} of rho intervals cover the mean over head draws (target >= 0.95 - "
+                  f"{2 * _se(0.95, n) + 0.01:.3f}: this sensitivity row may be conservative)")
+    return lines, failed
