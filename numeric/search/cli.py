@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.heads.extract import softmax_rows
+from numeric.safeio import SafeIOError, check_target
 
 PROG = "python -m numeric bracket"
 #: Runs whose budgets could take longer than this (seconds), or targets of at least
@@ -180,13 +181,14 @@ def main(argv=None) -> int:
 
         eps_items = parse_eps_list(args.eps)
         effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
+        check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (issue 25)
         raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)
             A, logits = softmax_rows(H), H
         else:
             A, logits = validate_matrix(raw, "matrix"), None
-    except (InputError, ValueError) as exc:
+    except (InputError, ValueError) as exc:     # SafeIOError is a ValueError
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 
@@ -207,7 +209,11 @@ def main(argv=None) -> int:
         print(f"{PROG}: aborted: nothing written", file=sys.stderr)
         return EXIT_STOPPED
     stopped = bool(out.provenance.get("stopped"))
-    path = write_bracket_file(args.out, out.cells, out.tensors)
+    try:
+        path = write_bracket_file(args.out, out.cells, out.tensors)
+    except SafeIOError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
 
     reports = _self_check(path)
     if reports is None:
