@@ -179,10 +179,7 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list) -> tuple[dict,
         todo = {f: paths[f] for f in digests if f not in results}
         for f, result in verify_files(todo, workers).items():
             results[f] = result
-            try:
-                vcache.store(out, digests[f], result)
-            except SafeIOError as e:
-                errors.append(f"the record of the exact pass of {escape(f)} was not written: {e}")
+            vcache.store(out, digests[f], result)     # a refused target (a link, a FIFO) is SafeIOError: exit 2
     return results, from_records
 
 
@@ -233,10 +230,8 @@ def _key_labels(key: str) -> tuple | None:
     return (int(m.group(1)), int(m.group(2)), bool(m.group(3))) if m else None
 
 
-def bind_row(r: dict, rep: dict, head: dict, run: dict | None) -> str | None:
-    """Why the row ``r`` (of record ``r["_key"]``) is not bound to its head and run, or None.
-
-    ``rep``: the exact pass's report of the row's cell; ``head``: the hashes of ``heads/<key>``."""
+def bind_names(r: dict) -> str | None:
+    """Why the row ``r`` (of record ``r["_key"]``) does not name its own file, cell and head, or None."""
     key = r["_key"]
     eps = str(Fraction(r["eps"]))
     if r["file"] != f"{BRACKETS_DIR}/{key}.safetensors":
@@ -246,6 +241,15 @@ def bind_row(r: dict, rep: dict, head: dict, run: dict | None) -> str | None:
     labels = _key_labels(key)
     if labels is None or labels[:2] != (r["layer"], r["head"]) or labels[2] != (r.get("cell_kind") == NATIVE):
         return f"the row says layer {r['layer']} head {r['head']} ({r.get('cell_kind')}), its key {key} another head"
+    return None
+
+
+def bind_row(r: dict, rep: dict, head: dict, run: dict | None) -> str | None:
+    """Why the row ``r`` (of record ``r["_key"]``) is not bound to its head and run, or None.
+
+    ``rep``: the exact pass's report of the row's cell; ``head``: the hashes of ``heads/<key>``."""
+    key = r["_key"]
+    eps = str(Fraction(r["eps"]))
     if "error" in head:
         return head["error"]
     if rep.get("logits_sha256") != head["logits"]:
@@ -275,6 +279,10 @@ def bind_row(r: dict, rep: dict, head: dict, run: dict | None) -> str | None:
 def _check_row(r: dict, verdicts: dict, heads: dict, run, errors: list) -> dict | None:
     """The row with the exact pass's ranks, verdicts, shape, witness kinds and slack, or None (an error)."""
     cid, f = r["cell_id"], r["file"]
+    why = bind_names(r)
+    if why is not None:
+        errors.append(f"{cid}: not bound to its head: {why}")
+        return None
     result = verdicts.get(f)
     if result is None:
         errors.append(f"{cid}: bracket file {f} is missing")
