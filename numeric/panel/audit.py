@@ -176,8 +176,9 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list) -> tuple[dict,
                 if d is not None and (r := vcache.lookup(out, d)) is not None:
                     results[f] = r
         from_records = sum(1 for f in results if digests[f] is not None)
-        todo = {f: paths[f] for f in digests if f not in results}
-        for f, result in verify_files(todo, workers).items():
+        todo = {str(out / f): paths[f] for f in digests if f not in results}     # by the file's own path
+        for p, result in verify_files(todo, workers).items():
+            f = Path(p).relative_to(out).as_posix()
             results[f] = result
             vcache.store(out, digests[f], result)     # a refused target (a link, a FIFO) is SafeIOError: exit 2
     return results, from_records

@@ -162,7 +162,7 @@ def _header(rows, s, run) -> list:
     info = run_summary(run)
     code = info["code"]
     L.append(f"Produced with effort preset `{md(info['effort'] or 'unknown')}`, code "
-             f"{md(code.get('version') or '?')} (commit {md(code.get('commit') or 'unknown')}"
+             f"{md(code.get('version') or '?')} (the last run's commit {md(code.get('commit') or 'unknown')}"
              f"{', uncommitted changes' if code.get('dirty') else ''}; sources sha256 "
              f"{md((code.get('source_sha256') or 'unknown')[:DIGEST_CHARS])}), packages "
              + (", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info["versions"].items()) if v) or "unknown")
@@ -297,7 +297,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     record in ``verified/`` where one matches (the report says so in its first lines)."""
     out = Path(out)
     if not out.is_dir():
-        raise ReportError(f"{escape(out)} is not a directory")
+        raise ReportError(f"{escape(out)} is not a panel directory (not a directory)")
     try:
         cells = list_dir(out / CELLS_DIR, root=out, suffix=".json")
         files = list_dir(out / "brackets", root=out, suffix=".safetensors")

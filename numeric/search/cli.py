@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.heads.extract import softmax_rows
-from numeric.safeio import SafeIOError, check_target
+from numeric.safeio import SafeIOError, check_target, escape
 
 PROG = "python -m numeric bracket"
 #: Runs whose budgets could take longer than this (seconds), or targets of at least
@@ -232,7 +232,7 @@ def main(argv=None) -> int:
         for r in rows:
             print(json.dumps(r))
     else:
-        print(f"{path}: {A.shape[0]} x {A.shape[1]} {'logits' if logits is not None else 'matrix'}"
+        print(f"{escape(path, 4096)}: {A.shape[0]} x {A.shape[1]} {'logits' if logits is not None else 'matrix'}"
               + (f", slack <= {out.results[0].slack:.3g}" if logits is not None else ""))
         head = f"{'eps':>8} {'L':>4} {'U':>4} {'SVD':>4}  {'lower witness':<32} {'upper witness':<17} {'s':>6}  attack  exact"
         print(head)
@@ -251,7 +251,7 @@ def main(argv=None) -> int:
             print(f"{PROG}: warning: the stop request ended the search of {r['id']} (recorded as capped)",
                   file=sys.stderr)
     if stopped:
-        print(f"{PROG}: stopped by Ctrl-C: {path} holds the {len(rows)} of {len(eps_items)} tolerance(s) "
+        print(f"{PROG}: stopped by Ctrl-C: {escape(path, 4096)} holds the {len(rows)} of {len(eps_items)} tolerance(s) "
               "searched so far", file=sys.stderr)
     return 1 if bad else EXIT_STOPPED if stopped else 0
 
