@@ -53,6 +53,13 @@ def panel(clean, tmp_path):
     return out
 
 
+@pytest.fixture(autouse=True)
+def no_plots(request, monkeypatch):
+    """The figures are drawn only where a case is about them (they take most of a report's time)."""
+    if "figures" not in request.node.name and "clean" not in request.node.name:
+        monkeypatch.setattr("numeric.panel.report.plot_all", lambda rows, figdir, root=None: {})
+
+
 @contextlib.contextmanager
 def bounded(seconds=BOUND):
     def fire(*_):

@@ -28,8 +28,8 @@ MAX_EPS_TEXT, MAX_INT = 64, 10**9
 MAX_ROWS, MAX_CELLS = 10_000, 100_000
 STATUSES = ("ok", "dropped_mass", "dropped_local")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-#: A record key: printable ASCII without path separators (``numeric.panel.cell.CellTask.key``).
-_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")
+#: Longest record key (``numeric.panel.cell.CellTask.key``: letters, digits and ``._+=-``, no path separator).
+MAX_KEY = 200
 
 
 class SchemaError(ValueError):
@@ -37,7 +37,8 @@ class SchemaError(ValueError):
 
 
 def record_key_ok(key: str) -> bool:
-    return bool(_KEY.fullmatch(key))
+    """A record key: 1 to ``MAX_KEY`` letters, digits or ``._+=-``, not starting with a dot."""
+    return 0 < len(key) <= MAX_KEY and key[0] != "." and all(c.isalnum() or c in "._+=-" for c in key)
 
 
 def _is_int(x) -> bool:
