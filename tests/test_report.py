@@ -199,7 +199,7 @@ def test_record_with_another_tolerance(panel_dir, tmp_path):
     doc = json.loads(rec.read_text())
     doc["rows"][0]["eps"] = "1/3"
     rec.write_text(json.dumps(doc))
-    assert_error(out, doc["rows"][0]["cell_id"], "eps = 1/3")
+    assert_error(out, doc["rows"][0]["cell_id"], "not bound to its head", "eps=1/3")
 
 
 def test_capped_cells_listed(panel_dir, tmp_path):

@@ -54,6 +54,8 @@ DIGEST_CHARS = 16
 MASS_DIGITS = 3
 
 
+#: Characters of one error line kept (stderr and report.md).
+ERROR_LINE = 400
 #: Hex digits of a head file's logits hash shown in the report.
 HEAD_DIGEST_CHARS = 16
 #: The string columns of a row, escaped for Markdown before the report shows them.
@@ -78,9 +80,9 @@ class Report:
         return not self.errors and self.verified == self.brackets
 
 
-def md(x) -> str:
+def md(x, limit: int | None = None) -> str:
     """A string from the panel directory, as Markdown text: printable ASCII, escaped, cut, no table bar."""
-    return escape(x).replace("|", "\\|")
+    return (escape(x) if limit is None else escape(x, limit)).replace("|", "\\|")
 
 
 def _shown(r: dict) -> dict:
@@ -316,7 +318,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     families = _families(out, checked, shown, gate, errors)
     L = _header([_shown(r) for r in checked.rows], shown, checked.run)
     L.insert(1, _trust_line(checked, trust_records))
-    L += _integrity(shown, [md(e) for e in errors]) + _tables(shown) + families
+    L += _integrity(shown, [md(e, ERROR_LINE) for e in errors]) + _tables(shown) + families
     L += _figures_and_drops(shown, out)
     section = _geometry_section(shown["verified_rows"], out)
     if section:
@@ -359,7 +361,7 @@ def main(argv=None) -> int:
         print(f"{PROG}: --trust-records: the exact pass of some files was read from DIR/verified, not re-run",
               file=sys.stderr)
     for e in rep.errors:
-        print(f"{PROG}: error: {escape(e, 400)}", file=sys.stderr)
+        print(f"{PROG}: error: {escape(e, ERROR_LINE)}", file=sys.stderr)
     if rep.verified < rep.brackets:
         print(f"{PROG}: {rep.brackets - rep.verified} of {rep.brackets} brackets not verified", file=sys.stderr)
     return 0 if rep.ok else EXIT_FAILED
