@@ -173,11 +173,12 @@ def _header(rows, s, run) -> list:
     if isinstance(summary, dict) and "run" in summary:
         L.append(f"Last panel run: {summary['run']} cells computed, {summary['skipped']} resumed, "
                  f"{summary['seconds']:.0f} s wall.\n")
-    L.append("Every rank below comes from re-verifying the bracket files with the exact tier when this report "
-             "was written (`exact.verify`, the checker behind `python -m exact verify`), not from the panel's "
-             "records, and every row is bound to its head file (`heads/<key>.safetensors`: the hashes of its logits "
-             "and matrix are those the exact pass saw; listed at the end). U is a checked constructive budget, not a minimum; where L < U the eps-rank is only "
-             "known to lie in the interval.\n")
+    L.append("Every rank, shape, witness kind and slack below comes from the exact tier's pass on the bracket "
+             "files (`exact.verify`, the checker behind `python -m exact verify`; run for this report unless the "
+             "first line says records were trusted), not from the panel's records, and every row is bound to its "
+             "head file (`heads/<key>.safetensors`: the hashes of its logits and matrix are those the exact pass "
+             "saw; listed at the end). U is a checked constructive budget, not a minimum; where L < U the eps-rank "
+             "is only known to lie in the interval.\n")
     return L
 
 
