@@ -308,7 +308,8 @@ def read_json(path, *, limit: int, max_depth: int = MAX_DEPTH, root=None):
     except MemoryError:
         raise SafeIOError(f"{escape(path)}: out of memory parsing it") from None
     except ValueError as e:
-        raise SafeIOError(f"{escape(path)}: not JSON ({escape(str(e).splitlines()[0] if str(e) else type(e).__name__, 80)})") from None
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SafeIOError(f"{escape(path)}: not JSON ({escape(why, 80)})") from None
     try:
         json_depth(doc, max_depth)
     except SafeIOError as e:

@@ -172,7 +172,8 @@ def test_trust_records_is_stated_in_the_first_lines(panel, capsys):
 def test_mutant_without_reverification_fails_the_forged_record_test(panel, capsys, monkeypatch):
     """Mutation: an audit that reads records by default (the old behaviour) reports the refuted file verified."""
     real = audit_mod.audit
-    monkeypatch.setattr("numeric.panel.report.audit", lambda out, workers=None, reverify=True: real(out, workers, False))
+    monkeypatch.setattr("numeric.panel.report.audit",
+                        lambda out, workers=None, reverify=True: real(out, workers, False))
     cid, _ = forge_refuted(panel)
     with pytest.raises(AssertionError):
         check_forged(panel, capsys, cid)
@@ -351,8 +352,10 @@ REC = f"cells/{KEY}.json"
 BR = f"brackets/{KEY}.safetensors"
 HOSTILE = {
     "record not JSON": (lambda o: _write(o / REC, "{not json"), "not JSON"),
-    "record without rows": (lambda o: _write(o / REC, json.dumps({"signature": {"identity": IDENTITY}})), "rows is not a list"),
-    "record rows an object": (lambda o: _write(o / REC, json.dumps({"signature": {}, "rows": {"a": 1}})), "rows is not a list"),
+    "record without rows": (lambda o: _write(o / REC, json.dumps({"signature": {"identity": IDENTITY}})),
+                            "rows is not a list"),
+    "record rows an object": (lambda o: _write(o / REC, json.dumps({"signature": {}, "rows": {"a": 1}})),
+                              "rows is not a list"),
     "record nested 100000 deep": (lambda o: _write(o / REC, "[" * 100_000 + "]" * 100_000), "too deep"),
     "record a directory": (lambda o: _dir(o / REC), "is a directory, not a regular file"),
     "record a FIFO": (lambda o: _fifo(o / REC), "is a FIFO, not a regular file"),
