@@ -4,9 +4,12 @@ The format is defined in one place, the trusted core's ``exact.bracketfile``
 (``FORMAT``, ``VERSION``, the reader); this writer takes its constants from
 there. Writing is not checking, so it lives outside the trusted core: a bug
 here makes a file the reader refuses or a claim it refutes, never a false
-claim verified. It needs only numpy and safetensors, so every producer may
-import it: the float tier, ``oracles`` and ``proofs_checks``
-(``tests/test_architecture.py``).
+claim verified. It needs only numpy, safetensors and ``numeric.safeio`` (the
+standard library), so every producer may import it: the float tier,
+``oracles`` and ``proofs_checks`` (``tests/test_architecture.py``). The file
+is written through ``numeric.safeio.write_bytes``: atomically, and never over
+anything that is not a regular file (a link, a directory, a FIFO, a device
+node is refused with ``numeric.safeio.SafeIOError``, issue 25).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from exact.bracketfile import FORMAT, VERSION
+from numeric.safeio import write_bytes
 
 __all__ = ["FORMAT", "VERSION", "write_bracket_file", "rational_string"]
 
@@ -39,13 +43,15 @@ def rational_string(x) -> str:
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
-def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray]) -> Path:
+def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray], *, root=None) -> Path:
     """Write ``cells`` (CELL dicts of format v1) and their 2-D float64 tensors.
 
     Every tensor name a cell refers to must be in ``tensors``; tensors are
-    written C-contiguous as float64. Returns the path written.
+    written C-contiguous as float64. ``root``: no symbolic link is followed
+    between it and ``path`` (``numeric.safeio``; default the file's directory).
+    Returns the path written; ``numeric.safeio.SafeIOError`` when the path is refused.
     """
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
     out = {}
     for name, arr in tensors.items():
@@ -56,7 +62,4 @@ def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray]) 
             raise ValueError(f"tensor {name!r} has NaN or Inf")
         out[name] = a
     doc = {"format": FORMAT, "version": VERSION, "cells": cells}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(out, str(path), metadata={"softrank": json.dumps(doc)})
-    return path
+    return write_bytes(Path(path), save(out, metadata={"softrank": json.dumps(doc)}), root=root)

@@ -683,8 +683,12 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print a JSON array, one object per cell")
     parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1)")
     args = parser.parse_args(argv)
+    from numeric.safeio import SafeIOError, check_target, escape
+
     given = [v is not None for v in (args.t, args.s, args.eps)]
     try:
+        if args.export:
+            check_target(args.export)   # refused before any work: a link, a directory, a FIFO, a device
         if any(given) and not all(given):
             raise MalformedInput("--t, --s and --eps go together")
         if all(given):
@@ -695,11 +699,12 @@ def main(argv=None) -> int:
             facts = (row_stochastic_fact(), hierarchy_fact())
         if args.export:
             export_cells(args.export, [c for c, _ in rows])
-    except (MalformedInput, ExportRefused) as exc:
+    except (MalformedInput, ExportRefused, SafeIOError) as exc:
         print(f"python -m oracles.twobit: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"python -m oracles.twobit: error: cannot write {args.export}: {exc.strerror}", file=sys.stderr)
+        print(f"python -m oracles.twobit: error: cannot write {escape(args.export)}: "
+              f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
         return 2
     ok = all(c.closed and c.verified and (p is None or p == c.lower) for c, p in rows)
     if facts is not None:
@@ -716,7 +721,8 @@ def main(argv=None) -> int:
             print()
             print(_facts_text(*facts))
         if args.export:
-            print(f"\nwrote {len(rows)} cell(s) to {args.export}; check with: python -m exact verify {args.export}")
+            shown = escape(args.export, 4096)
+            print(f"\nwrote {len(rows)} cell(s) to {shown}; check with: python -m exact verify {shown}")
         print("\nall cells closed and verified" if ok else "\nNOT all cells closed and verified")
     return 0 if ok else 1
 

@@ -9,21 +9,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ("exact", "numeric", "oracles", "proofs_checks", "softrank")
 #: package -> project packages it may import (prefix match on the imported module)
-#: ``numeric.bracketwriter`` (numpy and safetensors only) is the one float-tier module every producer may use.
+#: ``numeric.bracketwriter`` (numpy and safetensors only) is the one float-tier module every producer may use,
+#: with ``numeric.safeio`` (the standard library only): the safe writer and reader (issue 25).
 ALLOWED = {
     "exact": ("exact",),
-    "numeric.bracketwriter": ("exact",),
-    "oracles": ("exact", "oracles", "numeric.bracketwriter"),
-    "proofs_checks": ("exact", "proofs_checks", "numeric.bracketwriter"),
-    "numeric.heads": ("exact", "numeric.heads"),
-    "numeric.search": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter"),
-    "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry"),
+    "numeric.safeio": (),
+    "numeric.bracketwriter": ("exact", "numeric.safeio"),
+    "oracles": ("exact", "oracles", "numeric.bracketwriter", "numeric.safeio"),
+    "proofs_checks": ("exact", "proofs_checks", "numeric.bracketwriter", "numeric.safeio"),
+    "numeric.heads": ("exact", "numeric.heads", "numeric.safeio"),
+    "numeric.search": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio"),
+    "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry", "numeric.safeio"),
     "numeric.panel": ("exact", "numeric.heads", "numeric.search", "numeric.geometry", "numeric.panel",
-                      "numeric.bracketwriter"),
-    "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study"),
+                      "numeric.bracketwriter", "numeric.safeio"),
+    "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study",
+                      "numeric.safeio"),
     # the Python front door sits on top: it may use every tier below it, and nothing imports it
-    "softrank": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "oracles", "proofs_checks",
-                 "softrank"),
+    "softrank": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio", "oracles",
+                 "proofs_checks", "softrank"),
 }
 FORBIDDEN_IN_CORE = ("torch", "transformers", "scipy", "sklearn", "highspy", "numeric")
 
@@ -65,8 +68,8 @@ def test_trusted_core_imports_no_float_machinery():
 
 def test_the_writer_imports_no_float_machinery():
     """``oracles`` and ``proofs_checks`` may use the writer because it pulls in no float search."""
-    bad = [name for p in _modules("numeric.bracketwriter") for name in _imports(p)
-           if name.split(".")[0] in FORBIDDEN_IN_CORE]
+    bad = [name for pkg in ("numeric.bracketwriter", "numeric.safeio") for p in _modules(pkg) for name in _imports(p)
+           if name.split(".")[0] in FORBIDDEN_IN_CORE and name != "numeric.safeio"]
     assert not bad, bad
 
 

@@ -22,12 +22,13 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from numeric.panel.provenance import write_run  # noqa: E402
+from numeric.search.effort import package_versions  # noqa: E402
 from numeric.panel.report import main, summarise, write_report  # noqa: E402
 from numeric.panel.table import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-IDENTITY = {"effort": "quick", "eps": ["1/4", "1/2"], "versions": {"numpy": "9.9.9", "torch": "8.8.8"},
-            "code": {"version": "0.1.0", "source_sha256": "ab" * 32}}
+IDENTITY = {"effort": "quick", "eps": ["1/4", "1/2"], "versions": package_versions(),
+            "code": {"version": package_versions()["softrank-verify"], "source_sha256": "ab" * 32}}
 CODE_VERSION = {"version": "0.1.0", "commit": "c0ffee", "dirty": False}
 N_CELLS = 3
 EPS = ("1/4", "1/2")
@@ -50,26 +51,40 @@ def report_cli(path):
                           text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def panel_dir(tmp_path_factory):
-    """A panel directory of real bracket files; the ranks are those the files claim."""
+def build_panel(out, heads=N_CELLS, seed=0):
+    """A panel directory of real bracket files (searched with their logits, as the panel does), head files
+    and records; the ranks are those the files claim."""
+    from safetensors.numpy import save_file
+
     from numeric.heads.extract import softmax_rows
     from numeric.search import search_brackets
     from numeric.search.export import write_bracket_file
 
-    out = tmp_path_factory.mktemp("panel")
     write_run(out, IDENTITY, argv=[], summary=None)
     run = json.loads((out / "panel.json").read_text())
     (out / "panel.json").write_text(json.dumps(dict(run, code_version=CODE_VERSION)))
-    for head in range(N_CELLS):
+    for head in range(heads):
         key = f"L0H{head}_s00"
-        logits = 3.0 * np.random.default_rng(head).standard_normal((8, 8))
-        res = search_brackets(softmax_rows(logits), list(EPS), id_prefix=key, attack=False, effort="quick")
+        logits = 3.0 * np.random.default_rng(head + seed).standard_normal((8, 8))
+        A = softmax_rows(logits)
+        prov = {"model": "m", "family": "encoder", "cell_kind": "full", "layer": 0, "head": head, "source": "text:0"}
+        res = search_brackets(A, list(EPS), logits=logits, id_prefix=key, attack=False, effort="quick",
+                              provenance=prov)
         write_bracket_file(out / "brackets" / f"{key}.safetensors", res.cells, res.tensors)
+        (out / "heads").mkdir(exist_ok=True)
+        save_file({"logits": logits, "matrix": A, "Q": logits[:, :2].copy(), "K": logits[:, 2:4].copy()},
+                  str(out / "heads" / f"{key}.safetensors"))
         rows = [row(0, head, 0, c["eps"], c["lower"]["rank"], c["upper"]["rank"], n=8, cell_id=c["id"],
-                    file=f"brackets/{key}.safetensors") for c in res.cells]
+                    file=f"brackets/{key}.safetensors", cell_kind="full",
+                    lower_witness=c["lower"]["witness"]["kind"], upper_witness=c["upper"]["witness"]["kind"],
+                    slack=float(Fraction(c["target"]["slack"]))) for c in res.cells]
         write_record(out, key, {"signature": {"identity": IDENTITY}, "rows": rows})
     return out
+
+
+@pytest.fixture(scope="module")
+def panel_dir(tmp_path_factory):
+    return build_panel(tmp_path_factory.mktemp("panel"))
 
 
 def damaged(panel_dir, tmp_path) -> Path:
@@ -96,7 +111,8 @@ def test_clean_panel_reverified(panel_dir):
     assert f"| brackets re-verified exactly (both sides) | {n} | {n} |" in text
     assert "## Errors" not in text
     # the report says what produced the run
-    assert "effort preset `quick`" in text and "numpy 9.9.9" in text and "commit c0ffee" in text
+    assert "effort preset `quick`" in text and f"numpy {np.__version__}" in text and "commit c0ffee" in text
+    assert "Every bracket file (3) was re-verified" in text.splitlines()[2]
     for png in ("brackets_per_head.png", "u_over_l.png", "resolved_per_layer.png", "u_over_n.png"):
         assert (panel_dir / "figures" / png).stat().st_size > 1000
         assert f"figures/{png}" in text
@@ -183,7 +199,7 @@ def test_record_with_another_tolerance(panel_dir, tmp_path):
     doc = json.loads(rec.read_text())
     doc["rows"][0]["eps"] = "1/3"
     rec.write_text(json.dumps(doc))
-    assert_error(out, doc["rows"][0]["cell_id"], "eps = 1/3")
+    assert_error(out, doc["rows"][0]["cell_id"], "not bound to its head", "eps=1/3")
 
 
 def test_capped_cells_listed(panel_dir, tmp_path):

@@ -56,9 +56,10 @@ def _lower_json(c, prefix: str) -> tuple[dict, dict]:
     return {"kind": c.kind, **names}, {names[k]: v for k, v in c.tensors.items()}
 
 
-def _fallback(out: Path, bf, cell) -> tuple[int, str]:
+def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
     """The best verified direct certificate (trivial, K.2, pinv) on the cell's own target."""
     from numeric.bracketwriter import write_bracket_file
+    from numeric.safeio import write_bytes
     from exact.rational import format_rational
     from exact.verify import verify_file
     from numeric.search.frobenius import frobenius, trivial
@@ -85,28 +86,46 @@ def _fallback(out: Path, bf, cell) -> tuple[int, str]:
         cells.append({"id": f"{cell.id}/without-decoded/{c.family}", "eps": cell.eps_text, "target": target,
                       "lower": {"rank": int(c.rank), "witness": lower},
                       "upper": {"rank": int(min(A.shape)), "witness": {"kind": "trivial"}}})
-    path = out / ABLATION_DIR / f"{cell.id.replace('/', '_')}.safetensors"
-    write_bracket_file(path, cells, tensors)
+    # verified from a private copy, then written into DIR (numeric.safeio: never over a link or a non-file)
+    tmp = Path(tmpdir) / f"{len(list(Path(tmpdir).iterdir()))}.safetensors"
+    write_bracket_file(tmp, cells, tensors)
+    reports = verify_file(tmp)
+    write_bytes(out / ABLATION_DIR / f"{cell.id.replace('/', '_')}.safetensors", tmp.read_bytes(), root=out)
     best = (0, "none")
-    for c, rep in zip(cands, verify_file(path)):
+    for c, rep in zip(cands, reports):
         if rep.lower.verified and rep.lower.rank > best[0]:
             best = (int(rep.lower.rank), c.family)
     return best
 
 
 def ablated_lowers(out, rows: list, eps: Fraction, family: str = DECODED) -> dict:
-    """``{cell_id: Ablated}`` for the verified ``rows`` at ``eps`` (rows of ``numeric.panel.audit``)."""
-    from exact.bracketfile import read_bracket_file
+    """``{cell_id: Ablated}`` for the verified ``rows`` at ``eps`` (rows of ``numeric.panel.audit``).
 
-    out = Path(out)
+    Each bracket file is read from a private copy (``numeric.safeio.snapshot``: a regular file of ``out``,
+    no link followed, the audit's size limit)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="softrank-ablation-") as tmpdir:
+        return _ablated(Path(out), rows, eps, family, tmpdir)
+
+
+def _ablated(out: Path, rows: list, eps: Fraction, family: str, tmpdir: str) -> dict:
+    from exact.bracketfile import read_bracket_file
+    from numeric.panel.audit import BRACKET_BYTES
+    from numeric.safeio import snapshot
+
     verified = [r for r in rows if r.get("status") == "ok" and r.get("verified")]
     result = {}
     files: dict = {}
+    work = Path(tmpdir) / "work"
+    work.mkdir()
     for r in verified:
         if Fraction(r["eps"]) != eps:
             continue
         if r["file"] not in files:
-            bf = read_bracket_file(out / r["file"])
+            copy = Path(tmpdir) / f"in{len(files)}.safetensors"
+            snapshot(out / r["file"], copy, limit=BRACKET_BYTES, root=out)
+            bf = read_bracket_file(copy)
             files[r["file"]] = (bf, {c.id: c for c in bf.cells})
         bf, cells = files[r["file"]]
         cell = cells[r["cell_id"]]
@@ -116,6 +135,6 @@ def ablated_lowers(out, rows: list, eps: Fraction, family: str = DECODED) -> dic
         others = [int(o["L"]) for o in verified if o["file"] == r["file"] and o["cell_id"] != r["cell_id"]
                   and Fraction(o["eps"]) >= eps and _family(cells[o["cell_id"]]) != family]
         best = Ablated(max(others), "other tolerance") if others else Ablated(0, "none")
-        L, how = _fallback(out, bf, cell)
+        L, how = _fallback(out, bf, cell, work)
         result[r["cell_id"]] = best if best.L >= L else Ablated(L, how)
     return result

@@ -1,106 +1,289 @@
-"""The report's source of truth: every bracket file of a panel re-verified (issue 12 item 4).
+"""The report's source of truth: every bracket file of a panel re-verified, every row bound to its head
+(issue 12 item 4, issue 25).
 
-``audit(out)`` re-verifies every bracket file under ``DIR/brackets`` with the
-exact tier (``exact.verify.verify_file``, one process per core) and checks
-each cell record against that pass. The rows it returns carry the ranks and
-verdicts of the exact pass, not those the panel wrote; everything that does
-not add up is an error, never skipped:
+A panel directory is untrusted input: anyone who can write it can write any
+record, bracket file or head file in it. ``audit(out)`` trusts nothing in it
+but what the exact tier derives there and the hashes of the head files:
 
-- a record that is unreadable, or of another run identity than ``panel.json``;
-- a missing ``panel.json``;
-- a bracket file that is missing or unreadable (malformed);
-- a row whose cell is not in its file, or whose L, U or verdict disagree
-  with the exact pass; a row named twice;
-- a bracket file, or a cell in one, that no record names.
+- every bracket file under ``DIR/brackets`` is copied once (``numeric.safeio.snapshot``:
+  regular files only, a size limit, no link followed) and the copy is
+  re-verified by the exact tier (``exact.verify``, one process per core);
+  the records of an earlier pass (``DIR/verified``, ``numeric.panel.vcache``)
+  are read only when the caller asks (``reverify=False``: the report's
+  ``--trust-records``), and the report says so;
+- every record and ``panel.json`` is read through ``numeric.safeio`` and
+  checked against its schema (``numeric.panel.schema``);
+- every row is bound to its head: the record ``cells/<key>.json`` names the
+  file ``brackets/<key>.safetensors`` and the cell ``<key>/eps=<eps>``; the
+  exact pass's logits and target hashes of that cell equal the SHA-256 of
+  the ``logits`` and ``matrix`` tensors of ``heads/<key>.safetensors``; the
+  row's layer and head are those of the key, and its labels (model, family,
+  kind, layer, head, source) those of the cell's provenance where it has them;
+- the shape, witness kinds, slack, ranks and verdicts of a checked row are
+  the exact pass's (a record that says otherwise is an error);
+- ``panel.json``'s identity (effort, package versions, project version) and
+  tolerances equal those in every cell's provenance.
+
+Everything that does not add up is an error (the report lists it and exits 1),
+never skipped: a record that is unreadable, malformed or of another run
+identity; a missing or malformed ``panel.json``; a bracket file that is missing,
+unreadable or refused; a row whose cell is not in its file, or whose claims
+disagree with the exact pass; a row named twice; a bracket file, or a cell in
+one, that no record names; a head file missing, malformed or of other hashes;
+two heads with the same logits.
 """
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import os
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from numeric.panel.table import CELLS_DIR, RecordError, read_record, sort_key
-from numeric.panel.provenance import PanelError, read_run
+from numeric.panel.provenance import RUN_BYTES
+from numeric.panel.schema import SchemaError, check_record, check_run, record_key_ok
+from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
+from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json, snapshot
 
-__all__ = ["Audit", "audit", "verify_files", "verified_results", "run_summary"]
+__all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
+           "HEAD_BYTES", "RECORD_BYTES", "RUN_BYTES", "bind_row"]
 
 BRACKETS_DIR = "brackets"
+HEADS_DIR = "heads"
+#: Size limits of what the audit reads (bytes): a bracket file, a head file (a cell record and panel.json:
+#: ``numeric.panel.table.RECORD_BYTES``, ``numeric.panel.provenance.RUN_BYTES``).
+BRACKET_BYTES = 1 << 30
+HEAD_BYTES = 1 << 30
+NATIVE = "native-causal"
 
 
 @dataclass(frozen=True)
 class Audit:
-    """The checked rows (ranks and verdicts from the exact pass), the errors, and ``panel.json``."""
+    """The checked rows (ranks and verdicts from the exact pass), the errors, ``panel.json`` (checked against
+    its schema, else None), the number of bracket files whose pass came from a record, and per head key the
+    SHA-256 of its logits."""
 
     rows: list
     errors: list
     run: dict | None
+    from_records: int = 0
+    heads: dict = field(default_factory=dict)
+    files: int = 0
 
 
 def _verify_one(path: str) -> dict:
-    """``{cell id: CellReport.to_json()}`` or ``{"error": message}`` (run in a worker process)."""
+    """``{"cells": {cell id: report JSON}}`` or ``{"error": message}`` (run in a worker process)."""
+    from exact.bracketfile import read_bracket_file
     from exact.verify import verify_file
+    from numeric.panel.vcache import result_of
 
     try:
-        return {"cells": {r.id: r.to_json() for r in verify_file(path)}}
+        return result_of(read_bracket_file(path), verify_file(path))
     except Exception as e:  # noqa: BLE001 - an unreadable file is an error in the report, not a crash
-        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        first = str(e).splitlines()[0] if str(e) else ""
+        return {"error": f"{type(e).__name__}: {escape(first)}"}
 
 
-def verify_files(paths: list, workers: int | None = None) -> dict:
-    """Re-verify ``paths`` in parallel (one process per core; in-process for one file)."""
-    paths = [str(p) for p in paths]
-    workers = min(workers or os.cpu_count() or 1, len(paths))
+def verify_files(paths, workers: int | None = None) -> dict:
+    """Re-verify ``paths`` in parallel (one process per core; in-process for one file). ``paths``: a list,
+    or ``{name: path}``; the result is keyed by name."""
+    named = dict(paths) if isinstance(paths, dict) else {str(p): str(p) for p in paths}
+    workers = min(workers or os.cpu_count() or 1, len(named))
     if workers <= 1:
-        return {p: _verify_one(p) for p in paths}
+        return {k: _verify_one(str(p)) for k, p in named.items()}
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        return dict(zip(paths, pool.map(_verify_one, paths)))
+        return dict(zip(named, pool.map(_verify_one, map(str, named.values()))))
 
 
-def verified_results(out: Path, files: list, workers: int | None = None, reverify: bool = False) -> dict:
-    """The exact pass on every file: from its record (``numeric.panel.vcache``: same bytes, same checker)
-    unless ``reverify``, else verified now and recorded."""
-    from numeric.heads.zoo.common import file_sha256
-    from numeric.panel import vcache
-
-    digests = {str(p): file_sha256(p) for p in files}
-    found = {} if reverify else {p: vcache.lookup(out, d) for p, d in digests.items()}
-    missing = [p for p in digests if found.get(p) is None]
-    for p, result in verify_files(missing, workers).items():
-        vcache.store(out, digests[p], result)
-        found[p] = result
-    return {p: found[p] for p in digests}
+def _read_run(out: Path, errors: list) -> dict | None:
+    path = out / RUN_NAME
+    try:
+        doc = read_json(path, limit=RUN_BYTES, root=out)
+    except SafeIOError as e:
+        errors.append(f"{e}: the run identity is unknown" if "is missing" in str(e) else str(e))
+        return None
+    try:
+        check_run(doc)
+    except SchemaError as e:
+        errors.append(f"{RUN_NAME}: not a panel run record ({e})")
+        return None
+    return doc
 
 
 def _records(out: Path, run: dict | None, errors: list) -> list:
-    """All rows of the records whose identity is the run's; the others are errors."""
+    """All rows of the records whose identity is the run's (each with its record's key); the others are errors."""
     identity = (run or {}).get("identity")
     rows = []
-    for p in sorted((out / CELLS_DIR).glob("*.json")):
+    try:
+        names = list_dir(out / CELLS_DIR, root=out, suffix=".json")
+    except SafeIOError as e:
+        errors.append(str(e))
+        return rows
+    for name in names:
+        rel = f"{CELLS_DIR}/{escape(name)}"
+        key = name[:-len(".json")]
+        if not record_key_ok(key):
+            errors.append(f"{rel}: not a record name (a key of letters, digits and ._+=-)")
+            continue
         try:
-            doc = read_record(p)
-        except RecordError as e:
-            errors.append(str(e))
+            doc = read_json(out / CELLS_DIR / name, limit=RECORD_BYTES, root=out)
+            record_rows = check_record(doc)
+        except SafeIOError as e:
+            errors.append(f"unreadable cell record: {e}")
             continue
-        if identity is not None and (doc.get("signature") or {}).get("identity") != identity:
-            errors.append(f"{p.relative_to(out)}: record of another run identity than panel.json")
+        except SchemaError as e:
+            errors.append(f"{rel}: unreadable cell record ({e})")
             continue
-        rows.extend(doc["rows"])
+        if identity is not None and doc["signature"].get("identity") != identity:
+            errors.append(f"{rel}: record of another run identity than panel.json")
+            continue
+        rows.extend(dict(r, _key=key) for r in record_rows)
     return rows
 
 
-def _same_eps(a, b) -> bool:
+def _snapshots(out: Path, snapdir: str, errors: list) -> tuple[dict, dict]:
+    """({file: snapshot path}, {file: sha256}) of every bracket file; an unreadable one is an error result."""
+    paths, digests = {}, {}
     try:
-        return Fraction(a) == Fraction(str(b))
-    except (TypeError, ValueError, ZeroDivisionError):
-        return False
+        names = list_dir(out / BRACKETS_DIR, root=out, suffix=".safetensors")
+    except SafeIOError as e:
+        errors.append(str(e))
+        return paths, digests
+    for i, name in enumerate(names):
+        rel = f"{BRACKETS_DIR}/{name}"
+        dest = os.path.join(snapdir, f"{i}.safetensors")
+        try:
+            digests[rel] = snapshot(out / BRACKETS_DIR / name, dest, limit=BRACKET_BYTES, root=out)
+            paths[rel] = dest
+        except SafeIOError as e:
+            digests[rel] = None
+            paths[rel] = str(e)
+    return paths, digests
 
 
-def _check_row(r: dict, verdicts: dict, errors: list) -> dict | None:
-    """The row with the exact pass's ranks and verdicts, or None (an error is recorded)."""
-    cid, f = r.get("cell_id") or "?", r.get("file") or "?"
+def _exact_pass(out: Path, workers, reverify: bool, errors: list) -> tuple[dict, int]:
+    """{file: result of the exact pass}, and how many came from records."""
+    from numeric.panel import vcache
+
+    with tempfile.TemporaryDirectory(prefix="softrank-audit-") as snapdir:
+        paths, digests = _snapshots(out, snapdir, errors)
+        results = {f: {"error": f"unreadable: {paths[f]}"} for f, d in digests.items() if d is None}
+        if not reverify:
+            for f, d in digests.items():
+                if d is not None and (r := vcache.lookup(out, d)) is not None:
+                    results[f] = r
+        from_records = sum(1 for f in results if digests[f] is not None)
+        todo = {str(out / f): paths[f] for f in digests if f not in results}     # by the file's own path
+        for p, result in verify_files(todo, workers).items():
+            f = Path(p).relative_to(out).as_posix()
+            results[f] = result
+            vcache.store(out, digests[f], result)     # a refused target (a link, a FIFO) is SafeIOError: exit 2
+    return results, from_records
+
+
+def _sha256(arr) -> str:
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(arr, dtype="<f8").tobytes()).hexdigest()
+
+
+def _head(out: Path, key: str) -> dict:
+    """``{"logits": sha256, "matrix": sha256}`` of ``heads/<key>.safetensors``, or ``{"error": message}``."""
+    from safetensors.numpy import load
+
+    path = out / HEADS_DIR / f"{key}.safetensors"
+    try:
+        tensors = load(read_bytes(path, limit=HEAD_BYTES, root=out))
+    except SafeIOError as e:
+        return {"error": str(e)}
+    except Exception as e:  # noqa: BLE001 - a malformed head file is an error of its rows
+        return {"error": f"{HEADS_DIR}/{key}.safetensors is not a safetensors file ({type(e).__name__})"}
+    out_ = {}
+    for name in ("logits", "matrix"):
+        a = tensors.get(name)
+        if a is None or a.ndim != 2 or a.dtype.kind != "f" or a.dtype.itemsize != 8:
+            return {"error": f"{HEADS_DIR}/{key}.safetensors has no 2-D float64 {name!r} tensor (a head file written "
+                             "before issue 25 has no matrix: re-run the panel)"}
+        out_[name] = _sha256(a)
+    return out_
+
+
+def _family_label(prov: dict) -> str | None:
+    """The row's family of a provenance (``numeric.panel.cell.family_label``)."""
+    from types import SimpleNamespace
+
+    from numeric.panel.cell import family_label
+
+    fam = prov.get("family")
+    if not isinstance(fam, str):
+        return None
+    return family_label(SimpleNamespace(family=fam, model_type=prov.get("model_type")))
+
+
+def _key_labels(key: str) -> tuple | None:
+    """(layer, head, native) named by a record key ``[tag_]L<l>H<h>_s<nn>[_nc]``, or None."""
+    import re
+
+    m = re.search(r"(?:^|_)L(\d+)H(\d+)_s\d+(_nc)?$", key)
+    return (int(m.group(1)), int(m.group(2)), bool(m.group(3))) if m else None
+
+
+def bind_names(r: dict) -> str | None:
+    """Why the row ``r`` (of record ``r["_key"]``) does not name its own file, cell and head, or None."""
+    key = r["_key"]
+    eps = str(Fraction(r["eps"]))
+    if r["file"] != f"{BRACKETS_DIR}/{key}.safetensors":
+        return f"the record {key} names the file {r['file']}, not {BRACKETS_DIR}/{key}.safetensors"
+    if r["cell_id"] != f"{key}/eps={eps}":
+        return f"the record {key} names the cell {r['cell_id']}, not {key}/eps={eps}"
+    labels = _key_labels(key)
+    if labels is None or labels[:2] != (r["layer"], r["head"]) or labels[2] != (r.get("cell_kind") == NATIVE):
+        return f"the row says layer {r['layer']} head {r['head']} ({r.get('cell_kind')}), its key {key} another head"
+    return None
+
+
+def bind_row(r: dict, rep: dict, head: dict, run: dict | None) -> str | None:
+    """Why the row ``r`` (of record ``r["_key"]``) is not bound to its head and run, or None.
+
+    ``rep``: the exact pass's report of the row's cell; ``head``: the hashes of ``heads/<key>``."""
+    key = r["_key"]
+    eps = str(Fraction(r["eps"]))
+    if "error" in head:
+        return head["error"]
+    if rep.get("logits_sha256") != head["logits"]:
+        return f"the exact pass's logits are not those of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
+    if rep.get("target_sha256") != head["matrix"]:
+        return f"the exact pass's target matrix is not that of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
+    prov = rep.get("provenance") or {}
+    expected = {"model": prov.get("model"), "family": _family_label(prov), "cell_kind": prov.get("cell_kind"),
+                "layer": prov.get("layer"), "head": prov.get("head"), "source": prov.get("source")}
+    for k, v in expected.items():
+        if v is not None and r.get(k) != v:
+            return f"the row says {k} = {r.get(k)!r}, the file's provenance {v!r}"
+    ident = (run or {}).get("identity")
+    if ident is not None:
+        search = prov.get("search") or {}
+        code = search.get("code") or {}
+        for what, mine, theirs in (("effort", ident.get("effort"), search.get("effort")),
+                                   ("package versions", ident.get("versions"), search.get("versions")),
+                                   ("project version", (ident.get("code") or {}).get("version"), code.get("version"))):
+            if mine != theirs:
+                return f"panel.json's {what} ({mine}) is not that of the file's provenance ({theirs})"
+        if not any(Fraction(eps) == Fraction(e) for e in ident.get("eps") or []):
+            return f"eps {eps} is not a tolerance of panel.json"
+    return None
+
+
+def _check_row(r: dict, verdicts: dict, heads: dict, run, errors: list) -> dict | None:
+    """The row with the exact pass's ranks, verdicts, shape, witness kinds and slack, or None (an error)."""
+    cid, f = r["cell_id"], r["file"]
+    why = bind_names(r)
+    if why is not None:
+        errors.append(f"{cid}: not bound to its head: {why}")
+        return None
     result = verdicts.get(f)
     if result is None:
         errors.append(f"{cid}: bracket file {f} is missing")
@@ -112,48 +295,68 @@ def _check_row(r: dict, verdicts: dict, errors: list) -> dict | None:
     if rep is None:
         errors.append(f"{cid}: no such cell in {f}")
         return None
-    if not _same_eps(rep["eps"], r.get("eps")):
-        errors.append(f"{cid}: the record says eps = {r.get('eps')}, the file {rep['eps']}")
+    if Fraction(rep["eps"]) != Fraction(r["eps"]):
+        errors.append(f"{cid}: the record says eps = {r['eps']}, the file {rep['eps']}")
         return None
+    if r["_key"] not in heads:
+        heads[r["_key"]] = _head(Path(r["_out"]), r["_key"])
+    why = bind_row(r, rep, heads[r["_key"]], run)
+    if why is not None:
+        errors.append(f"{cid}: not bound to its head: {why}")
+        return None
+    slack = rep.get("slack")
     checked = dict(r, L=rep["lower"], U=rep["upper"], lower_verified=rep["lower_verified"],
-                   upper_verified=rep["upper_verified"],
-                   verified=bool(rep["lower_verified"] and rep["upper_verified"]))
-    for k in ("L", "U", "verified", "lower_verified", "upper_verified"):
+                   upper_verified=rep["upper_verified"], verified=bool(rep["lower_verified"] and rep["upper_verified"]),
+                   n_rows=rep["shape"][0], n_cols=rep["shape"][1],
+                   lower_witness=rep["lower_witness"], upper_witness=rep["upper_witness"],
+                   slack=None if slack is None else float(Fraction(slack)), slack_exact=slack,
+                   logits_sha256=rep.get("logits_sha256"), target_sha256=rep["target_sha256"])
+    for k in ("L", "U", "verified", "lower_verified", "upper_verified", "n_rows", "n_cols", "slack"):
         if r.get(k) != checked[k]:
             errors.append(f"{cid}: the record says {k} = {r.get(k)!r}, the exact pass {checked[k]!r}")
+            return None
+    for k in ("lower_witness", "upper_witness"):
+        if r[k].split("/")[0] != checked[k]:
+            errors.append(f"{cid}: the record says {k} = {r[k]!r}, the exact pass {checked[k]!r}")
             return None
     return checked
 
 
-def audit(out, workers: int | None = None, reverify: bool = False) -> Audit:
-    """Re-verify a panel directory (or read the records of that pass, ``verified_results``) and check
-    its records against that pass."""
+def _duplicate_heads(heads: dict, errors: list) -> None:
+    seen = {}
+    for key in sorted(heads):
+        h = heads[key].get("logits")
+        if h is None:
+            continue
+        if h in seen:
+            errors.append(f"{HEADS_DIR}/{key}.safetensors and {HEADS_DIR}/{seen[h]}.safetensors hold the same logits")
+        seen.setdefault(h, key)
+
+
+def audit(out, workers: int | None = None, reverify: bool = True) -> Audit:
+    """Re-verify a panel directory (or, ``reverify=False``, read the records of an earlier pass where they
+    match, ``numeric.panel.vcache``) and check its records against that pass and its head files."""
     out = Path(out)
     errors = []
-    try:
-        run = read_run(out)
-        if run is None:
-            errors.append(f"{out / 'panel.json'} is missing: the run identity is unknown")
-    except PanelError as e:
-        run = None
-        errors.append(str(e))
+    run = _read_run(out, errors)
     rows = _records(out, run, errors)
-    files = sorted((out / BRACKETS_DIR).glob("*.safetensors"))
-    results = verified_results(out, files, workers, reverify)
-    verdicts = {p.relative_to(out).as_posix(): results[str(p)] for p in files}
-    checked, named = [], set()
+    verdicts, from_records = _exact_pass(out, workers, reverify, errors)
+    checked, named, heads = [], set(), {}
     for r in rows:
         if r.get("status") != "ok":
-            checked.append(r)
+            checked.append({k: v for k, v in r.items() if k != "_key"})
             continue
-        key = (r.get("file"), r.get("cell_id"))
+        key = (r["file"], r["cell_id"])
         if key in named:
-            errors.append(f"{r.get('cell_id')}: named by two rows")
+            errors.append(f"{r['cell_id']}: named by two rows")
             continue
         named.add(key)
-        c = _check_row(r, verdicts, errors)
+        c = _check_row(dict(r, _out=str(out)), verdicts, heads, run, errors)
         if c is not None:
+            c.pop("_out")
+            c.pop("_key")
             checked.append(c)
+    _duplicate_heads(heads, errors)
     for f, v in sorted(verdicts.items()):
         for cid in sorted(v.get("cells", {})):
             if (f, cid) not in named:
@@ -161,12 +364,13 @@ def audit(out, workers: int | None = None, reverify: bool = False) -> Audit:
         if "error" in v and not any(k[0] == f for k in named):
             errors.append(f"{f}: unreadable bracket file that no record names: {v['error']}")
     checked.sort(key=sort_key)
-    return Audit(checked, errors, run)
+    return Audit(checked, [escape(e, 400) for e in errors], run, from_records,
+                 {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts))
 
 
 def run_summary(run: dict | None) -> dict:
-    """Effort, versions and code of ``panel.json`` for the report's header (empty when unknown)."""
+    """Effort, versions and code of ``panel.json`` (checked against its schema) for the report's header."""
     ident = (run or {}).get("identity") or {}
     return {"effort": ident.get("effort"), "versions": ident.get("versions") or {},
-            "code": dict((run or {}).get("code_version") or {}, **(ident.get("code") or {})), "eps": ident.get("eps"), "tolerances": ident.get("tolerances"),
-            "summary": (run or {}).get("summary")}
+            "code": dict((run or {}).get("code_version") or {}, **(ident.get("code") or {})), "eps": ident.get("eps"),
+            "tolerances": ident.get("tolerances"), "summary": (run or {}).get("summary")}

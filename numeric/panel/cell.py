@@ -17,7 +17,6 @@ every file name belongs to one cell.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
@@ -154,41 +153,42 @@ def _status(task: CellTask, lm, cap) -> str:
     return "ok"
 
 
-def _save_head(path: Path, cap) -> None:
-    """The head's Q, K and logits, for later study (atomic)."""
+def _save_head(path: Path, cap, out: Path) -> None:
+    """The head's Q, K, logits and float attention matrix (the bracket file's target), for later study and
+    for the report, which binds every row to this file by the hashes of its logits and matrix (atomic)."""
     import numpy as np
     from safetensors.numpy import save
 
     # one metadata key: safetensors writes a metadata map in no fixed order, so two keys
     # would make the bytes of equal head files differ between runs (the scale is in the provenance)
     data = save({"Q": np.ascontiguousarray(cap.Q), "K": np.ascontiguousarray(cap.K),
-                 "logits": np.ascontiguousarray(cap.logits)},
+                 "logits": np.ascontiguousarray(cap.logits), "matrix": np.ascontiguousarray(cap.matrix)},
                 metadata={"provenance": json.dumps(cap.provenance, sort_keys=True)})
-    atomic_write(path, data)
+    atomic_write(path, data, root=out)
 
 
-def _write_brackets(path: Path, res) -> None:
-    """The bracket file, written to a temporary name first and moved into place."""
+def _write_brackets(path: Path, res, out: Path) -> None:
+    """The bracket file, written to a temporary name first and moved into place (``numeric.safeio``)."""
     from numeric.search.export import write_bracket_file
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")   # one writer per name
-    write_bracket_file(tmp, res.cells, res.tensors)
-    tmp.replace(path)
+    write_bracket_file(path, res.cells, res.tensors, root=out)
 
 
 def _verify(path: Path, out: Path) -> dict:
     """The exact pass on one bracket file, recorded for the audit (``numeric.panel.vcache``)."""
+    from exact.bracketfile import read_bracket_file
     from exact.verify import verify_file
     from numeric.heads.zoo.common import file_sha256
     from numeric.panel import vcache
 
     try:
-        reports = {r.id: r for r in verify_file(path)}
+        bf = read_bracket_file(path)
+        reports = verify_file(path)
     except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
         print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
         return {}
-    vcache.store(out, file_sha256(path), {"cells": {k: r.to_json() for k, r in reports.items()}})
-    return reports
+    vcache.store(out, file_sha256(path), vcache.result_of(bf, reports))
+    return {r.id: r for r in reports}
 
 
 def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
@@ -200,9 +200,8 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
                           device=task.device, attack=task.attack, provenance=cap.provenance,
                           effort=task.effort, seed=seed)
     path = out / "brackets" / f"{task.key}.safetensors"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_brackets(path, res)
-    _save_head(out / "heads" / f"{task.key}.safetensors", cap)
+    _write_brackets(path, res, out)
+    _save_head(out / "heads" / f"{task.key}.safetensors", cap, out)
     reports = _verify(path, out)
     # native-causal logits carry the finite mask (numeric.heads.blocks): no geometry (paper L.1)
     geometry = task.geometry and not task.native

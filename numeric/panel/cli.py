@@ -223,7 +223,9 @@ def _user_errors():
     from numeric.heads.models import ModelInputError
     from numeric.heads.sources import SourceError
 
-    return (ExtractionError, ModelInputError, SourceError, PanelError)
+    from numeric.safeio import SafeIOError
+
+    return (ExtractionError, ModelInputError, SourceError, PanelError, SafeIOError)
 
 
 def _summary(out: Path, counts: dict, seconds: float) -> tuple[dict, list]:
@@ -272,9 +274,14 @@ def main(argv=None) -> int:
     summary, ok = _summary(out, counts, seconds)
     write_run(out, identity, argv=argv, summary=summary)
     if args.report if args.report is not None else (args.demo or args.preset == "common-shape"):
-        from numeric.panel.report import write_report
+        from numeric.panel.report import ReportError, write_report
+        from numeric.safeio import SafeIOError
 
-        rep = write_report(out)
+        try:
+            rep = write_report(out)
+        except (ReportError, SafeIOError) as e:
+            print(f"{PROG}: error: the report: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         summary["report"], summary["report_errors"] = str(rep.path), len(rep.errors)
         summary["all_verified"] = summary["all_verified"] and rep.ok
     if args.json:

@@ -6,8 +6,11 @@ their paths by name.
 """
 from __future__ import annotations
 
+import io
 from fractions import Fraction
 from pathlib import Path
+
+from numeric.safeio import make_dirs, write_bytes
 
 __all__ = ["plot_all", "CAPTIONS"]
 
@@ -30,16 +33,18 @@ def _eps_label(e) -> str:
     return str(Fraction(e))
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, root) -> Path:
+    """The figure as PNG at ``path``, written through ``numeric.safeio`` (no link followed below ``root``)."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
-    return path
+    return write_bytes(path, buf.getvalue(), root=root)
 
 
-def _brackets(plt, rows, eps_values, colours, path):
+def _brackets(plt, rows, eps_values, colours, path, root):
     heads = sorted({(r["family"], r["layer"], r["head"]) for r in rows})
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_HEAD * len(heads) + 2), HEIGHT))
     width = GROUP_WIDTH / max(1, len(eps_values))
@@ -58,10 +63,10 @@ def _brackets(plt, rows, eps_values, colours, path):
     ax.set_ylim(bottom=0)
     ax.set_title("Certified brackets per head (one bar per source)")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _save(fig, path, root)
 
 
-def _ratio(plt, rows, eps_values, colours, path):
+def _ratio(plt, rows, eps_values, colours, path, root):
     fig, ax = plt.subplots(figsize=(MIN_WIDTH, HEIGHT))
     for e in eps_values:
         ratios = [r["U"] / r["L"] for r in rows if Fraction(r["eps"]) == e and r["L"] > 0]
@@ -71,10 +76,10 @@ def _ratio(plt, rows, eps_values, colours, path):
     ax.set_ylabel("brackets")
     ax.set_title("Bracket width U / L (1 = closed)")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _save(fig, path, root)
 
 
-def _resolved(plt, rows, eps_values, colours, path):
+def _resolved(plt, rows, eps_values, colours, path, root):
     layers = sorted({(r["family"], r["layer"]) for r in rows})
     width = GROUP_WIDTH / max(1, len(eps_values))
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_BAR * len(layers) * len(eps_values)), HEIGHT))
@@ -91,10 +96,10 @@ def _resolved(plt, rows, eps_values, colours, path):
     ax.set_ylabel("fraction closed (L = U)")
     ax.set_title("Resolved fraction per layer")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _save(fig, path, root)
 
 
-def _u_over_n(plt, rows, eps_values, colours, path):
+def _u_over_n(plt, rows, eps_values, colours, path, root):
     """U / min(m, n) per family, each family at its own common shape."""
     fams = sorted({(r["family"], r["n_rows"], r["n_cols"]) for r in rows})
     width = GROUP_WIDTH / max(1, len(eps_values))
@@ -113,22 +118,24 @@ def _u_over_n(plt, rows, eps_values, colours, path):
     ax.set_ylabel("U / min(m, n)")
     ax.set_title("Upper budget relative to the matrix size")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _save(fig, path, root)
 
 
-def plot_all(rows: list[dict], figdir: Path) -> dict:
-    """Write the four figures of ``rows`` into ``figdir``; ``{name: path}``."""
+def plot_all(rows: list[dict], figdir: Path, root=None) -> dict:
+    """Write the four figures of ``rows`` into ``figdir``; ``{name: path}``. ``root``: no symbolic link is
+    followed between it (default ``figdir``'s parent) and a figure (``numeric.safeio``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figdir.mkdir(parents=True, exist_ok=True)
+    root = figdir.parent if root is None else root
+    make_dirs(figdir, root=root)
     eps_values = sorted({Fraction(r["eps"]) for r in rows})
     shades = [CMAP_LOW + CMAP_SPAN * i / max(1, len(eps_values) - 1) for i in range(len(eps_values))]
     colours = dict(zip(eps_values, plt.cm.viridis(shades)))
     args = (plt, rows, eps_values, colours)
-    return {"brackets": _brackets(*args, figdir / "brackets_per_head.png"),
-            "ratio": _ratio(*args, figdir / "u_over_l.png"),
-            "resolved": _resolved(*args, figdir / "resolved_per_layer.png"),
-            "u_over_n": _u_over_n(*args, figdir / "u_over_n.png")}
+    return {"brackets": _brackets(*args, figdir / "brackets_per_head.png", root),
+            "ratio": _ratio(*args, figdir / "u_over_l.png", root),
+            "resolved": _resolved(*args, figdir / "resolved_per_layer.png", root),
+            "u_over_n": _u_over_n(*args, figdir / "u_over_n.png", root)}

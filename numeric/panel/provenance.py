@@ -26,6 +26,8 @@ __all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "che
 SOURCE_PACKAGES = ("numeric", "exact")
 #: Bump when the layout of ``panel.json`` changes.
 RUN_FORMAT = 1
+#: Largest ``panel.json`` read (bytes).
+RUN_BYTES = 4 << 20
 
 
 class PanelError(ValueError):
@@ -75,13 +77,15 @@ def run_identity(*, model, eps, prefix: int, block: int, length: int, min_mass: 
 
 def read_run(out) -> dict | None:
     """``panel.json`` of a directory; None when absent; ``PanelError`` when unreadable."""
+    from numeric.safeio import SafeIOError, read_json
+
     path = Path(out) / RUN_NAME
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        raise PanelError(f"{path} is unreadable: remove it or choose a new --out") from None
+        doc = read_json(path, limit=RUN_BYTES)
+    except SafeIOError as e:
+        raise PanelError(f"{e}: remove it or choose a new --out") from None
     if not isinstance(doc, dict):
         raise PanelError(f"{path} is not a panel run record")
     return doc
@@ -119,4 +123,4 @@ def write_run(out, identity: dict, *, argv=None, summary: dict | None = None) ->
 
     doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "code_version": code_version(),
            "summary": summary}
-    return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True))
+    return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True), root=out)

@@ -1,19 +1,28 @@
 """Re-verify a panel directory and write its Markdown report (paper section 6, Appendix L).
 
-  python -m numeric report DIR
+  python -m numeric report DIR [--trust-records]
 
-Every bracket file under ``DIR/brackets`` is re-verified by the exact tier
-(``exact.verify``, one process per core); counts and ranks come from that
-pass, not from the records the panel wrote. A record or file that is
-missing, unreadable or disagrees with the exact pass is listed under
-"Errors", and the command exits 1 (so does any unverified bracket). The
-report states the effort preset, package versions and code that produced
-the run (``DIR/panel.json``). It writes ``DIR/report.md`` with PNG plots
+A panel directory is untrusted input (issue 25, ``docs/panel.md``). Every
+bracket file under ``DIR/brackets`` is re-verified by the exact tier
+(``exact.verify``, one process per core) and every row bound to its head
+(``numeric.panel.audit``): counts, ranks, shapes, witness kinds and slack
+come from that pass, not from the records the panel wrote; the records of an
+earlier exact pass (``DIR/verified``) are used only with ``--trust-records``,
+and then the report's first lines say so. A record or file that is missing,
+unreadable, malformed or disagrees with the exact pass or with its head is
+listed under "Errors", and the command exits 1 (so does any unverified
+bracket, a successful rank-(L-1) attack and an upper factorisation that
+failed its direct check). The report states the effort preset, package
+versions and code that produced the run (``DIR/panel.json``, checked against
+every bracket file's provenance). It writes ``DIR/report.md`` with PNG plots
 under ``DIR/figures``: bracket intervals per head, the U/L distribution, the
 resolved (L = U) fraction per layer, U/n per family, and the integrity
 figures; and, per family, the head screen, the common-shape audit and the
 identification gate (``numeric.panel.report_families``, ``--gate``).
-Exit 2 when DIR is not a panel directory or holds no cells.
+Exit 2 when DIR is not a panel directory, holds no cells, or an output
+(``report.md``, ``figures/``) is not a regular file or directory of DIR
+(``numeric.safeio``). Strings from the directory are printed escaped and cut
+(``numeric.safeio.escape``).
 """
 from __future__ import annotations
 
@@ -29,6 +38,7 @@ from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
 from numeric.panel.report_families import GATE
 from numeric.panel.table import CELLS_DIR
+from numeric.safeio import SafeIOError, escape, list_dir, write_text
 
 __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
 
@@ -44,13 +54,21 @@ DIGEST_CHARS = 16
 MASS_DIGITS = 3
 
 
+#: Characters of one error line kept (stderr and report.md).
+ERROR_LINE = 400
+#: Hex digits of a head file's logits hash shown in the report.
+HEAD_DIGEST_CHARS = 16
+#: The string columns of a row, escaped for Markdown before the report shows them.
+LABELS = ("family", "model", "source", "cell_kind", "cell_id", "file", "status", "lower_witness", "upper_witness")
+
+
 class ReportError(ValueError):
     """Nothing to report on (exit 2)."""
 
 
 @dataclass(frozen=True)
 class Report:
-    """The report written: its path, the errors it lists, and the verified count."""
+    """The report written: its path, the errors it lists (integrity failures included), and the verified count."""
 
     path: Path
     errors: list
@@ -60,6 +78,15 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.errors and self.verified == self.brackets
+
+
+def md(x, limit: int | None = None) -> str:
+    """A string from the panel directory, as Markdown text: printable ASCII, escaped, cut, no table bar."""
+    return (escape(x) if limit is None else escape(x, limit)).replace("|", "\\|")
+
+
+def _shown(r: dict) -> dict:
+    return dict(r, **{k: md(r[k]) for k in LABELS if isinstance(r.get(k), str)})
 
 
 def _fmt(x, digits=2) -> str:
@@ -113,6 +140,15 @@ def summarise(rows: list[dict]) -> dict:
     }
 
 
+def _trust_line(checked, trusted: bool) -> str:
+    if trusted and checked.from_records:
+        return (f"**Trusted records:** the exact pass of {checked.from_records} of {checked.files} bracket files was "
+                "read from the records in `verified/` (`--trust-records`), not re-run: anyone who can write this "
+                "directory can forge those. Without the flag every file is re-verified.\n")
+    return (f"Every bracket file ({checked.files}) was re-verified by the exact tier for this report; no record of "
+            "an earlier pass was used.\n")
+
+
 def _header(rows, s, run) -> list:
     models = sorted({(r["family"], r["model"]) for r in rows})
     shape = []
@@ -127,20 +163,35 @@ def _header(rows, s, run) -> list:
          "or locality screen.\n"]
     info = run_summary(run)
     code = info["code"]
-    L.append(f"Produced with effort preset `{info['effort'] or 'unknown'}`, code "
-             f"{code.get('version') or '?'} (commit {code.get('commit') or 'unknown'}"
+    L.append(f"Produced with effort preset `{md(info['effort'] or 'unknown')}`, code "
+             f"{md(code.get('version') or '?')} (the last run's commit {md(code.get('commit') or 'unknown')}"
              f"{', uncommitted changes' if code.get('dirty') else ''}; sources sha256 "
-             f"{(code.get('source_sha256') or 'unknown')[:DIGEST_CHARS]}), packages "
-             + (", ".join(f"{k} {v}" for k, v in sorted(info["versions"].items()) if v) or "unknown") + ".\n")
+             f"{md((code.get('source_sha256') or 'unknown')[:DIGEST_CHARS])}), packages "
+             + (", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info["versions"].items()) if v) or "unknown")
+             + " (checked against every bracket file's provenance).\n")
     summary = info["summary"]
     if isinstance(summary, dict) and "run" in summary:
         L.append(f"Last panel run: {summary['run']} cells computed, {summary['skipped']} resumed, "
                  f"{summary['seconds']:.0f} s wall.\n")
-    L.append("Every rank below comes from re-verifying the bracket files with the exact tier when this report "
-             "was written (`exact.verify`, the checker behind `python -m exact verify`), not from the panel's "
-             "records. U is a checked constructive budget, not a minimum; where L < U the eps-rank is only "
-             "known to lie in the interval.\n")
+    L.append("Every rank, shape, witness kind and slack below comes from the exact tier's pass on the bracket "
+             "files (`exact.verify`, the checker behind `python -m exact verify`; run for this report unless the "
+             "first line says records were trusted), not from the panel's records, and every row is bound to its "
+             "head file (`heads/<key>.safetensors`: the hashes of its logits and matrix are those the exact pass "
+             "saw; listed at the end). U is a checked constructive budget, not a minimum; where L < U the eps-rank "
+             "is only known to lie in the interval.\n")
     return L
+
+
+def integrity_errors(s) -> list:
+    """The integrity table's failures as errors: a successful rank-(L-1) attack, a failed direct check."""
+    errs = []
+    for r in s["verified_rows"] + s["unverified"]:
+        if r.get("attack_success"):
+            errs.append(f"{r['cell_id']}: a rank-{r['L'] - 1} attack succeeded where L = {r['L']} was verified "
+                        "(the panel's own record)")
+        if r.get("direct_checked") and not r.get("direct_passed"):
+            errs.append(f"{r['cell_id']}: the upper factorisation failed its direct check (the panel's own record)")
+    return errs
 
 
 def _integrity(s, errors) -> list:
@@ -191,7 +242,7 @@ def _tables(s) -> list:
 
 def _figures_and_drops(s, out: Path) -> list:
     L = []
-    figs = plot_all(s["verified_rows"], out / "figures") if s["verified_rows"] else {}
+    figs = plot_all(s["verified_rows"], out / "figures", root=out) if s["verified_rows"] else {}
     if figs:
         L.append("## Figures\n")
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
@@ -214,6 +265,8 @@ def _geometry_section(rows, out: Path) -> str:
     geo_rows = [dict(r, eps=float(Fraction(r["eps"])), eps_exact=r["eps"]) for r in rows]
     try:
         return geometry_section(geo_rows, out)
+    except SafeIOError:
+        raise
     except Exception as e:  # noqa: BLE001 - a plotting failure is reported, the brackets stay
         return f"## Geometry\n\nThe geometry section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}\n"
 
@@ -223,32 +276,56 @@ def _families(out: Path, checked, s, gate: float, errors: list) -> list:
     from numeric.panel.report_families import families_section
 
     try:
-        section = families_section(out, checked.rows, s["verified_rows"], REFERENCE_EPS, gate)
+        section = families_section(out, [_shown(r) for r in checked.rows], s["verified_rows"], REFERENCE_EPS, gate)
+    except SafeIOError:
+        raise
     except Exception as e:  # noqa: BLE001 - the brackets stay; the failure is an error of the report
         errors.append(f"the family section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}")
         return []
     return [section] if section else []
 
 
-def write_report(out, workers: int | None = None, gate: float = GATE) -> Report:
-    """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the
-    identification gate's threshold (``numeric.panel.report_families``)."""
+def _heads(checked) -> list:
+    if not checked.heads:
+        return []
+    L = ["## Head files\n", "The heads every rank above is bound to: SHA-256 of the `logits` tensor of "
+         "`heads/<key>.safetensors` (first digits); re-extracting a head from its model must give these bytes.\n"]
+    L.extend(f"- {md(k)}: {h[:HEAD_DIGEST_CHARS]}" for k, h in checked.heads.items())
+    return L + [""]
+
+
+def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False) -> Report:
+    """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the identification gate's
+    threshold (``numeric.panel.report_families``); ``trust_records``: read the exact pass of a file from its
+    record in ``verified/`` where one matches (the report says so in its first lines)."""
     out = Path(out)
+    if not out.is_dir():
+        raise ReportError(f"{escape(out)} is not a panel directory (not a directory)")
+    try:
+        cells = list_dir(out / CELLS_DIR, root=out, suffix=".json")
+        files = list_dir(out / "brackets", root=out, suffix=".safetensors")
+    except SafeIOError as e:
+        raise ReportError(f"{escape(out)} is not a panel directory ({e})") from None
     if not (out / CELLS_DIR).is_dir():
-        raise ReportError(f"{out} is not a panel directory (no {CELLS_DIR}/ in it)")
-    if not any((out / CELLS_DIR).glob("*.json")) and not any((out / "brackets").glob("*.safetensors")):
-        raise ReportError(f"{out} has no finished cells")
-    checked = audit(out, workers)
+        raise ReportError(f"{escape(out)} is not a panel directory (no {CELLS_DIR}/ in it)")
+    if not cells and not files:
+        raise ReportError(f"{escape(out)} has no finished cells")
+    checked = audit(out, workers, reverify=not trust_records)
     s = summarise(checked.rows)
-    errors = list(checked.errors)
-    families = _families(out, checked, s, gate, errors)
-    L = _header(checked.rows, s, checked.run) + _integrity(s, errors) + _tables(s) + families
-    L += _figures_and_drops(s, out)
-    section = _geometry_section(s["verified_rows"], out)
+    errors = list(checked.errors) + integrity_errors(s)
+    shown = dict(s, verified_rows=[_shown(r) for r in s["verified_rows"]],
+                 unverified=[_shown(r) for r in s["unverified"]], capped=[_shown(r) for r in s["capped"]],
+                 dropped=[_shown(r) for r in s["dropped"]])
+    families = _families(out, checked, shown, gate, errors)
+    L = _header([_shown(r) for r in checked.rows], shown, checked.run)
+    L.insert(1, _trust_line(checked, trust_records))
+    L += _integrity(shown, [md(e, ERROR_LINE) for e in errors]) + _tables(shown) + families
+    L += _figures_and_drops(shown, out)
+    section = _geometry_section(shown["verified_rows"], out)
     if section:
         L.append(section.rstrip() + "\n")
-    path = out / "report.md"
-    path.write_text("\n".join(L))
+    L += _heads(checked)
+    path = write_text(out / "report.md", "\n".join(L), root=out)
     return Report(path, errors, s["brackets"], s["verified"])
 
 
@@ -259,6 +336,9 @@ def main(argv=None) -> int:
     p.add_argument("--gate", type=float, default=GATE,
                    help=f"identification gate: the resolved fraction and ordering coverage each family needs "
                         f"(default {GATE}, the paper's 50 %%)")
+    p.add_argument("--trust-records", action="store_true",
+                   help="read the exact pass of a bracket file from its record in DIR/verified where one matches "
+                        "(faster; anyone who can write DIR can forge a record; the report's first lines say so)")
     args = p.parse_args(argv)
     if args.workers is not None and args.workers < 1:
         print(f"{PROG}: error: --workers must be >= 1", file=sys.stderr)
@@ -267,13 +347,22 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: --gate must be in [0, 1]", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        rep = write_report(args.dir, args.workers, args.gate)
-    except ReportError as e:
+        rep = write_report(args.dir, args.workers, args.gate, args.trust_records)
+    except (ReportError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(rep.path)
+    except RecursionError:
+        print(f"{PROG}: error: {escape(args.dir)}: a document nests too deep to read", file=sys.stderr)
+        return EXIT_FAILED
+    except MemoryError:
+        print(f"{PROG}: error: {escape(args.dir)}: out of memory reading the panel directory", file=sys.stderr)
+        return EXIT_FAILED
+    print(escape(rep.path, 4096))
+    if args.trust_records:
+        print(f"{PROG}: --trust-records: the exact pass of some files was read from DIR/verified, not re-run",
+              file=sys.stderr)
     for e in rep.errors:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {escape(e, ERROR_LINE)}", file=sys.stderr)
     if rep.verified < rep.brackets:
         print(f"{PROG}: {rep.brackets - rep.verified} of {rep.brackets} brackets not verified", file=sys.stderr)
     return 0 if rep.ok else EXIT_FAILED

@@ -12,6 +12,7 @@ diagnostics only (the cover constants C_r are unknown).
 """
 from __future__ import annotations
 
+import io
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -89,6 +90,15 @@ def _fmt(v, nd=3) -> str:
     return "n/a" if v is None or not math.isfinite(v) else f"{v:.{nd}g}"
 
 
+def _png(fig, path: Path) -> None:
+    """The figure as PNG at ``path`` (``numeric.safeio``: atomic, never over a link or a non-regular file)."""
+    from numeric.safeio import write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    write_bytes(path, buf.getvalue())
+
+
 def _scatter(path: Path, rows, columns, eps) -> bool:
     import matplotlib
 
@@ -125,7 +135,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
     if drew:
         axes[0][0].legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, dpi=DPI)
+        _png(fig, path)
     plt.close(fig)
     return drew
 
@@ -166,7 +176,7 @@ def _family_curves(path: Path, rows, eps) -> bool:
         ax.set_ylabel("tau(T_r) = 2 tanh(q(C - T_r)/4)")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, dpi=DPI)
+        _png(fig, path)
     plt.close(fig)
     return drew
 

@@ -5,9 +5,11 @@ search provenance); ``DIR/cells.csv`` is the table of all rows. The runner
 writes these files and the report reads them; both import this module and
 nothing else of each other.
 
-Every file is written atomically (a temporary file in the same directory,
-then ``os.replace``), so a process killed at any point leaves either the old
-file or the new one, never half of one.
+Every file is written atomically through ``numeric.safeio`` (a temporary
+file in the same directory, then ``os.replace``), so a process killed at any
+point leaves either the old file or the new one, never half of one; a target
+that is not a regular file, or a symbolic link inside the panel directory, is
+refused (``SafeIOError``, issue 25).
 
 >>> sort_key({"family": "encoder", "model": "m", "cell_kind": "full", "layer": 1, "head": 2,
 ...           "source": "text:0", "eps": "1/4"})
@@ -18,10 +20,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from fractions import Fraction
 from pathlib import Path
+
+from numeric.safeio import SafeIOError, read_json, write_bytes
 
 __all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError", "atomic_write",
            "write_record", "read_record", "read_rows", "write_table", "sort_key", "jsonable"]
@@ -36,25 +38,17 @@ BASE_COLUMNS = [
 CELLS_DIR = "cells"
 TABLE_NAME = "cells.csv"
 RUN_NAME = "panel.json"
+#: Largest cell record read (bytes).
+RECORD_BYTES = 64 << 20
 
 
 class RecordError(ValueError):
     """A cell record that cannot be read."""
 
 
-def atomic_write(path, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+def atomic_write(path, data: bytes | str, root=None) -> Path:
+    """Write ``data`` to ``path`` atomically (``numeric.safeio.write_bytes``; ``root``: no link followed below it)."""
+    return write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data, root=root)
 
 
 def jsonable(x):
@@ -70,15 +64,15 @@ def record_path(out, key: str) -> Path:
 
 
 def write_record(out, key: str, doc: dict) -> Path:
-    return atomic_write(record_path(out, key), json.dumps(doc, default=jsonable, sort_keys=True))
+    return atomic_write(record_path(out, key), json.dumps(doc, default=jsonable, sort_keys=True), root=out)
 
 
 def read_record(path) -> dict:
     """One cell record; ``RecordError`` when it is unreadable or not a record."""
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise RecordError(f"{path}: unreadable cell record ({type(e).__name__})") from None
+        doc = read_json(path, limit=RECORD_BYTES)
+    except SafeIOError as e:
+        raise RecordError(f"unreadable cell record: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
         raise RecordError(f"{path}: not a cell record (no rows)")
     return doc
@@ -119,4 +113,4 @@ def table_text(rows) -> str:
 
 
 def write_table(out, rows) -> Path:
-    return atomic_write(Path(out) / TABLE_NAME, table_text(rows))
+    return atomic_write(Path(out) / TABLE_NAME, table_text(rows), root=out)

@@ -8,9 +8,13 @@ file's error) with the SHA-256 of the ``exact`` sources and the python-flint
 version that produced it. It is used only when the file's bytes hash to its
 name and the checker is the same; anything else (a changed file, a changed
 checker, an unreadable or foreign record) is re-verified and the record
-rewritten. ``--reverify`` ignores every record. A record is as trustworthy as
-the directory it lies in, like the cell records beside it: a reader who does
-not trust the directory re-verifies.
+rewritten. A record is as trustworthy as the directory it lies in: anyone who
+can write the directory can forge one, since both hashes it carries are
+public (issue 25). So the report re-verifies every file by default and reads
+these records only behind ``--trust-records``, saying so in its first lines;
+a record is read like every other file of the directory (``numeric.safeio``:
+regular file, size and depth limits) and checked against its schema
+(``numeric.panel.schema.check_result``) before it is used.
 """
 from __future__ import annotations
 
@@ -19,12 +23,46 @@ from functools import lru_cache
 from pathlib import Path
 
 from numeric.panel.provenance import sources_sha256
+from numeric.panel.schema import SchemaError, check_result
 from numeric.panel.table import atomic_write
+from numeric.safeio import SafeIOError, read_json
 
-__all__ = ["VERIFIED_DIR", "checker_digest", "lookup", "store"]
+__all__ = ["VERIFIED_DIR", "RECORD_BYTES", "checker_digest", "lookup", "store", "result_of", "provenance_fields"]
 
 VERIFIED_DIR = "verified"
-_FORMAT = "softrank-verify exact pass record 1"
+_FORMAT = "softrank-verify exact pass record 2"
+#: Largest record read.
+RECORD_BYTES = 64 << 20
+#: The provenance fields of a bracket cell kept with its exact pass: the labels the report checks rows
+#: against (``numeric.heads.extract``) and, under ``search``, the run identity (``numeric.search.driver``).
+_LABELS = ("model", "model_type", "family", "cell_kind", "layer", "head", "source")
+_SEARCH = ("effort", "lower_family")
+
+
+def _scalar(v) -> bool:
+    return v is None or type(v) in (str, int, bool)
+
+
+def provenance_fields(prov) -> dict:
+    """The subset of a bracket cell's provenance the report uses, scalars only (JSON-safe)."""
+    prov = prov if isinstance(prov, dict) else {}
+    out = {k: prov[k] for k in _LABELS if k in prov and _scalar(prov[k])}
+    search = prov.get("search") if isinstance(prov.get("search"), dict) else {}
+    s = {k: search[k] for k in _SEARCH if k in search and _scalar(search[k])}
+    versions = search.get("versions")
+    if isinstance(versions, dict) and all(isinstance(k, str) and _scalar(v) for k, v in versions.items()):
+        s["versions"] = dict(versions)
+    code = search.get("code")
+    if isinstance(code, dict):
+        s["code"] = {k: code[k] for k in ("version", "commit", "dirty") if k in code and _scalar(code[k])}
+    out["search"] = s
+    return out
+
+
+def result_of(bf, reports) -> dict:
+    """The JSON of one file's exact pass: ``exact.verify``'s reports with each cell's provenance fields."""
+    return {"cells": {r.id: dict(r.to_json(), provenance=provenance_fields(bf.cells[r.index].provenance))
+                      for r in reports}}
 
 
 @lru_cache(maxsize=1)
@@ -42,15 +80,21 @@ def _record_path(out, digest: str) -> Path:
 def lookup(out, digest: str) -> dict | None:
     """The recorded result of the exact pass on the file of this digest, by this checker (None: none)."""
     try:
-        doc = json.loads(_record_path(out, digest).read_text())
-    except (OSError, ValueError):
+        doc = read_json(_record_path(out, digest), limit=RECORD_BYTES, root=out)
+    except SafeIOError:
         return None
     ok = (isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("file_sha256") == digest
-          and doc.get("checker_sha256") == checker_digest() and isinstance(doc.get("result"), dict))
-    return doc["result"] if ok else None
+          and doc.get("checker_sha256") == checker_digest())
+    if not ok:
+        return None
+    try:
+        check_result(doc.get("result"))
+    except SchemaError:
+        return None
+    return doc["result"]
 
 
 def store(out, digest: str, result: dict) -> None:
     """Record ``result`` (``{"cells": {...}}`` or ``{"error": ...}``) for the file of this digest (atomic)."""
     doc = {"format": _FORMAT, "file_sha256": digest, "checker_sha256": checker_digest(), "result": result}
-    atomic_write(_record_path(out, digest), json.dumps(doc, sort_keys=True))
+    atomic_write(_record_path(out, digest), json.dumps(doc, sort_keys=True), root=out)

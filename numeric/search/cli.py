@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.heads.extract import softmax_rows
+from numeric.safeio import SafeIOError, check_target, escape
 from numeric.search import front
 
 PROG = "python -m numeric bracket"
@@ -141,13 +142,14 @@ def main(argv=None) -> int:
 
         eps_items = parse_eps_list(args.eps)
         effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
+        check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (issue 25)
         raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)
             A, logits = softmax_rows(H), H
         else:
             A, logits = validate_matrix(raw, "matrix"), None
-    except (InputError, ValueError) as exc:
+    except (InputError, ValueError) as exc:     # SafeIOError is a ValueError
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 
@@ -165,10 +167,14 @@ def main(argv=None) -> int:
         print(f"{PROG}: aborted: nothing written", file=sys.stderr)
         return EXIT_STOPPED
     stopped = bool(out.provenance.get("stopped"))
-    checked = front.write_checked(args.out, [out], max_work=OWN_FILE_WORK)
+    try:
+        checked = front.write_checked(args.out, [out], max_work=OWN_FILE_WORK)
+    except SafeIOError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
     path, reports = checked.path, checked.reports
     if reports is None:
-        print(f"{PROG}: error: {path} is written but its exact re-check stopped: {checked.error}; "
+        print(f"{PROG}: error: {escape(path, 4096)} is written but its exact re-check stopped: {checked.error}; "
               f"run python -m exact verify {path} --max-work N", file=sys.stderr)
         return 1
     bad = False
@@ -185,7 +191,7 @@ def main(argv=None) -> int:
         for r in rows:
             print(json.dumps(r))
     else:
-        print(f"{path}: {A.shape[0]} x {A.shape[1]} {'logits' if logits is not None else 'matrix'}"
+        print(f"{escape(path, 4096)}: {A.shape[0]} x {A.shape[1]} {'logits' if logits is not None else 'matrix'}"
               + (f", slack <= {out.results[0].slack:.3g}" if logits is not None else ""))
         head = f"{'eps':>8} {'L':>4} {'U':>4} {'SVD':>4}  {'lower witness':<32} {'upper witness':<17} {'s':>6}  attack  exact"
         print(head)
@@ -204,7 +210,7 @@ def main(argv=None) -> int:
             print(f"{PROG}: warning: the stop request ended the search of {r['id']} (recorded as capped)",
                   file=sys.stderr)
     if stopped:
-        print(f"{PROG}: stopped by Ctrl-C: {path} holds the {len(rows)} of {len(eps_items)} tolerance(s) "
+        print(f"{PROG}: stopped by Ctrl-C: {escape(path, 4096)} holds the {len(rows)} of {len(eps_items)} tolerance(s) "
               "searched so far", file=sys.stderr)
     return 1 if bad else EXIT_STOPPED if stopped else 0
 

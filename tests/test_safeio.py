@@ -1,0 +1,194 @@
+"""numeric.safeio and every writer that uses it (issue 25 items 2, 3 and 5).
+
+Each command that writes a file refuses a target that exists and is not a
+regular file (a character device made here, skipped where ``mknod`` is not
+permitted; a FIFO; a symbolic link; a directory) with one line on stderr and
+exit 2, and leaves the target as it was. The reader opens regular files only,
+never blocks on a FIFO, and has size and depth limits.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numeric import safeio
+from numeric.safeio import SafeIOError
+
+KINDS = ("chardev", "fifo", "symlink", "directory")
+
+
+def plant(path: Path, kind: str, outside: Path) -> None:
+    """Put a non-regular file of ``kind`` at ``path`` (a link points at ``outside``, a regular file)."""
+    if kind == "chardev":
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except (PermissionError, OSError) as e:
+            pytest.skip(f"mknod not permitted here ({e})")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        outside.write_text("precious")
+        path.symlink_to(outside)
+    else:
+        path.mkdir()
+
+
+def unchanged(path: Path, kind: str, outside: Path) -> None:
+    mode = os.lstat(path).st_mode
+    assert {"chardev": stat.S_ISCHR, "fifo": stat.S_ISFIFO, "symlink": stat.S_ISLNK,
+            "directory": stat.S_ISDIR}[kind](mode)
+    if kind == "symlink":
+        assert outside.read_text() == "precious"
+
+
+def one_line(err: str, *needles) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert all(n in lines[0] for n in needles), (needles, lines)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_write_refuses_what_is_not_a_regular_file(tmp_path, kind):
+    target, outside = tmp_path / "t", tmp_path / "outside.txt"
+    plant(target, kind, outside)
+    with pytest.raises(SafeIOError, match="refusing to replace"):
+        safeio.write_bytes(target, b"x")
+    unchanged(target, kind, outside)
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []   # no temporary left behind
+
+
+def test_write_is_atomic_and_replaces_a_regular_file(tmp_path):
+    target = tmp_path / "a" / "b.txt"
+    safeio.write_text(target, "one", root=tmp_path)
+    safeio.write_text(target, "two", root=tmp_path)
+    assert target.read_text() == "two" and sorted(p.name for p in target.parent.iterdir()) == ["b.txt"]
+
+
+def test_no_link_followed_below_root(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "figures").symlink_to(elsewhere)
+    with pytest.raises(SafeIOError, match="figures is a symbolic link"):
+        safeio.write_bytes(out / "figures" / "a.png", b"x", root=out)
+    with pytest.raises(SafeIOError, match="symbolic link"):
+        safeio.read_bytes(out / "figures" / "a.png", limit=10, root=out)
+    with pytest.raises(SafeIOError, match="symbolic link"):
+        safeio.make_dirs(out / "figures", root=out)
+    assert list(elsewhere.iterdir()) == []
+    with pytest.raises(SafeIOError, match=r"'\.\.'"):
+        safeio.write_bytes(out / ".." / "x", b"x", root=out)
+    # the root itself is the caller's choice: a link given as root is followed
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    safeio.write_bytes(link / "ok.txt", b"ok", root=link)
+    assert (elsewhere / "ok.txt").read_bytes() == b"ok"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_read_refuses_what_is_not_a_regular_file_without_blocking(tmp_path, kind):
+    target, outside = tmp_path / "t", tmp_path / "outside.txt"
+    plant(target, kind, outside)
+    with pytest.raises(SafeIOError, match="not a regular file"):
+        safeio.read_bytes(target, limit=100)      # a FIFO would block an ordinary open forever
+    with pytest.raises(SafeIOError):
+        safeio.read_json(target, limit=100)
+
+
+def test_read_limits(tmp_path):
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(list(range(1000))))
+    with pytest.raises(SafeIOError, match="limit"):
+        safeio.read_bytes(p, limit=100)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SafeIOError, match="too deep"):
+        safeio.read_json(deep, limit=1 << 20)
+    mid = tmp_path / "mid.json"
+    mid.write_text("[" * (safeio.MAX_DEPTH + 1) + "]" * (safeio.MAX_DEPTH + 1))
+    with pytest.raises(SafeIOError, match="deeper than"):
+        safeio.read_json(mid, limit=1 << 20)
+    ok = tmp_path / "ok.json"
+    ok.write_text("[" * safeio.MAX_DEPTH + "]" * safeio.MAX_DEPTH)
+    safeio.read_json(ok, limit=1 << 20)          # the limit itself is accepted (negative control)
+
+
+def test_escape_cuts_and_escapes():
+    s = safeio.escape("id\x1b[1A\x1b[2K verified\n" + "x" * 500)
+    assert "\x1b" not in s and "\n" not in s and len(s) <= safeio.ESCAPE_CHARS
+    assert safeio.escape("plain-id/eps=1/4") == "plain-id/eps=1/4"
+
+
+def test_snapshot_hashes_what_it_copies(tmp_path):
+    import hashlib
+
+    src, dst = tmp_path / "a.bin", tmp_path / "b.bin"
+    src.write_bytes(b"abc" * 1000)
+    assert safeio.snapshot(src, dst, limit=10_000) == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert dst.read_bytes() == src.read_bytes()
+
+
+# ------------------------------------------------------------------ every command that writes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bracket_cli_out(tmp_path, kind, capsys):
+    from numeric.search.cli import main
+
+    m = tmp_path / "m.npy"
+    np.save(m, np.full((3, 3), 1 / 3))
+    target, outside = tmp_path / "out.safetensors", tmp_path / "outside.txt"
+    plant(target, kind, outside)
+    assert main(["--matrix", str(m), "--eps", "1/2", "--out", str(target), "--effort", "quick"]) == 2
+    one_line(capsys.readouterr().err, "python -m numeric bracket: error:", "refusing")
+    unchanged(target, kind, outside)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_twobit_export(tmp_path, kind, capsys):
+    from oracles.twobit import main
+
+    target, outside = tmp_path / "out.safetensors", tmp_path / "outside.txt"
+    plant(target, kind, outside)
+    assert main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(target)]) == 2
+    one_line(capsys.readouterr().err, "python -m oracles.twobit: error:", "refusing")
+    unchanged(target, kind, outside)
+
+
+def test_twobit_export_path_echoed_escaped(tmp_path, capsys):
+    from oracles.twobit import main
+
+    d = tmp_path / "a\x1b[2Kb"
+    d.mkdir()
+    target = d / "x.safetensors"
+    assert main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "a\\x1b[2Kb" in out and target.is_file()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_panel_table_writer(tmp_path, kind):
+    """Every panel file (records, cells.csv, panel.json, verified records, head and bracket files) goes
+    through ``table.atomic_write`` or the bracket writer, both ``numeric.safeio``."""
+    from numeric.bracketwriter import write_bracket_file
+    from numeric.panel.table import write_record, write_table
+
+    out, outside = tmp_path / "run", tmp_path / "outside.txt"
+    (out / "cells").mkdir(parents=True)
+    plant(out / "cells" / "k.json", kind, outside)
+    with pytest.raises(SafeIOError):
+        write_record(out, "k", {"rows": []})
+    unchanged(out / "cells" / "k.json", kind, outside)
+    plant(out / "cells.csv", kind, tmp_path / "outside2.txt")
+    with pytest.raises(SafeIOError):
+        write_table(out, [])
+    plant(out / "b.safetensors", kind, tmp_path / "outside3.txt")
+    with pytest.raises(SafeIOError):
+        write_bracket_file(out / "b.safetensors", [], {"A": np.eye(2)}, root=out)
+    unchanged(out / "b.safetensors", kind, tmp_path / "outside3.txt")
