@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("exact", "numeric", "oracles", "proofs_checks", "softrank")
+PROJECT = ("exact", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
 #: package -> project packages it may import (prefix match on the imported module)
 #: ``numeric.bracketwriter`` (numpy and safetensors only) is the one float-tier module every producer may use,
 #: with ``numeric.safeio`` (the standard library only): the safe writer and reader (issue 25).
 ALLOWED = {
     "exact": ("exact",),
+    # the second checker shares no code with the exact tier or the float tier (docs/crosscheck.md)
+    "crosscheck": ("crosscheck",),
     "numeric.safeio": (),
     "numeric.bracketwriter": ("exact", "numeric.safeio"),
     "oracles": ("exact", "oracles", "numeric.bracketwriter", "numeric.safeio"),
@@ -20,8 +22,8 @@ ALLOWED = {
     "numeric.heads": ("exact", "numeric.heads", "numeric.safeio"),
     "numeric.search": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio"),
     "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry", "numeric.safeio"),
-    "numeric.panel": ("exact", "numeric.heads", "numeric.search", "numeric.geometry", "numeric.panel",
-                      "numeric.bracketwriter", "numeric.safeio"),
+    "numeric.panel": ("exact", "crosscheck", "numeric.heads", "numeric.search", "numeric.geometry",
+                      "numeric.panel", "numeric.bracketwriter", "numeric.safeio"),
     "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study",
                       "numeric.safeio"),
     # the Python front door sits on top: it may use every tier below it, and nothing imports it

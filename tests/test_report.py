@@ -216,3 +216,39 @@ def test_capped_cells_listed(panel_dir, tmp_path):
     listed = text[text.index("Capped searches"):].split("\n\n")[1].splitlines()
     assert listed == [f"- {doc['rows'][1]['cell_id']} (brackets/L0H0_s00.safetensors): lower verified True, "
                       "upper verified True"]
+
+
+def test_second_checker_counts_in_report(panel_dir, tmp_path):
+    """The report re-derives every bracket with the second checker (crosscheck) and states both counts."""
+    out = damaged(panel_dir, tmp_path)
+    rep = write_report(out, workers=1)
+    text = (out / "report.md").read_text()
+    n = N_CELLS * len(EPS)
+    assert rep.ok
+    assert (f"{n} brackets in {N_CELLS} file(s): the exact tier verified {n}, the second checker verified {n}; "
+            "0 disagreements.") in text
+
+
+def test_second_checker_disagreement_exits_1(panel_dir, tmp_path, monkeypatch):
+    """An exact pass that says more than the files prove (an injected bug: every lower rank one higher and
+    verified) is caught by the second checker, and the report exits 1; with the second checker off the
+    same bug passes, so the disagreement comes from the second checker alone (negative control)."""
+    import numeric.panel.audit as audit_mod
+
+    out = damaged(panel_dir, tmp_path)
+    real = audit_mod.verify_files
+
+    def buggy(paths, workers=None):
+        res = real(paths, workers)
+        for v in res.values():
+            for c in v.get("cells", {}).values():
+                c["lower"] = (c.get("lower") or 0) + 1
+        return res
+
+    monkeypatch.setattr(audit_mod, "verify_files", buggy)
+    rep = write_report(out, workers=1)
+    assert not rep.ok
+    assert any(e.startswith("independent checker:") and "lower rank" in e for e in rep.errors), rep.errors
+    assert "DISAGREEMENT" in (out / "report.md").read_text()
+    off = write_report(out, workers=1, independent=False)
+    assert not any(e.startswith("independent checker:") for e in off.errors)

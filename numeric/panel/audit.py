@@ -72,6 +72,8 @@ class Audit:
     from_records: int = 0
     heads: dict = field(default_factory=dict)
     files: int = 0
+    #: The second checker's totals (``crosscheck.summary``) on the same snapshots, or None when not run.
+    independent: dict | None = None
 
 
 def _verify_one(path: str) -> dict:
@@ -164,8 +166,23 @@ def _snapshots(out: Path, snapdir: str, errors: list) -> tuple[dict, dict]:
     return paths, digests
 
 
-def _exact_pass(out: Path, workers, reverify: bool, errors: list) -> tuple[dict, int]:
-    """{file: result of the exact pass}, and how many came from records."""
+def _independent(results: dict, paths: dict, workers) -> dict:
+    """The second checker (``crosscheck``, which shares no code with ``exact``) on the same snapshots the
+    exact pass read, compared with that pass (paper L.2: brackets independently re-derived)."""
+    import crosscheck
+
+    judged = {paths[f]: v for f, v in results.items() if "cells" in v and f in paths}
+    totals = crosscheck.summary(crosscheck.agree_all(judged, workers))
+    names = {snap: f for f, snap in paths.items()}
+    totals["disagreements"] = [next((line.replace(snap, f) for snap, f in names.items() if snap in line), line)
+                               for line in totals["disagreements"]]
+    return totals
+
+
+def _exact_pass(out: Path, workers, reverify: bool, errors: list,
+                independent: bool = False) -> tuple[dict, int, dict | None]:
+    """{file: result of the exact pass}, how many came from records, and the second checker's totals
+    (``independent``; else None)."""
     from numeric.panel import vcache
 
     with tempfile.TemporaryDirectory(prefix="softrank-audit-") as snapdir:
@@ -181,7 +198,8 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list) -> tuple[dict,
             f = Path(p).relative_to(out).as_posix()
             results[f] = result
             vcache.store(out, digests[f], result)     # a refused target (a link, a FIFO) is SafeIOError: exit 2
-    return results, from_records
+        second = _independent(results, paths, workers) if independent else None
+    return results, from_records, second
 
 
 def _sha256(arr) -> str:
@@ -333,14 +351,18 @@ def _duplicate_heads(heads: dict, errors: list) -> None:
         seen.setdefault(h, key)
 
 
-def audit(out, workers: int | None = None, reverify: bool = True) -> Audit:
+def audit(out, workers: int | None = None, reverify: bool = True, independent: bool = False) -> Audit:
     """Re-verify a panel directory (or, ``reverify=False``, read the records of an earlier pass where they
-    match, ``numeric.panel.vcache``) and check its records against that pass and its head files."""
+    match, ``numeric.panel.vcache``) and check its records against that pass and its head files;
+    ``independent``: also re-derive every bracket with the second checker and list each disagreement
+    with the exact pass as an error."""
     out = Path(out)
     errors = []
     run = _read_run(out, errors)
     rows = _records(out, run, errors)
-    verdicts, from_records = _exact_pass(out, workers, reverify, errors)
+    verdicts, from_records, second = _exact_pass(out, workers, reverify, errors, independent)
+    if second is not None:
+        errors.extend(f"independent checker: {line}" for line in second["disagreements"])
     checked, named, heads = [], set(), {}
     for r in rows:
         if r.get("status") != "ok":
@@ -365,7 +387,7 @@ def audit(out, workers: int | None = None, reverify: bool = True) -> Audit:
             errors.append(f"{f}: unreadable bracket file that no record names: {v['error']}")
     checked.sort(key=sort_key)
     return Audit(checked, [escape(e, 400) for e in errors], run, from_records,
-                 {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts))
+                 {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts), second)
 
 
 def run_summary(run: dict | None) -> dict:

@@ -1,6 +1,6 @@
 """Re-verify a panel directory and write its Markdown report (paper section 6, Appendix L).
 
-  python -m numeric report DIR [--trust-records]
+  python -m numeric report DIR [--trust-records] [--no-independent]
 
 A panel directory is untrusted input (issue 25, ``docs/panel.md``). Every
 bracket file under ``DIR/brackets`` is re-verified by the exact tier
@@ -22,7 +22,10 @@ identification gate (``numeric.panel.report_families``, ``--gate``).
 Exit 2 when DIR is not a panel directory, holds no cells, or an output
 (``report.md``, ``figures/``) is not a regular file or directory of DIR
 (``numeric.safeio``). Strings from the directory are printed escaped and cut
-(``numeric.safeio.escape``).
+(``numeric.safeio.escape``). By default every bracket is also re-derived by
+the second checker (``crosscheck``, which shares no code with ``exact/``);
+the report states how many brackets each checker verified, and a
+disagreement is an error (exit 1); ``--no-independent`` skips it.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import crosscheck
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
 from numeric.panel.report_families import GATE
@@ -294,10 +298,13 @@ def _heads(checked) -> list:
     return L + [""]
 
 
-def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False) -> Report:
+def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False,
+                 independent: bool = True) -> Report:
     """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the identification gate's
     threshold (``numeric.panel.report_families``); ``trust_records``: read the exact pass of a file from its
-    record in ``verified/`` where one matches (the report says so in its first lines)."""
+    record in ``verified/`` where one matches (the report says so in its first lines); ``independent``:
+    re-derive every bracket with the second checker too (``crosscheck``), state both counts, and list any
+    disagreement as an error."""
     out = Path(out)
     if not out.is_dir():
         raise ReportError(f"{escape(out)} is not a panel directory (not a directory)")
@@ -310,7 +317,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
         raise ReportError(f"{escape(out)} is not a panel directory (no {CELLS_DIR}/ in it)")
     if not cells and not files:
         raise ReportError(f"{escape(out)} has no finished cells")
-    checked = audit(out, workers, reverify=not trust_records)
+    checked = audit(out, workers, reverify=not trust_records, independent=independent)
     s = summarise(checked.rows)
     errors = list(checked.errors) + integrity_errors(s)
     shown = dict(s, verified_rows=[_shown(r) for r in s["verified_rows"]],
@@ -325,6 +332,9 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     if section:
         L.append(section.rstrip() + "\n")
     L += _heads(checked)
+    if checked.independent is not None:
+        L += [md(line, ERROR_LINE) if line.startswith("- DISAGREEMENT") else line
+              for line in crosscheck.markdown(checked.independent)] + [""]
     path = write_text(out / "report.md", "\n".join(L), root=out)
     return Report(path, errors, s["brackets"], s["verified"])
 
@@ -339,6 +349,9 @@ def main(argv=None) -> int:
     p.add_argument("--trust-records", action="store_true",
                    help="read the exact pass of a bracket file from its record in DIR/verified where one matches "
                         "(faster; anyone who can write DIR can forge a record; the report's first lines say so)")
+    p.add_argument("--no-independent", dest="independent", action="store_false",
+                   help="skip the second, independent checker (crosscheck: no code shared with exact/); by "
+                        "default it re-derives every bracket and a disagreement with the exact tier exits 1")
     args = p.parse_args(argv)
     if args.workers is not None and args.workers < 1:
         print(f"{PROG}: error: --workers must be >= 1", file=sys.stderr)
@@ -347,7 +360,7 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: --gate must be in [0, 1]", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        rep = write_report(args.dir, args.workers, args.gate, args.trust_records)
+        rep = write_report(args.dir, args.workers, args.gate, args.trust_records, args.independent)
     except (ReportError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
