@@ -1,9 +1,10 @@
 """The held-out study of a panel directory (issue 15; protocol in docs/study.md).
 
 Reads the panel's cells through the report's audit (every bracket file
-re-verified by the exact tier, or read from the record of its exact pass:
-same file bytes, same checker code, ``numeric.panel.vcache``; ``--reverify``
-ignores the records), fits the calibrated ridge models with source
+re-verified by the exact tier and every row bound to its head file; a panel
+directory is untrusted input, docs/panel.md; ``--trust-records`` reads the
+exact pass of a file from its record in DIR/verified instead, faster, but
+anyone who can write DIR can forge a record), fits the calibrated ridge models with source
 cross-fitting, and reports the gains of G and I over the baselines with
 calibrated 95% intervals (cluster-robust on the paired held-out losses), the
 placebos, the reading rule and the gauge audit. Recomputes nothing the panel
@@ -76,9 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
-    p.add_argument("--reverify", action="store_true",
-                   help="re-verify every bracket file with the exact tier, ignoring the records of earlier "
-                        "exact passes (DIR/verified: same file bytes, same checker code)")
+    p.add_argument("--trust-records", dest="reverify", action="store_false",
+                   help="read the exact pass of a bracket file from its record in DIR/verified where one matches "
+                        "(faster; anyone who can write DIR can forge a record). Default: re-verify every file")
+    p.add_argument("--reverify", dest="legacy_reverify", action="store_true",
+                   help=argparse.SUPPRESS)  # re-verifying is the default; the flag is kept for old scripts
     p.add_argument("--jobs", type=int, help="bootstrap processes (default: one per core; the answer does not "
                    "depend on it)")
     p.add_argument("--gbm", type=int, default=0, metavar="N",

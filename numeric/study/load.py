@@ -35,7 +35,7 @@ def _eps(text) -> Fraction:
         raise StudyError(f"bad tolerance {text!r}") from None
 
 
-def study_rows(out, eps, workers: int | None = None, reverify: bool = False) -> list:
+def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> list:
     """The audited rows of a panel directory at tolerance ``eps`` (all verified; ``reverify``: every
     file through the exact tier now, not from the records of its pass)."""
     from numeric.panel.audit import audit
@@ -111,7 +111,7 @@ def _needed() -> list:
 
 
 def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None,
-               reverify: bool = False) -> StudyData:
+               reverify: bool = True) -> StudyData:
     """The study's table of a panel directory, or of several (a list: their rows together; a
     cell id in two of them is an error), see the module docstring."""
     if target not in TARGETS:
