@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from numeric.safeio import SafeIOError, check_target
+
 from . import all_checks
 from ._core import run_check
 
@@ -69,6 +71,12 @@ def main(argv=None) -> int:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             print(f"python -m proofs_checks: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
+            return 2
+        try:     # a file the checks would write must not be a link, FIFO, device or directory (refused up front)
+            for e in entries:
+                check_target(out / f"{e.label}.safetensors", root=out)
+        except SafeIOError as exc:
+            print(f"python -m proofs_checks: error: {exc}", file=sys.stderr)
             return 2
         os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
     if args.thorough:

@@ -192,3 +192,16 @@ def test_panel_table_writer(tmp_path, kind):
     with pytest.raises(SafeIOError):
         write_bracket_file(out / "b.safetensors", [], {"A": np.eye(2)}, root=out)
     unchanged(out / "b.safetensors", kind, tmp_path / "outside3.txt")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_proofs_checks_export(tmp_path, kind, capsys):
+    """``python -m proofs_checks --export DIR`` refuses, before any check runs, a file it would write that is a
+    device, FIFO, link or directory: one line, exit 2, the target untouched."""
+    from proofs_checks.__main__ import main
+
+    target, outside = tmp_path / "G.1.safetensors", tmp_path / "outside.txt"
+    plant(target, kind, outside)
+    assert main(["--only", "G.1", "--export", str(tmp_path)]) == 2
+    one_line(capsys.readouterr().err, "python -m proofs_checks: error:", "refusing")
+    unchanged(target, kind, outside)
