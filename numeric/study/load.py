@@ -110,6 +110,27 @@ def _needed() -> list:
     return list(dict.fromkeys(cols + [g for g in gauged if g]))
 
 
+def _one_model_per_family(rows) -> None:
+    """Two models in one family (the two ViT arms, ``python -m numeric.panel.arms``) are never pooled: their
+    heads would share the family's head ids and fits (paper L.3: the arms are compared, not pooled).
+
+    >>> _one_model_per_family([{"family": "vit", "model": "digitvit"}, {"family": "vit", "model": "digitvit"}])
+    >>> _one_model_per_family([{"family": "vit", "model": "digitvit"},
+    ...                        {"family": "vit", "model": "digitvit-rot90"}])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    numeric.study.data.StudyError: family vit holds 2 models (digitvit, digitvit-rot90): the study never pools...
+    """
+    models: dict = {}
+    for r in rows:
+        models.setdefault(str(r.get("family", "")), set()).add(str(r.get("model", "")))
+    for fam, names in sorted(models.items()):
+        if len(names) > 1:
+            raise StudyError(f"family {fam} holds {len(names)} models ({', '.join(sorted(names))}): the study never "
+                             "pools two models in one family (two ViT arms are compared with python -m "
+                             "numeric.panel.arms); run the study on one of them")
+
+
 def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None,
                reverify: bool = True) -> StudyData:
     """The study's table of a panel directory, or of several (a list: their rows together; a
@@ -123,6 +144,7 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
         if r.get("cell_id") in seen:
             raise StudyError(f"cell {r.get('cell_id')} is in two of the panel directories")
         seen.add(r.get("cell_id"))
+    _one_model_per_family(rows)
     _with_profile(rows, _eps(eps))
     cols = _needed()
     missing = [c for c in cols if c not in CATEGORICAL and any(c not in r for r in rows)]
