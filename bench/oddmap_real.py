@@ -48,21 +48,21 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
-from scipy.optimize import linprog  # noqa: E402
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 
-import oddmap_geom as geom  # noqa: E402
-from quality import MINILM_HEADS  # noqa: E402
-from exact.oddmap import MAX_ODDMAP_DIM, label_sets  # noqa: E402
-from numeric.bracketwriter import write_bracket_file  # noqa: E402
-from numeric.search.driver import LOWER_SAFETY  # noqa: E402
-from numeric.search.far_rows import far_order  # noqa: E402
-from numeric.search.l1fit import l1_row_fit  # noqa: E402
-from numeric.search.oddmap import FACE_TOL, _pair, budgeted_nerve, face_point, facets, odd_map_cell  # noqa: E402
+import oddmap_geom as geom
+from quality import MINILM_HEADS
+from exact.oddmap import MAX_ODDMAP_DIM, label_sets
+from numeric.bracketwriter import write_bracket_file
+from numeric.search.driver import LOWER_SAFETY
+from numeric.search.far_rows import far_order
+from numeric.search.l1fit import l1_row_fit
+from numeric.search.oddmap import FACE_TOL, _pair, budgeted_nerve, face_point, facets, odd_map_cell
 
 MAX_L = 7
 QUALITY_HEADS = MINILM_HEADS[:8]          # bench/quality.py's default --heads 8
@@ -192,8 +192,8 @@ def lazy_sat(Ap: np.ndarray, eps: float, d: int, faces: dict, mnf: list, args, r
 
     nlab, V = 2 * Ap.shape[0], 3**d - 1
     half, chains = V // 2, facets(d)
-    x = lambda v, l: 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)  # noqa: E731
-    z = lambda a, l: 1 + half * nlab + a * nlab + l  # noqa: E731
+    x = lambda v, l: 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)
+    z = lambda a, l: 1 + half * nlab + a * nlab + l
     budget = [args.max_lps - rec["lps"]]
     with Solver(name="cadical195") as s:
         s.append_formula([x(v, l) for l in range(nlab)] for v in range(half))

@@ -36,13 +36,13 @@ from fractions import Fraction
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import oddmap_families as fam  # noqa: E402
-import oddmap_geom as geom  # noqa: E402
-import oddmap_widths as wid  # noqa: E402
+import oddmap_families as fam
+import oddmap_geom as geom
+import oddmap_widths as wid
 
 FORMS = ("VLsd", "FLx", "FLsd")
 #: A found case counts as a beat when the certificate still works this far above the best width found

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from numeric.panel.process import pinned_threads
+
 #: Commands that never use torch: their threads are pinned without importing it.
 NO_TORCH = ("study",)
 COMMANDS = {
@@ -24,8 +26,6 @@ COMMANDS = {
 def main(argv=None) -> int:
     """Dispatch to a command; its process state (threads) is set here, once,
     and restored when it returns (``numeric.panel.process.pinned_threads``)."""
-    from numeric.panel.process import pinned_threads
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(__doc__.strip(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from . import all_checks
+from . import grid, hardcore, soundness
 from ._core import run_check
 
 __all__ = ["main"]
@@ -72,7 +73,6 @@ def main(argv=None) -> int:
             return 2
         os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
     if args.thorough:
-        from . import grid, hardcore, soundness
         hardcore.THOROUGH = grid.THOROUGH = soundness.THOROUGH = True
 
     results = [run_check(e) for e in entries]

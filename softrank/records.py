@@ -133,12 +133,12 @@ def _rows(cells, labels, verdicts: bool) -> tuple[list, list]:
 
 def _text(title: str, head: list, rows: list) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()   # noqa: E731
+    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
     return "\n".join([title, line(head)] + [line(r) for r in rows])
 
 
 def _markdown(title: str, head: list, rows: list) -> str:
-    esc = lambda x: x.replace("|", "\\|")   # noqa: E731
+    esc = lambda x: x.replace("|", "\\|")
     out = [f"**{esc(title)}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(out + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
 

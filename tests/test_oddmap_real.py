@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-import oddmap_real  # noqa: E402
+import oddmap_real
 
 CYCLE5 = np.array([[.5, .5, 0, 0, 0], [0, .5, .5, 0, 0], [0, 0, .5, .5, 0], [0, 0, 0, .5, .5], [.5, 0, 0, 0, .5]])
 ARGS = argparse.Namespace(pool=5, fit_rounds=3, max_lps=3000, nerve_lps=1500, max_rows=6000,

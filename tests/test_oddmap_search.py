@@ -12,9 +12,9 @@ pytest.importorskip("pysat")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-import oddmap_families as fam  # noqa: E402
-import oddmap_geom as geom  # noqa: E402
-import oddmap_search  # noqa: E402
+import oddmap_families as fam
+import oddmap_geom as geom
+import oddmap_search
 
 
 def _example():

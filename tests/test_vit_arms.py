@@ -8,19 +8,18 @@ import json
 import math
 import shutil
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("sklearn")
 
-from numeric.heads.models import ModelInputError, load_model  # noqa: E402
-from numeric.heads.zoo import digits  # noqa: E402
-from numeric.heads.zoo.common import MANIFEST, TrainingError, file_sha256  # noqa: E402
-from numeric.heads.zoo.train import WEIGHTS_DIR, main as zoo_main  # noqa: E402
-from numeric.heads.zoo.vit_shift import NAME, shifted, train_shifted_vit  # noqa: E402
-from numeric.panel import arms  # noqa: E402
+from numeric.heads.models import ModelInputError, load_model
+from numeric.heads.zoo import digits
+from numeric.heads.zoo.common import MANIFEST, TrainingError, file_sha256
+from numeric.heads.zoo.train import WEIGHTS_DIR, main as zoo_main
+from numeric.heads.zoo.vit_shift import NAME, shifted, train_shifted_vit
+from numeric.panel import arms
 
 EVAL_TOL = 1e-3          # re-evaluated loss vs the manifest (float32, another thread schedule)
 MIN_ACCURACY = 0.9       # on the shifted task, after fine-tuning
