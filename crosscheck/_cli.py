@@ -18,7 +18,7 @@ import json
 import sys
 
 from ._agree import agreement, summary
-from ._errors import Malformed
+from ._errors import EXIT_MALFORMED, EXIT_OK, EXIT_REFUTED, Malformed
 from ._limits import MAX_WORK
 from ._verify import verify_file
 
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
             exact = _exact_by_file(args.compare, args.files)
         except (OSError, ValueError) as exc:
             print(f"python -m crosscheck: --compare: {_clean(str(exc)[:200])}", file=sys.stderr)
-            return 2
+            return EXIT_MALFORMED
 
     cells, errors, agreements = [], {}, []
     for path in args.files:
@@ -100,10 +100,10 @@ def main(argv=None) -> int:
     else:
         _table(cells, len(errors), totals)
     if totals is not None and not totals["agree"]:
-        return 1
+        return EXIT_REFUTED
     if errors or not cells:
-        return 2
-    return 0 if all_verified else 1
+        return EXIT_MALFORMED
+    return EXIT_OK if all_verified else EXIT_REFUTED
 
 
 def _table(cells, refused: int, totals) -> None:

@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from flint import arb, fmpq
 
 from .bracketfile import header_facts, read_bracket_file
-from .errors import MalformedInput
+from .errors import ExitCode, MalformedInput
 from .limits import MAX_TENSOR_BYTES, MAX_WORK
 from .slack import arb_precision
 from .verify import judge_file
@@ -165,8 +165,8 @@ def main(argv=None) -> int:
     else:
         _print_table(cells, len(errors))
     if errors or not cells:
-        return 2
-    return 0 if all_verified else 1
+        return ExitCode.MALFORMED
+    return ExitCode.OK if all_verified else ExitCode.REFUTED
 
 
 def _side(c: dict, s: str) -> str:

@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from exact.errors import ExitCode
+
 from . import all_checks
 from . import grid, hardcore, soundness
 from ._core import run_check
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     if args.list:
         for e in entries:
             print(f"{e.label:7} {e.name}")
-        return 0
+        return ExitCode.OK
     if args.only:
         # exact, case-sensitive ASCII match: no case folding (a dotless i must not select I.1)
         known = {e.label for e in entries}
@@ -62,7 +64,7 @@ def main(argv=None) -> int:
         if unknown:
             print(f"python -m proofs_checks: error: unknown label {', '.join(ascii(w) for w in unknown)}; "
                   f"labels: {', '.join(e.label for e in entries)}", file=sys.stderr)
-            return 2
+            return ExitCode.MALFORMED
         entries = [e for e in entries if e.label in set(args.only)]
     if args.export is not None:
         out = Path(args.export)
@@ -70,7 +72,7 @@ def main(argv=None) -> int:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             print(f"python -m proofs_checks: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
-            return 2
+            return ExitCode.MALFORMED
         os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
     if args.thorough:
         hardcore.THOROUGH = grid.THOROUGH = soundness.THOROUGH = True
@@ -80,7 +82,7 @@ def main(argv=None) -> int:
     if args.json:
         json.dump([r.to_json() for r in results], sys.stdout, indent=1)
         print()
-        return 0 if ok else 1
+        return ExitCode.OK if ok else ExitCode.REFUTED
     print(f"{'label':7} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
     for r in results:
         print(f"{r.label:7} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
             _print_table(r.table)
     passed = sum(r.passed for r in results)
     print(f"\n{passed}/{len(results)} checks passed" + ("" if ok else " - FAILURES above"))
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.REFUTED
 
 
 if __name__ == "__main__":
@@ -103,4 +105,4 @@ if __name__ == "__main__":
         raise SystemExit(main())
     except BrokenPipeError:          # output piped into `head`: not an error of the checks
         sys.stderr.close()
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.REFUTED)
