@@ -52,9 +52,17 @@ def _exact_by_file(source: str, files: list) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crosscheck", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error and exit ``EXIT_MALFORMED`` (the second checker's own:
+    it shares no code with ``exact``)."""
+
+    def error(self, message):
+        self.exit(EXIT_MALFORMED, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def main(argv=None, prog: str = "python -m crosscheck") -> int:
+    parser = _Parser(prog=prog, description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--compare", metavar="EXACT_JSON",
@@ -69,7 +77,7 @@ def main(argv=None) -> int:
         try:
             exact = _exact_by_file(args.compare, args.files)
         except (OSError, ValueError) as exc:
-            print(f"python -m crosscheck: --compare: {_clean(str(exc)[:200])}", file=sys.stderr)
+            print(f"{prog}: error: --compare: {_clean(str(exc)[:200])}", file=sys.stderr)
             return EXIT_MALFORMED
 
     cells, errors, agreements = [], {}, []
@@ -88,7 +96,7 @@ def main(argv=None) -> int:
             agreements.append(agreement(path, exact[path], args.max_work, results=results, error=errors.get(path)))
 
     for path, error in errors.items():
-        print(f"python -m crosscheck: {_clean(path)}: {_clean(error)}", file=sys.stderr)
+        print(f"{prog}: {_clean(path)}: {_clean(error)}", file=sys.stderr)
     all_verified = bool(cells) and not errors and all(c.verified for c in cells)
     totals = summary(agreements) if exact is not None else None
     if args.json:

@@ -13,9 +13,13 @@ and keeps constants of the same values (a test asserts they agree).
 """
 from __future__ import annotations
 
+import argparse
+import sys
 from enum import IntEnum
+from typing import NoReturn
 
-__all__ = ["ExitCode", "UserInputError", "CertificateError", "MalformedInput", "LimitExceeded"]
+__all__ = ["ExitCode", "OneLineParser", "one_line_error", "UserInputError", "CertificateError", "MalformedInput",
+           "LimitExceeded"]
 
 
 class ExitCode(IntEnum):
@@ -29,6 +33,20 @@ class ExitCode(IntEnum):
     REFUTED = 1       #: a claim refuted, a check failed, or two checkers disagree
     MALFORMED = 2     #: bad input: an unreadable or malformed file, a bad argument
     STOPPED = 130     #: interrupted (SIGINT), as a shell reports it (128 + 2)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """``argparse`` whose usage errors are one line, ``PROG: error: WHAT``, and exit ``MALFORMED``
+    (plain argparse prints the usage block first: two lines or more on stderr)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.MALFORMED, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def one_line_error(prog: str, what: object) -> ExitCode:
+    """Print ``PROG: error: WHAT`` (whitespace folded into one line) on stderr; return ``MALFORMED``."""
+    print(f"{prog}: error: {' '.join(str(what).split())}", file=sys.stderr)
+    return ExitCode.MALFORMED
 
 
 class UserInputError(ValueError):

@@ -7,13 +7,12 @@ Exit 0 only if every selected check passes, 1 if any fails, 2 on bad usage.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
-from exact.errors import ExitCode
+from exact.errors import ExitCode, OneLineParser
 
 from . import all_checks
 from . import grid, hardcore, soundness
@@ -40,8 +39,8 @@ def _print_table(rows) -> None:
         print("    " + "  ".join(str(r.get(k)).rjust(widths[k]) for k in keys))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m proofs_checks", description=__doc__)
+def main(argv=None, prog: str = "python -m proofs_checks") -> int:
+    parser = OneLineParser(prog=prog, description=__doc__)
     parser.add_argument("--json", action="store_true", help="one JSON array on stdout")
     parser.add_argument("--only", metavar="LABEL", action="append",
                         help="run only the check(s) with this paper label, e.g. G.1 (repeatable)")
@@ -62,7 +61,7 @@ def main(argv=None) -> int:
         known = {e.label for e in entries}
         unknown = [w for w in args.only if w not in known]
         if unknown:
-            print(f"python -m proofs_checks: error: unknown label {', '.join(ascii(w) for w in unknown)}; "
+            print(f"{prog}: error: unknown label {', '.join(ascii(w) for w in unknown)}; "
                   f"labels: {', '.join(e.label for e in entries)}", file=sys.stderr)
             return ExitCode.MALFORMED
         entries = [e for e in entries if e.label in set(args.only)]
@@ -71,7 +70,7 @@ def main(argv=None) -> int:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            print(f"python -m proofs_checks: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
+            print(f"{prog}: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
             return ExitCode.MALFORMED
         os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
     if args.thorough:

@@ -153,9 +153,9 @@ def test_damaged_or_missing_weights_refused(damaged, tmp_path, monkeypatch):
     with pytest.raises(ModelInputError, match="missing"):
         load_model(str(damaged))
     # a preset is checked the same way, before loading
-    from numeric.heads.zoo import train
+    from numeric.heads.zoo import common
 
-    monkeypatch.setattr(train, "WEIGHTS_DIR", tmp_path)
+    monkeypatch.setattr(common, "WEIGHTS_DIR", tmp_path)
     with pytest.raises(ModelInputError, match="missing"):
         load_model("docgpt2")
 

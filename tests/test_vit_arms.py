@@ -87,9 +87,9 @@ def test_damaged_base_refused(tmp_path, monkeypatch, capsys):
     (base / "config.json").write_text((base / "config.json").read_text() + " ")
     with pytest.raises(TrainingError, match="base model digitvit"):
         train_shifted_vit(tmp_path / "o", tiny=True, base_dir=base)
-    from numeric.heads.zoo import train
+    from numeric.heads.zoo import common
 
-    monkeypatch.setattr(train, "WEIGHTS_DIR", tmp_path / "weights")
+    monkeypatch.setattr(common, "WEIGHTS_DIR", tmp_path / "weights")
     assert zoo_main(["train", NAME, "--tiny", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: base model digitvit") and "stale or damaged" in err[0]
