@@ -1,7 +1,6 @@
-"""Smoke tests of ``bench/oddmap_search.py`` (odd-map certificates against Bernstein widths, issue 17 item 2)."""
+"""Smoke tests of ``research/oddmap_search.py`` (odd-map certificates against Bernstein widths, issue 17 item 2)."""
 from __future__ import annotations
 
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -10,11 +9,10 @@ import pytest
 
 pytest.importorskip("pysat")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 
-import oddmap_families as fam
-import oddmap_geom as geom
-import oddmap_search
+from research import oddmap_families as fam
+from research import oddmap_geom as geom
+from research import oddmap_search
 
 
 def _example():
@@ -75,7 +73,7 @@ def test_search_smoke_two_matrices(capsys):
 
 
 def test_cycle5_column_side_proof_and_its_inputs():
-    import oddmap_cycle5
+    from research import oddmap_cycle5
     assert oddmap_cycle5.lemma_b(Fraction(1, 5)) and not oddmap_cycle5.lemma_b(Fraction(22, 100))
     assert oddmap_cycle5.main(["--eps", "99/100"]) == 0
     assert oddmap_cycle5.main(["--eps", "3/2"]) == 2

@@ -14,7 +14,7 @@ kind of ``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + 
 3. the nerve of the ``C(i, s)`` on the pool, sets of size <= d, by LP (at most
    ``--nerve-lps``; "partial" when that ends first);
 4. on a full nerve, the mod-2 height filter (Yang's chain criterion,
-   ``bench/oddmap_geom.py``, <= ``--max-rows`` faces): fails -> no odd map
+   ``research/oddmap_geom.py``, <= ``--max-rows`` faces): fails -> no odd map
    S^{d-1} -> U on any triangulation;
 5. SAT (python-sat, CaDiCaL, ``--conflicts`` per round) for a vertex labelling
    of the first barycentric subdivision of the d-cross-polytope (the exact
@@ -29,7 +29,7 @@ kind of ``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + 
 Budgets are work (effort units, LPs, GF(2) rows, clauses, conflicts), seconds information only.
 Only step 6 proves anything; every other outcome is a float search result, never a bound.
 
-    nice -n 15 python bench/oddmap_real.py [--part I/K] [--out DIR] [--json]; --merge A.json B.json
+    nice -n 15 python -m research.oddmap_real [--part I/K] [--out DIR] [--json]; --merge A.json B.json
 """
 from __future__ import annotations
 
@@ -52,11 +52,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]
 
-import oddmap_geom as geom
-from quality import MINILM_HEADS
+from bench.quality import MINILM_HEADS
+from research import oddmap_geom as geom
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
 from numeric.bracketwriter import write_bracket_file
 from numeric.search.driver import LOWER_SAFETY
@@ -333,7 +331,7 @@ def merge(paths: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/oddmap_real.py", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m research.oddmap_real", description=__doc__.splitlines()[0])
     ap.add_argument("--eps", default="1/10,1/4,1/2", help="tolerances (searched largest first, each seeded alone)")
     ap.add_argument("--effort", default="default", choices=("quick", "default"), help="bracket search preset")
     ap.add_argument("--quality-heads", type=int, default=8, help="MiniLM heads of bench/quality.py (0..8)")
@@ -358,12 +356,12 @@ def main(argv=None) -> int:
     except (ValueError, ZeroDivisionError):
         err = f"--eps {args.eps!r} is not a list of fractions"
     if err:
-        print(f"python bench/oddmap_real.py: error: {err}", file=sys.stderr)
+        print(f"python -m research.oddmap_real: error: {err}", file=sys.stderr)
         return 2
     try:
         res = merge(args.merge) if args.merge else None
     except (OSError, ValueError, KeyError) as e:
-        print(f"python bench/oddmap_real.py: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"python -m research.oddmap_real: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     res = res or run(args)
     _print(res) if not args.json else print(json.dumps(res, default=str))
