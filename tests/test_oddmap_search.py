@@ -81,7 +81,7 @@ def test_cycle5_column_side_proof_and_its_inputs():
 
 
 def test_row_certificate_lp_is_weaker_than_geometric_gamma_row():
-    import oddmap_widths as wid
+    from research import oddmap_widths as wid
     A = np.array([[0, 1, 0, 1, 1], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1]]) / 3
     assert abs(wid.gamma_row(A, np.eye(3)) - 7 / 27) < 1e-9
     assert abs(wid.gamma_row_geo(A, np.eye(3)) - 1 / 3) < 1e-9
