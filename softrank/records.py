@@ -92,7 +92,7 @@ class Bracket:
     def from_report(cls, r: CellReport, target: str, provenance: dict) -> "Bracket":
         search = provenance.get("search") if isinstance(provenance, dict) else None
         capped = bool(search.get("capped")) if isinstance(search, dict) else False
-        return cls(r.id, _fraction(r.eps), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
+        return cls(r.id, Fraction(int(r.eps.p), int(r.eps.q)), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
                    _fraction(r.lower.margin), _fraction(r.upper.margin), r.lower.verified, r.upper.verified,
                    r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), capped,
                    _head_label(provenance))
