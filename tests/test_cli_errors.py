@@ -98,13 +98,27 @@ MODULE_CASES = [
     ("oracles.twobit", "file", ["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", "{under_file}/x.safetensors"]),
     ("numeric.heads.zoo", "arg", ["verify", "--no-such-option", "x"]),
     ("numeric.heads.zoo", "file", ["verify", "{empty}"]),
+    ("numeric.heads.zoo.corpus", "arg", ["--no-such-option"]),
     ("numeric", "arg", ["no-such-command"]),
     ("softrank", "arg", ["no-such-command"]),
     ("softrank", "file", ["verify", "{garbage}"]),
 ]
 
 
-@pytest.mark.parametrize("module,kind,args", MODULE_CASES, ids=[f"{m}-{k}" for m, k, _ in MODULE_CASES])
+_ARMS = pytest.mark.xfail(strict=True, reason="numeric/panel/arms.py: argparse usage block on a bad argument, "
+                                              "a traceback (NotADirectoryError) on an --out it cannot create; "
+                                              "not edited on this branch")
+MODULE_CASES += [
+    pytest.param("numeric.panel.arms", "arg", ["--no-such-option"], marks=_ARMS, id="numeric.panel.arms-arg"),
+    pytest.param("numeric.panel.arms", "file", ["--out", "{under_file}"], marks=_ARMS, id="numeric.panel.arms-file"),
+]
+
+
+def _case_id(case) -> str:
+    return case.id if hasattr(case, "id") else f"{case[0]}-{case[1]}"
+
+
+@pytest.mark.parametrize("module,kind,args", MODULE_CASES, ids=[_case_id(c) for c in MODULE_CASES])
 def test_python_m_bad_input(tmp_path, module, kind, args):
     paths = _bad_paths(tmp_path)
     rc, err = _run_module(module, [a.format(**paths) for a in args])
