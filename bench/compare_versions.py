@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from exact.errors import MalformedInput  # noqa: E402
-from exact.verify import verify_file  # noqa: E402
+from exact.errors import MalformedInput
+from exact.verify import verify_file
 
 
 def extract_ref(ref: str, dest: Path) -> Path:
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
           f"wall s: before {wall['before']:.0f}, after {wall['after']:.0f}")
     print(f"{'case':<28} {'eps':>6} {'before':>12} {'after':>12}")
     for row in table:
-        fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "unverified"  # noqa: E731
+        fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "unverified"
         print(f"{row['case']:<28} {row['eps']:>6} {fmt(row['before']):>12} {fmt(row['after']):>12}")
     print(f"\n{'group':<10} {'eps':>6} {'median U/L before':>18} {'after':>8} {'after/before':>13}")
     for s in summary:

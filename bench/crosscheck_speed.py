@@ -32,7 +32,7 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -63,7 +63,7 @@ def write_frobenius(path: Path, n: int) -> None:
 def make(out: Path, minilm: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    run = lambda *args: subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, check=True)  # noqa: E731
+    run = lambda *args: subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, check=True)
     run("oracles.twobit", "--export", str(out / "twobit.safetensors"))
     for n, seed in ((128, 0), (256, 1)):
         logits = out / f"logits{n}.npy"

@@ -24,10 +24,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from exact.verify import verify_file  # noqa: E402
-from numeric.search.export import write_bracket_file  # noqa: E402
-from numeric.heads.extract import softmax_rows  # noqa: E402
-from numeric.search import search_brackets  # noqa: E402
+from exact.verify import verify_file
+from numeric.search.export import write_bracket_file
+from numeric.heads.extract import softmax_rows
+from numeric.search import search_brackets
 
 DEFAULT_HEADS = [(0, 0), (1, 3), (2, 0), (3, 7)]
 

@@ -21,12 +21,12 @@ from fractions import Fraction
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")          # one core for both pipelines, before numpy loads
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from exact.verify import verify_file  # noqa: E402
-from numeric.bracketwriter import rational_string, write_bracket_file  # noqa: E402
+from exact.verify import verify_file
+from numeric.bracketwriter import rational_string, write_bracket_file
 
 
 def _slack(H, A, mode: str):
@@ -91,7 +91,7 @@ def make_cell(n: int, k_up: int, d_low: int, seed: int = 0, slack_mode: str = "f
 def float_checks(t, eps, slack, row_side: bool):
     """The same conditions in float64 (not rigorous): what the exact tier is compared with."""
     A, H = t["A"], t["H"]
-    row1 = lambda M: np.abs(M).sum(axis=1).max()  # noqa: E731
+    row1 = lambda M: np.abs(M).sum(axis=1).max()
     E_soft = np.exp(H - H.max(axis=1, keepdims=True))
     E_soft /= E_soft.sum(axis=1, keepdims=True)
     ok_slack = row1(E_soft - A) <= float(slack)

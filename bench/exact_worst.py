@@ -37,19 +37,19 @@ from fractions import Fraction
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("EXACT_WORST_ROOT", ROOT))      # --ref runs this script on another copy
 
-from flint import fmpz_mat  # noqa: E402
+from flint import fmpz_mat
 
-from exact.bracketfile import read_bracket_file  # noqa: E402
-from exact.limits import MAX_WORK, work_limit  # noqa: E402
-from exact.matrix import ExactMatrix  # noqa: E402
-from exact.slack import softmax_slack_bound  # noqa: E402
-from exact.verify import judge_file  # noqa: E402
-from numeric.bracketwriter import rational_string, write_bracket_file  # noqa: E402
+from exact.bracketfile import read_bracket_file
+from exact.limits import MAX_WORK, work_limit
+from exact.matrix import ExactMatrix
+from exact.slack import softmax_slack_bound
+from exact.verify import judge_file
+from numeric.bracketwriter import rational_string, write_bracket_file
 
 TRIVIAL = {"lower": {"rank": 0, "witness": {"kind": "trivial"}}}
 

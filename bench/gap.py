@@ -33,20 +33,20 @@ import time
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from exact.bracketfile import read_bracket_file  # noqa: E402
-from exact.errors import CertificateError  # noqa: E402
-from numeric.search.budget import Budget  # noqa: E402
-from numeric.search.candidate import certifies_subspace  # noqa: E402
-from numeric.search.frobenius import frobenius  # noqa: E402
-from numeric.search.inverse import decoded  # noqa: E402
-from numeric.search.lp import LPFailed, min_norm_left_inverse  # noqa: E402
-from numeric.search.lp_subspace import lp_svd  # noqa: E402
-from numeric.search.refine import refine  # noqa: E402
-from numeric.search.upper import svd_factors  # noqa: E402
+from exact.bracketfile import read_bracket_file
+from exact.errors import CertificateError
+from numeric.search.budget import Budget
+from numeric.search.candidate import certifies_subspace
+from numeric.search.frobenius import frobenius
+from numeric.search.inverse import decoded
+from numeric.search.lp import LPFailed, min_norm_left_inverse
+from numeric.search.lp_subspace import lp_svd
+from numeric.search.refine import refine
+from numeric.search.upper import svd_factors
 
 #: Row LPs per cell for the column-side families: the former 20 s of HiGHS, at the 54 row LPs
 #: per second that the search's LP on singular subspaces ran on MiniLM heads (81 in 1.5 s).

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from numeric.panel.audit import audit  # noqa: E402
-from numeric.panel.report import summarise  # noqa: E402
+from numeric.panel.audit import audit
+from numeric.panel.report import summarise
 
 
 def timed(cmd: list) -> tuple[float, int]:

@@ -34,16 +34,16 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")          # one core, before numpy loads
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from exact.verify import verify_file  # noqa: E402
-from numeric.search.attack import attack_rank  # noqa: E402
-from numeric.search.export import write_bracket_file  # noqa: E402
-from numeric.heads.extract import softmax_rows  # noqa: E402
-from numeric.search import search_brackets  # noqa: E402
-from numeric.search.upper import svd_baseline  # noqa: E402
+from exact.verify import verify_file
+from numeric.search.attack import attack_rank
+from numeric.search.export import write_bracket_file
+from numeric.heads.extract import softmax_rows
+from numeric.search import search_brackets
+from numeric.search.upper import svd_baseline
 
 EPS = (0.1, 0.25, 0.5)
 #: Heads of all-MiniLM-L6-v2 (6 layers x 12 heads), spread over layers; --heads takes a prefix.
@@ -58,7 +58,7 @@ def grid_cases():
 
 
 def twobit_cases():
-    k = lambda t: t * np.eye(2) + (1 - t) * np.ones((2, 2)) / 2   # noqa: E731
+    k = lambda t: t * np.eye(2) + (1 - t) * np.ones((2, 2)) / 2
     yield "twobit/t=3/4,s=1/2", np.kron(k(0.75), k(0.5)), None, [Fraction(1, 4), Fraction(7, 16), Fraction(5, 8),
                                                                   Fraction(7, 8)]
     yield "twobit/t=3/4,s=3/4", np.kron(k(0.75), k(0.75)), None, [Fraction(5, 8), Fraction(3, 4)]
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
         print(f"{'group':<8} {'eps':>6} {'cells':>5} {'med U/L':>8} {'closed':>7} {'med U/SVD':>9} "
               f"{'med L':>6} {'med U':>6} {'s/cell':>7} {'attacks':>8} {'controls':>9} {'verified':>8}")
         for s in summary:
-            f = lambda v: "-" if v is None else f"{v:.2f}"   # noqa: E731
+            f = lambda v: "-" if v is None else f"{v:.2f}"
             print(f"{s['group']:<8} {s['eps']:>6} {s['cells']:>5} {f(s['median_U_over_L']):>8} "
                   f"{s['closed']:>3}/{s['cells']:<3} {f(s['median_U_over_svd']):>9} {s['median_L']:>6.1f} "
                   f"{s['median_U']:>6.1f} {s['seconds_per_cell']:>7.1f} "

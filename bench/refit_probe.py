@@ -8,12 +8,15 @@ row LP (docs/benchmarks.md 7.2).
 
     python bench/refit_probe.py
 """
-import os, sys, time
+import os
+import sys
+import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OMP_NUM_THREADS","1")
-import numpy as np, scipy.sparse as sp
+import numpy as np
+import scipy.sparse as sp
 from numeric.search.lp import solve_lp
-from numeric.search.upper import svd_baseline, svd_factors, compress
+from numeric.search.upper import svd_baseline, svd_factors
 from numeric.search.refine import refine
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_error
@@ -36,13 +39,16 @@ for cap,(l,h) in zip(extract_heads(lm, src, heads), heads):
         ksvd=int(np.nonzero(errs<=eps)[0][0])
         for k in (max(1,ksvd//2), max(1,int(ksvd*0.7))):
             P,Q,err=refine(A,*svd_factors(*svd,k),eps,iters=1500,budget=Budget(10**9))
-            R=A-P@Q.T; rowerr=np.abs(R).sum(1)
+            R=A-P@Q.T
+            rowerr=np.abs(R).sum(1)
             t=time.perf_counter()
-            P2=P.copy(); bad=np.nonzero(rowerr>eps*0.98)[0]
+            P2=P.copy()
+            bad=np.nonzero(rowerr>eps*0.98)[0]
             for i in bad:
                 p,v=l1_fit(A[i],Q)
                 for cand in (p,-p):
-                    if np.abs(A[i]-Q@cand).sum() < np.abs(A[i]-Q@P2[i]).sum(): P2[i]=cand
+                    if np.abs(A[i]-Q@cand).sum() < np.abs(A[i]-Q@P2[i]).sum():
+                        P2[i]=cand
             dt=time.perf_counter()-t
             err2=row_l1_error(A,P2,Q)
             print(f"l{l}h{h} eps={eps} ksvd={ksvd} k={k} adam={err:.4f} rows>{len(bad)} refit={err2:.4f} ({dt:.2f}s, {dt/max(1,len(bad))*1000:.1f} ms/row)", flush=True)

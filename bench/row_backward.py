@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import numeric.search.lp as lp  # noqa: E402
-from numeric.search.far_rows import far_order  # noqa: E402
+import numeric.search.lp as lp
+from numeric.search.far_rows import far_order
 
 #: The float margin a pool must clear: ``norm * eps < 1 - MARGIN``.
 MARGIN = 1e-3

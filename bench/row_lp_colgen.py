@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import numeric.search.lp as lp  # noqa: E402
+import numeric.search.lp as lp
 
 
 def colgen_decoder(AS: np.ndarray, iterations: int = 5000, tol: float = 1e-9):

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare_versions import extract_ref  # noqa: E402
+from compare_versions import extract_ref
 
 
 def start(tree: Path, panel: Path, out: Path, core: int | None, replicates: int) -> tuple:

@@ -18,7 +18,7 @@ import json
 import sys
 
 from ._agree import agreement, summary
-from ._errors import Malformed
+from ._errors import EXIT_MALFORMED, EXIT_OK, EXIT_REFUTED, Malformed
 from ._limits import MAX_WORK
 from ._verify import verify_file
 
@@ -52,9 +52,17 @@ def _exact_by_file(source: str, files: list) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crosscheck", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error and exit ``EXIT_MALFORMED`` (the second checker's own:
+    it shares no code with ``exact``)."""
+
+    def error(self, message):
+        self.exit(EXIT_MALFORMED, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def main(argv=None, prog: str = "python -m crosscheck") -> int:
+    parser = _Parser(prog=prog, description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--compare", metavar="EXACT_JSON",
@@ -69,8 +77,8 @@ def main(argv=None) -> int:
         try:
             exact = _exact_by_file(args.compare, args.files)
         except (OSError, ValueError) as exc:
-            print(f"python -m crosscheck: --compare: {_clean(str(exc)[:200])}", file=sys.stderr)
-            return 2
+            print(f"{prog}: error: --compare: {_clean(str(exc)[:200])}", file=sys.stderr)
+            return EXIT_MALFORMED
 
     cells, errors, agreements = [], {}, []
     for path in args.files:
@@ -88,7 +96,7 @@ def main(argv=None) -> int:
             agreements.append(agreement(path, exact[path], args.max_work, results=results, error=errors.get(path)))
 
     for path, error in errors.items():
-        print(f"python -m crosscheck: {_clean(path)}: {_clean(error)}", file=sys.stderr)
+        print(f"{prog}: {_clean(path)}: {_clean(error)}", file=sys.stderr)
     all_verified = bool(cells) and not errors and all(c.verified for c in cells)
     totals = summary(agreements) if exact is not None else None
     if args.json:
@@ -100,10 +108,10 @@ def main(argv=None) -> int:
     else:
         _table(cells, len(errors), totals)
     if totals is not None and not totals["agree"]:
-        return 1
+        return EXIT_REFUTED
     if errors or not cells:
-        return 2
-    return 0 if all_verified else 1
+        return EXIT_MALFORMED
+    return EXIT_OK if all_verified else EXIT_REFUTED
 
 
 def _table(cells, refused: int, totals) -> None:

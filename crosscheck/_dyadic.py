@@ -29,6 +29,8 @@ from itertools import compress, repeat
 from math import frexp, ldexp
 from operator import lshift, mul, or_
 
+import numpy as np
+
 from ._limits import Meter
 
 __all__ = ["Dyadic", "FloatMatrix", "residual", "words", "integers"]
@@ -216,7 +218,6 @@ class FloatMatrix(Dyadic):
     BLOCK = 2**20
 
     def __init__(self, array):
-        import numpy as np
 
         a = np.asarray(array, dtype=np.float64)
         m, n = a.shape
@@ -265,7 +266,6 @@ def _decompose(a):
     """``(m, e)`` int64 arrays with ``a = m 2^e`` exactly and m odd (or 0): numpy's frexp gives
     ``a = f 2^E``, ``0.5 <= |f| < 1``, so ``f 2^53`` is an integer of at most 53 bits; its trailing zero
     bits move into the exponent."""
-    import numpy as np
 
     frac, expo = np.frexp(a)
     mant = (frac * 2.0**53).astype(np.int64)                        # exact: f has at most 53 bits

@@ -5,7 +5,12 @@
 A false claim is never an exception: it is a refuted side.
 """
 
-__all__ = ["CrosscheckError", "Malformed", "LimitReached"]
+__all__ = ["CrosscheckError", "Malformed", "LimitReached", "EXIT_OK", "EXIT_REFUTED", "EXIT_MALFORMED",
+           "EXIT_STOPPED"]
+
+#: Exit codes: the values of ``exact.errors.ExitCode``, restated here so that the second checker
+#: imports nothing from the exact tier (``tests/test_cli_errors.py`` asserts they agree).
+EXIT_OK, EXIT_REFUTED, EXIT_MALFORMED, EXIT_STOPPED = 0, 1, 2, 130
 
 
 class CrosscheckError(ValueError):

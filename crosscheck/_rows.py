@@ -30,7 +30,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._dyadic import Dyadic, FloatMatrix, _product
+from ._dyadic import FloatMatrix, _product
 from ._limits import Meter
 
 __all__ = ["residual_norm", "residual_norm_bound", "candidates"]

@@ -50,6 +50,8 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
+import numpy as np
+
 from mpmath.ctx_iv import MPIntervalContext
 
 from ._dyadic import integers
@@ -222,7 +224,6 @@ def _mul_up(a, b):
 @lru_cache(maxsize=1)
 def _vector_tables() -> tuple:
     """The three tables of ``_tables`` at VEC_BITS, as int64 arrays (lo, hi)."""
-    import numpy as np
 
     ctx = _context(VEC_BITS)
     out = []
@@ -251,7 +252,6 @@ def _vector_block(H, A0) -> list:
     row sums; ``e/Z`` between ``q_lo`` and ``q_hi`` through ``floor(2^112 / Zhi)`` and ``ceil(2^112 / Zlo)``;
     ``a`` between ``floor(a 2^56)`` and that plus one; and ``|e/Z - a| <= max(q_hi - a_lo, a_hi - q_lo, 0)``.
     """
-    import numpy as np
 
     P = VEC_BITS
     one, cap = 1 << P, _TOP << P

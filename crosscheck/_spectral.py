@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np                                # a hint only: never trusted
+
 from ._dyadic import Dyadic, residual
 from ._limits import Meter
 
@@ -47,7 +49,6 @@ class Energies:
         self._done = False
 
     def _compute(self) -> None:
-        import numpy as np                                # a hint only: never trusted
 
         A = self.A
         S = residual(None, [A.T, A] if A.shape[1] <= A.shape[0] else [A, A.T], self.meter)

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
+
 from ._dyadic import Dyadic, FloatMatrix, residual
 from ._errors import LimitReached
 from ._limits import MAX_WORK, Meter
@@ -69,7 +71,6 @@ class _File:
     def matrix(self, name: str) -> FloatMatrix:
         """A tensor as an exact matrix (its integer rows made when first read)."""
         def convert():
-            import numpy as np
 
             t = self.doc.tensors[name]
             self.meter.charge(CONVERT_UNITS * t.shape[0] * t.shape[1], f"reading tensor {name!a} exactly")

@@ -348,7 +348,8 @@ def _document(header: dict) -> list:
     if not isinstance(metadata, dict) or "softrank" not in metadata:
         raise MalformedInput("no 'softrank' document in the safetensors metadata")
     if set(metadata) != {"softrank"}:
-        raise MalformedInput(f"__metadata__ has a key besides 'softrank': {show(sorted(set(metadata) - {'softrank'})[0], 40)}")
+        extra = sorted(set(metadata) - {'softrank'})[0]
+        raise MalformedInput(f"__metadata__ has a key besides 'softrank': {show(extra, 40)}")
     if not isinstance(metadata["softrank"], str):
         raise MalformedInput("the 'softrank' metadata value must be a JSON string")
     doc = _json(metadata["softrank"], "the 'softrank' document")

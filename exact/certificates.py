@@ -7,6 +7,9 @@ limit or out of memory: those refuse the whole file (exit 2).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from flint import fmpq
 
 from .factors import UpperFactors, check_factors
@@ -17,18 +20,20 @@ from .reconstruction import ReconstructionWitness, check_reconstruction
 from .row_reconstruction import RowReconstructionWitness, check_row_reconstruction
 from .trivial import TrivialLower, TrivialUpper, check_trivial_lower, check_trivial_upper
 from .errors import LimitExceeded
-from .verdict import Verdict, fresh, refuted
+from .verdict import Cache, Verdict, fresh, refuted
 
 __all__ = ["TrivialUpper", "UpperFactors", "TrivialLower", "ReconstructionWitness",
            "RowReconstructionWitness", "FrobeniusTail", "OddMapWitness", "check_upper", "check_lower"]
 
-_UPPER = {TrivialUpper: check_trivial_upper, UpperFactors: check_factors}
-_LOWER = {TrivialLower: check_trivial_lower, ReconstructionWitness: check_reconstruction,
-          RowReconstructionWitness: check_row_reconstruction, FrobeniusTail: check_frobenius,
-          OddMapWitness: check_odd_map}
+_UPPER: dict[type, Callable[..., Verdict]] = {TrivialUpper: check_trivial_upper, UpperFactors: check_factors}
+_LOWER: dict[type, Callable[..., Verdict]] = {
+    TrivialLower: check_trivial_lower, ReconstructionWitness: check_reconstruction,
+    RowReconstructionWitness: check_row_reconstruction, FrobeniusTail: check_frobenius,
+    OddMapWitness: check_odd_map}
 
 
-def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank, cache) -> Verdict:
+def _dispatch(table: dict[type, Callable[..., Verdict]], side: str, A: ExactMatrix, witness: Any, eps: fmpq,
+              rank: int, cache: Cache) -> Verdict:
     kind = getattr(witness, "kind", type(witness).__name__)
     check = table.get(type(witness))
     if check is None:
@@ -48,11 +53,11 @@ def _dispatch(table: dict, side: str, A: ExactMatrix, witness, eps, rank, cache)
         return refuted(kind, rank, f"check failed: {type(exc).__name__}: {str(exc)[:120]}")
 
 
-def check_upper(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int, cache=fresh) -> Verdict:
+def check_upper(A: ExactMatrix, witness: Any, eps: fmpq, claimed_rank: int, cache: Cache = fresh) -> Verdict:
     """Verified iff ``witness`` proves ``r_eps(A) <= claimed_rank`` exactly (K.1, trivial cap)."""
     return _dispatch(_UPPER, "upper", A, witness, eps, claimed_rank, cache)
 
 
-def check_lower(A: ExactMatrix, witness, eps: fmpq, claimed_rank: int, cache=fresh) -> Verdict:
+def check_lower(A: ExactMatrix, witness: Any, eps: fmpq, claimed_rank: int, cache: Cache = fresh) -> Verdict:
     """Verified iff ``witness`` proves ``r_eps(A) >= claimed_rank`` exactly (K.2, K.3, odd map, trivial)."""
     return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank, cache)

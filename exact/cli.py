@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from flint import arb, fmpq
 
 from .bracketfile import header_facts, read_bracket_file
-from .errors import MalformedInput
+from .errors import ExitCode, MalformedInput, OneLineParser
 from .limits import MAX_TENSOR_BYTES, MAX_WORK
 from .slack import arb_precision
 from .verify import judge_file
@@ -122,8 +122,8 @@ def _distinct(paths):
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m exact", description=__doc__,
+def main(argv=None, prog: str = "python -m exact") -> int:
+    parser = OneLineParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="re-verify bracket files")
@@ -158,15 +158,15 @@ def main(argv=None) -> int:
     all_verified = bool(cells) and not errors and all(c["lower_verified"] and c["upper_verified"] for c in cells)
 
     for path, error in errors.items():
-        print(f"python -m exact verify: {_clean(path)}: {_clean(error)}", file=sys.stderr)
+        print(f"{prog} verify: {_clean(path)}: {_clean(error)}", file=sys.stderr)
     if args.json:
         print(json.dumps({"cells": cells, "all_verified": all_verified,
                           "malformed": [{"file": p, "error": e} for p, e in errors.items()]}))
     else:
         _print_table(cells, len(errors))
     if errors or not cells:
-        return 2
-    return 0 if all_verified else 1
+        return ExitCode.MALFORMED
+    return ExitCode.OK if all_verified else ExitCode.REFUTED
 
 
 def _side(c: dict, s: str) -> str:

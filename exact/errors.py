@@ -1,18 +1,63 @@
-"""The exact tier's exceptions: one small hierarchy.
+"""The exact tier's exceptions and the exit codes every command line of the project shares.
 
 A ``MalformedInput`` means the file or the request cannot be read as a
 bracket claim at all (exit 2). A false claim is never an exception: it is a
-refuted ``Verdict``.
-"""
+refuted ``Verdict`` (exit 1).
 
-__all__ = ["CertificateError", "MalformedInput", "LimitExceeded"]
+``UserInputError`` is the base of everything a user can cause (a bad file, a
+bad argument, a missing model), in every tier: ``MalformedInput`` here and
+``softrank.UserInputError`` derive from it. ``ExitCode`` is the one exit-code
+scheme of the CLIs (``python -m exact``, ``python -m proofs_checks``, the
+``softrank`` console script); ``crosscheck`` stays independent of this module
+and keeps constants of the same values (a test asserts they agree).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from enum import IntEnum
+from typing import NoReturn
+
+__all__ = ["ExitCode", "OneLineParser", "one_line_error", "UserInputError", "CertificateError", "MalformedInput",
+           "LimitExceeded"]
+
+
+class ExitCode(IntEnum):
+    """Exit status of every command line of the project.
+
+    >>> [int(c) for c in ExitCode]
+    [0, 1, 2, 130]
+    """
+
+    OK = 0            #: every claim verified, every check passed
+    REFUTED = 1       #: a claim refuted, a check failed, or two checkers disagree
+    MALFORMED = 2     #: bad input: an unreadable or malformed file, a bad argument
+    STOPPED = 130     #: interrupted (SIGINT), as a shell reports it (128 + 2)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """``argparse`` whose usage errors are one line, ``PROG: error: WHAT``, and exit ``MALFORMED``
+    (plain argparse prints the usage block first: two lines or more on stderr)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.MALFORMED, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def one_line_error(prog: str, what: object) -> ExitCode:
+    """Print ``PROG: error: WHAT`` (whitespace folded into one line) on stderr; return ``MALFORMED``."""
+    print(f"{prog}: error: {' '.join(str(what).split())}", file=sys.stderr)
+    return ExitCode.MALFORMED
+
+
+class UserInputError(ValueError):
+    """Input the user can fix (a file, an argument, a model name): reported as one line, exit 2."""
 
 
 class CertificateError(ValueError):
     """Base class of every error the exact tier raises on purpose."""
 
 
-class MalformedInput(CertificateError):
+class MalformedInput(CertificateError, UserInputError):
     """Input that does not follow the bracket format or the exact-number grammar."""
 
 

@@ -19,7 +19,7 @@ from flint import fmpq
 
 from .matrix import ExactMatrix
 from .norms import residual_row_l1
-from .verdict import Verdict, fresh, refuted, verified
+from .verdict import Cache, Verdict, fresh, refuted, verified
 
 __all__ = ["UpperFactors", "check_factors"]
 
@@ -33,7 +33,7 @@ class UpperFactors:
     kind = "factors"
 
 
-def check_factors(A: ExactMatrix, w: UpperFactors, eps: fmpq, rank: int, cache=fresh) -> Verdict:
+def check_factors(A: ExactMatrix, w: UpperFactors, eps: fmpq, rank: int, cache: Cache = fresh) -> Verdict:
     m, n = A.shape
     k = w.P.ncols
     if w.P.nrows != m or w.Q.shape != (n, k):

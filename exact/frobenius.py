@@ -35,7 +35,7 @@ from flint import fmpq, fmpz_mat
 
 from .matrix import ExactMatrix
 from .norms import diagonal, frobenius_sq, row_l1_norm
-from .verdict import Verdict, fresh, refuted, verified
+from .verdict import Cache, Verdict, fresh, refuted, verified
 
 __all__ = ["FrobeniusTail", "check_frobenius", "top_energy_upper_bound"]
 
@@ -53,8 +53,8 @@ def top_energy_upper_bound(A: ExactMatrix, k: int) -> fmpq | None:
     if k == 0:
         return fmpq(0)
     S = A.T @ A if A.ncols <= A.nrows else A @ A.T
-    top = max((abs(int(x)) for x in S.num.entries()), default=0)
-    shift = top.bit_length() - int(S.den).bit_length()     # S / 2^shift has entries near 1: no overflow
+    biggest = max((abs(int(x)) for x in S.num.entries()), default=0)
+    shift = biggest.bit_length() - int(S.den).bit_length()     # S / 2^shift has entries near 1: no overflow
     hint = S.scale(fmpq(1, 2**shift) if shift >= 0 else fmpq(2**(-shift))).to_float64()
     _, vectors = np.linalg.eigh(hint)
     if not np.isfinite(vectors).all():
@@ -69,11 +69,11 @@ def top_energy_upper_bound(A: ExactMatrix, k: int) -> fmpq | None:
     diag = diagonal(D)
     off = D.num - fmpz_mat(p, p, [D.num[i, j] if i == j else 0 for i in range(p) for j in range(p)])
     off_norm = row_l1_norm(ExactMatrix(off, D.den))
-    top = sum(sorted(diag, reverse=True)[:k], fmpq(0))
+    top: fmpq = sum(sorted(diag, reverse=True)[:k], fmpq(0))
     return (top + k * off_norm) / (1 - g)
 
 
-def check_frobenius(A: ExactMatrix, w: FrobeniusTail, eps: fmpq, rank: int, cache=fresh) -> Verdict:
+def check_frobenius(A: ExactMatrix, w: FrobeniusTail, eps: fmpq, rank: int, cache: Cache = fresh) -> Verdict:
     m, n = A.shape
     k = w.k
     if k + 1 != rank:

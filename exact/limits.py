@@ -9,6 +9,7 @@ scanning a matrix one unit per word. ``work_limit`` meters one file.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -68,7 +69,7 @@ _current: ContextVar[Meter | None] = ContextVar("exact_work_meter", default=None
 
 
 @contextmanager
-def work_limit(limit: int):
+def work_limit(limit: int) -> Iterator[Meter]:
     """Meter the exact work done inside; ``charge`` raises ``LimitExceeded`` past ``limit`` units.
 
     Yields the ``Meter`` (read ``meter.used`` after the block). The meter lives in a

@@ -16,6 +16,8 @@ True
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
 
@@ -213,7 +215,6 @@ class ExactMatrix:
         return fmpq_mat(self.num) / self.den
 
     def to_fractions(self):
-        from fractions import Fraction
         d = int(self.den)
         n = self.ncols
         flat = [Fraction(int(x), d) for x in self.num.entries()]

@@ -29,7 +29,7 @@ _FRACTION = re.compile(r"([+-]?)([0-9]+)(?:/([0-9]+))?")
 _DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
 
 
-def parse_rational(text) -> fmpq:
+def parse_rational(text: object) -> fmpq:
     """Parse ``"p/q"``, an integer, or an exact decimal (``"0.25"``, ``"1e-3"``).
 
     Raises ``MalformedInput`` for anything else, a zero denominator, or more
@@ -68,7 +68,7 @@ def parse_rational(text) -> fmpq:
     raise MalformedInput(f"not a rational number: {text[:40]!a}")
 
 
-def parse_nonnegative(text, what: str) -> fmpq:
+def parse_nonnegative(text: str, what: str) -> fmpq:
     """``parse_rational`` that also refuses a negative value, naming ``what``."""
     value = parse_rational(text)
     if value < 0:
@@ -84,7 +84,7 @@ def float_to_fmpq(x: float) -> fmpq:
     return fmpq(p, q)
 
 
-def to_fmpq(x) -> fmpq:
+def to_fmpq(x: object) -> fmpq:
     """An exact ``fmpq`` from an int, Fraction, fmpq, fmpz, float (exactly) or rational string."""
     if isinstance(x, fmpq):
         return x
@@ -104,7 +104,7 @@ def to_fraction(q: fmpq) -> Fraction:
     return Fraction(int(q.p), int(q.q))
 
 
-def format_rational(q) -> str:
+def format_rational(q: object) -> str:
     """Canonical text ``p/q`` (or ``p`` for integers).
 
     >>> format_rational(fmpq(6, 2)), format_rational(fmpq(-3, 4))

@@ -22,7 +22,7 @@ from flint import fmpq
 
 from .matrix import ExactMatrix
 from .norms import residual_row_l1, row_l1_norm
-from .verdict import Verdict, fresh, refuted, verified
+from .verdict import Cache, Verdict, fresh, refuted, verified
 
 __all__ = ["ReconstructionWitness", "check_reconstruction", "defect_bound"]
 
@@ -37,7 +37,7 @@ class ReconstructionWitness:
     kind = "reconstruction"
 
 
-def defect_bound(kind: str, rank: int, norm_E: fmpq, norm_L: fmpq, norm_F: fmpq):
+def defect_bound(kind: str, rank: int, norm_E: fmpq, norm_L: fmpq, norm_F: fmpq) -> Verdict | fmpq:
     """``eta = ||E|| ||L|| / (1 - ||F||)``, or a refutation when ``||F|| >= 1`` or ``eta >= 1``."""
     if norm_F >= 1:
         return refuted(kind, rank, "basis defect ||F|| >= 1: the basis is not certified of full rank",
@@ -58,7 +58,7 @@ def final_test(kind: str, rank: int, norm_R: fmpq, eps: fmpq, eta: fmpq, name: s
 
 
 def check_reconstruction(A: ExactMatrix, w: ReconstructionWitness, eps: fmpq, rank: int,
-                         cache=fresh) -> Verdict:
+                         cache: Cache = fresh) -> Verdict:
     m, n = A.shape
     d = w.X.ncols
     if w.R.shape != (n, m) or w.X.nrows != n or w.L.shape != (d, n):

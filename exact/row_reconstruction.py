@@ -24,7 +24,7 @@ from flint import fmpq
 from .matrix import ExactMatrix
 from .norms import residual_row_l1, row_l1_norm
 from .reconstruction import defect_bound, final_test
-from .verdict import Verdict, fresh, refuted
+from .verdict import Cache, Verdict, fresh, refuted
 
 __all__ = ["RowReconstructionWitness", "check_row_reconstruction"]
 
@@ -40,7 +40,7 @@ class RowReconstructionWitness:
 
 
 def check_row_reconstruction(A: ExactMatrix, w: RowReconstructionWitness, eps: fmpq, rank: int,
-                             cache=fresh) -> Verdict:
+                             cache: Cache = fresh) -> Verdict:
     m, n = A.shape
     d = w.Z.ncols
     if w.G.shape != (n, m) or w.Z.nrows != m or w.M.shape != (d, m):

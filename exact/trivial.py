@@ -13,7 +13,7 @@ from flint import fmpq
 
 from .matrix import ExactMatrix
 from .norms import row_l1_norm
-from .verdict import Verdict, fresh, refuted, verified
+from .verdict import Cache, Verdict, fresh, refuted, verified
 
 __all__ = ["TrivialUpper", "TrivialLower", "check_trivial_upper", "check_trivial_lower"]
 
@@ -32,7 +32,7 @@ class TrivialLower:
     kind = "trivial"
 
 
-def check_trivial_upper(A: ExactMatrix, w: TrivialUpper, eps: fmpq, rank: int, cache=fresh) -> Verdict:
+def check_trivial_upper(A: ExactMatrix, w: TrivialUpper, eps: fmpq, rank: int, cache: Cache = fresh) -> Verdict:
     p = min(A.shape)
     if rank != p:
         return refuted("trivial", rank, f"the trivial upper witness proves rank {p}, not {rank}",
@@ -40,7 +40,7 @@ def check_trivial_upper(A: ExactMatrix, w: TrivialUpper, eps: fmpq, rank: int, c
     return verified("trivial", rank, None)
 
 
-def check_trivial_lower(A: ExactMatrix, w: TrivialLower, eps: fmpq, rank: int, cache=fresh) -> Verdict:
+def check_trivial_lower(A: ExactMatrix, w: TrivialLower, eps: fmpq, rank: int, cache: Cache = fresh) -> Verdict:
     """>>> A = ExactMatrix.from_rationals([["1/2", "1/2"]])
     >>> check_trivial_lower(A, TrivialLower(), fmpq(1, 4), 1).margin
     3/4

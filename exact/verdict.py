@@ -6,8 +6,10 @@ with a reason, and where a number decided it, the claimed and derived values.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any, TypeVar
 
 from flint import fmpq
 
@@ -43,7 +45,7 @@ class Verdict:
     def verified(self) -> bool:
         return self.status is Status.VERIFIED
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "verified": self.verified,
             "kind": self.kind,
@@ -60,13 +62,19 @@ def verified(kind: str, rank: int, margin: fmpq | None) -> Verdict:
 
 
 def refuted(kind: str, rank: int, reason: str, margin: fmpq | None = None,
-            claimed=None, derived=None) -> Verdict:
+            claimed: object = None, derived: object = None) -> Verdict:
     return Verdict(Status.REFUTED, kind, rank, margin, reason,
                    None if claimed is None else str(claimed),
                    None if derived is None else str(derived))
 
 
-def fresh(what: str, compute):
+_T = TypeVar("_T")
+
+#: The ``cache`` a check is given: ``cache(what, compute)`` returns ``compute()``, or a stored copy.
+Cache = Callable[[str, Callable[[], Any]], Any]
+
+
+def fresh(what: str, compute: Callable[[], _T]) -> _T:
     """The default ``cache`` of a check: compute the derived quantity every time.
 
     A check asks ``cache(what, compute)`` for each quantity that depends only on

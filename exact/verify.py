@@ -51,7 +51,7 @@ class CellReport:
         return self.lower.verified and self.upper.verified
 
     def to_json(self) -> dict:
-        q = lambda x: None if x is None else format_rational(x)  # noqa: E731
+        q = lambda x: None if x is None else format_rational(x)
         return {
             "id": self.id, "index": self.index, "eps": q(self.eps), "shape": list(self.shape),
             "lower": self.lower.rank, "upper": self.upper.rank,

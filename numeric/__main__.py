@@ -11,6 +11,9 @@ from __future__ import annotations
 import importlib
 import sys
 
+from exact.errors import ExitCode, one_line_error
+from numeric.panel.process import pinned_threads
+
 #: Commands that never use torch: their threads are pinned without importing it.
 NO_TORCH = ("study",)
 COMMANDS = {
@@ -24,15 +27,14 @@ COMMANDS = {
 def main(argv=None) -> int:
     """Dispatch to a command; its process state (threads) is set here, once,
     and restored when it returns (``numeric.panel.process.pinned_threads``)."""
-    from numeric.panel.process import pinned_threads
-
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print(__doc__.strip(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"python -m numeric: error: unknown command {argv[0]!r}", file=sys.stderr)
-            return 2
-        return 0 if argv else 2
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return ExitCode.OK
+    if not argv:
+        return one_line_error("python -m numeric", f"a command is required: {', '.join(COMMANDS)}")
+    if argv[0] not in COMMANDS:
+        return one_line_error("python -m numeric", f"unknown command {argv[0][:40]!a}; commands: {', '.join(COMMANDS)}")
     module = importlib.import_module(COMMANDS[argv[0]])
     with pinned_threads(torch=argv[0] not in NO_TORCH):
         return module.main(argv[1:])

@@ -5,6 +5,8 @@ paper's order. See ``docs/proofs-checks.md`` for what each one proves.
 """
 from __future__ import annotations
 
+import importlib
+
 __all__ = ["all_checks", "CheckResult", "run_check"]
 
 from ._core import REGISTRY, CheckResult, run_check
@@ -19,7 +21,6 @@ _ORDER = ("A.1", "A.2", "A.3", "D.1", "D.3", "E.2", "F.1", "F.2", "E.3", "E.4", 
 
 def all_checks():
     """Every registered check, in the paper's appendix order."""
-    import importlib
     for mod in _MODULES:
         importlib.import_module(f"{__name__}.{mod}")
     rank = {lab: i for i, lab in enumerate(_ORDER)}

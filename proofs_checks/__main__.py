@@ -7,15 +7,16 @@ Exit 0 only if every selected check passes, 1 if any fails, 2 on bad usage.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
+from exact.errors import ExitCode, OneLineParser
 from numeric.safeio import SafeIOError, check_target
 
 from . import all_checks
+from . import grid, hardcore, soundness
 from ._core import run_check
 
 __all__ = ["main"]
@@ -39,8 +40,8 @@ def _print_table(rows) -> None:
         print("    " + "  ".join(str(r.get(k)).rjust(widths[k]) for k in keys))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m proofs_checks", description=__doc__)
+def main(argv=None, prog: str = "python -m proofs_checks") -> int:
+    parser = OneLineParser(prog=prog, description=__doc__)
     parser.add_argument("--json", action="store_true", help="one JSON array on stdout")
     parser.add_argument("--only", metavar="LABEL", action="append",
                         help="run only the check(s) with this paper label, e.g. G.1 (repeatable)")
@@ -55,32 +56,31 @@ def main(argv=None) -> int:
     if args.list:
         for e in entries:
             print(f"{e.label:7} {e.name}")
-        return 0
+        return ExitCode.OK
     if args.only:
         # exact, case-sensitive ASCII match: no case folding (a dotless i must not select I.1)
         known = {e.label for e in entries}
         unknown = [w for w in args.only if w not in known]
         if unknown:
-            print(f"python -m proofs_checks: error: unknown label {', '.join(ascii(w) for w in unknown)}; "
+            print(f"{prog}: error: unknown label {', '.join(ascii(w) for w in unknown)}; "
                   f"labels: {', '.join(e.label for e in entries)}", file=sys.stderr)
-            return 2
+            return ExitCode.MALFORMED
         entries = [e for e in entries if e.label in set(args.only)]
     if args.export is not None:
         out = Path(args.export)
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            print(f"python -m proofs_checks: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
-            return 2
+            print(f"{prog}: error: cannot create {ascii(str(out))}: {exc.strerror}", file=sys.stderr)
+            return ExitCode.MALFORMED
         try:     # a file the checks would write must not be a link, FIFO, device or directory (refused up front)
             for e in entries:
                 check_target(out / f"{e.label}.safetensors", root=out)
         except SafeIOError as exc:
-            print(f"python -m proofs_checks: error: {exc}", file=sys.stderr)
-            return 2
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return ExitCode.MALFORMED
         os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
     if args.thorough:
-        from . import grid, hardcore, soundness
         hardcore.THOROUGH = grid.THOROUGH = soundness.THOROUGH = True
 
     results = [run_check(e) for e in entries]
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     if args.json:
         json.dump([r.to_json() for r in results], sys.stdout, indent=1)
         print()
-        return 0 if ok else 1
+        return ExitCode.OK if ok else ExitCode.REFUTED
     print(f"{'label':7} {'check':44} {'result':6} {'time':>6}  summary / key numbers")
     for r in results:
         print(f"{r.label:7} {r.name[:44]:44} {'PASS' if r.passed else 'FAIL':6} {r.seconds:5.2f}s  {r.summary}")
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
             _print_table(r.table)
     passed = sum(r.passed for r in results)
     print(f"\n{passed}/{len(results)} checks passed" + ("" if ok else " - FAILURES above"))
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.REFUTED
 
 
 if __name__ == "__main__":
@@ -111,4 +111,4 @@ if __name__ == "__main__":
         raise SystemExit(main())
     except BrokenPipeError:          # output piped into `head`: not an error of the checks
         sys.stderr.close()
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.REFUTED)

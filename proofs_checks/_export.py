@@ -15,6 +15,8 @@ bound (``exact.slack.softmax_slack_bound``), rounded up to a grid.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import json
 import os
 import subprocess
@@ -90,7 +92,6 @@ def neumann_cell(cell_id: str, H: np.ndarray, eps: fmpq, tensors: dict, provenan
 
 
 def _frac(q: fmpq):
-    from fractions import Fraction
     return Fraction(int(q.p), int(q.q))
 
 

@@ -240,7 +240,7 @@ def check_f1():
             continue
         trials += 1
         Qg, Kg = Qn * Gq, Kn * Gq.inv().transpose()
-        hd = lambda M: max(_dot(_sub(a, b), _sub(a, b)) for a in _rows(M) for b in _rows(M)) / 4  # noqa: E731
+        hd = lambda M: max(_dot(_sub(a, b), _sub(a, b)) for a in _rows(M) for b in _rows(M)) / 4
         above += Qg * Kg.transpose() == Hn and hd(Qg) * hd(Kg) >= 1
     rec.sanity(above == trials, f"{above}/{trials} random rational gauges keep H, half-diameter product >= kappa")
     general = []
@@ -359,7 +359,7 @@ def check_d1():
     for _ in range(D1_TRIALS):
         m, n, k = rng.randint(2, 5), rng.randint(2, 5), rng.randint(2, 4)
         r = rng.randint(1, k - 1)
-        rq = lambda: fmpq(rng.randint(-5, 5), rng.randint(1, 3))  # noqa: E731
+        rq = lambda: fmpq(rng.randint(-5, 5), rng.randint(1, 3))
         X = qmat([[rq() for _ in range(r)] for _ in range(m)]) * qmat([[rq() for _ in range(k)] for _ in range(r)])
         Y = qmat([[rq() for _ in range(k)] for _ in range(n)])
         F = X * Y.transpose()
@@ -428,7 +428,7 @@ def _balanced_factors(U, S, Vt, k: int, n: int):
     """Rationalised ``U_k S_k^(1/2)`` and ``V_k S_k^(1/2)`` (a zero column when k = 0)."""
     if k == 0:
         return fmpq_mat(n, 1), fmpq_mat(n, 1)
-    rnd = lambda x: fmpq(int(round(x * J2_DEN)), J2_DEN)  # noqa: E731
+    rnd = lambda x: fmpq(int(round(x * J2_DEN)), J2_DEN)
     X = qmat([[rnd(U[i, t] * np.sqrt(S[t])) for t in range(k)] for i in range(n)])
     Y = qmat([[rnd(Vt[t, j] * np.sqrt(S[t])) for t in range(k)] for j in range(n)])
     return X, Y
@@ -472,7 +472,7 @@ def check_j2():
         cert = residual(_rows(D))
         with workprec(128):
             tau = 2 * (arb(cert.q) / J2_TANH_DIV).tanh()
-            mx = lambda M: max(_dot(_sub(row, [sum(c) / len(c) for c in zip(*_rows(M))]),  # noqa: E731
+            mx = lambda M: max(_dot(_sub(row, [sum(c) / len(c) for c in zip(*_rows(M))]),
                                     _sub(row, [sum(c) / len(c) for c in zip(*_rows(M))])) for row in _rows(M))
             size = (arb(mx(Xk)) * arb(mx(Yk))).sqrt()
             # theorem-sufficiency: per row, p = softmax(C_i + b0), p' = softmax(T_i + b0 + b)
@@ -488,7 +488,8 @@ def check_j2():
             same = all(abs(x / sum(eH, arb(0)) - y / sum(eC, arb(0))) < fmpq(1, 2 ** 100) for x, y in zip(eH, eC))
         rec.require(same, "softmax(H) = softmax(C + 1 b0^T)")
         rec.require(worst <= tau, f"k={k}: ||A - softmax(T_k + 1c^T)|| {worst} not certainly <= tau {tau}")
-        table.append({"k": k, "q(C-T_k)": qstr(cert.q), "tau_k<=": f"{float(arb_upper_fmpq(tau).p) / float(arb_upper_fmpq(tau).q):.6f}",
+        table.append({"k": k, "q(C-T_k)": qstr(cert.q), "tau_k<=":
+                      f"{float(arb_upper_fmpq(tau).p) / float(arb_upper_fmpq(tau).q):.6f}",
                       "size_k<=": f"{float(arb_upper_fmpq(size).p) / float(arb_upper_fmpq(size).q):.6f}",
                       "achieved_err<=": f"{float(arb_upper_fmpq(worst).p) / float(arb_upper_fmpq(worst).q):.6f}"})
     rec.require(table[-1]["q(C-T_k)"] != table[0]["q(C-T_k)"], "the family is not constant")

@@ -15,6 +15,7 @@ from flint import arb, fmpq, fmpq_mat
 
 from ._core import Q, Recorder, centring, qstr, register, workprec
 from ._export import neumann_cell, write_and_verify
+from .laws import disc_bracket_cells, disc_cells
 
 __all__ = ["grid_points", "ball_points", "neumann_gap", "grid_kappa"]
 
@@ -202,7 +203,6 @@ def check_i2():
     on discs of spacing 1/G: separated-subset lower and, above, every row replaced by the
     softmax row of its nearest representative on a grid (rank = representatives used):
     the exact tier verifies [L, U] with U <= 8 beta, not growing with G at fixed beta."""
-    from .laws import disc_bracket_cells
     rec = Recorder()
     table, cells, tensors, expect = [], [], {}, {}
     for rho in BALL_RADII:
@@ -252,7 +252,6 @@ def check_i3():
     1/16 against beta^(-1/2) = 1/4); the certificate picks a separated subset S of the rows
     (a coarse sub-lattice), cells = nearest message, decoder = row selection (contractive,
     nonzero defect), and the exact tier verifies r_eps >= |S| with the softmax slack."""
-    from .laws import disc_cells
     rec = Recorder()
     tensors, cells, expect, table = {}, [], {}, []
     G, betas = (I3_G_THOROUGH, I3_BETAS_THOROUGH) if THOROUGH else (I3_G, I3_BETAS)
@@ -264,7 +263,8 @@ def check_i3():
     got = _verify_cells(rec, "I.3", cells, tensors, {})
     for row in table:
         c = got.get(row["id"], {})
-        rec.require(c.get("lower_verified") is True and c.get("lower") == expect[row["id"]] and c.get("upper_verified") is True,
+        rec.require(c.get("lower_verified") is True and c.get("lower") == expect[row["id"]]
+                    and c.get("upper_verified") is True,
                     f"{row['id']}: lower {expect[row['id']]} not verified ({c.get('lower_reason')})")
         row["bracket"] = f"[{c.get('lower')}, {c.get('upper')}]"
         row["lower_margin"] = _short(c.get("lower_margin"))

@@ -26,6 +26,8 @@ bracket at ``[M^r, M^r]``.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import itertools
 import math
 from dataclasses import dataclass
@@ -195,7 +197,6 @@ def core_cell(cid: str, core: HardCore, r: int, eps: fmpq, tensors: dict, proven
 
 
 def _frac(q: fmpq):
-    from fractions import Fraction
     return Fraction(int(q.p), int(q.q))
 
 

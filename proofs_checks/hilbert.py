@@ -74,7 +74,9 @@ def check_hilbert():
             sS = sum((arb(hj).exp() for hj in h[:k]), arb(0))
             sC = sum((arb(hj).exp() for hj in h[k:]), arb(0))
             c = arb(D) / 2 + sC.log() - sS.log()
-        c_q = fmpq((arb_mid_fmpq(c) * 2 ** 60).floor(), 2 ** 60) + fmpq(rng.choice((-4, -3, -2, -1, 1, 2, 3, 4)), 2 ** 40)   # never exactly extremal
+        # never exactly extremal
+        nudge = fmpq(rng.choice((-4, -3, -2, -1, 1, 2, 3, 4)), 2 ** 40)
+        c_q = fmpq((arb_mid_fmpq(c) * 2 ** 60).floor(), 2 ** 60) + nudge
         h = [hj + c_q for hj in h[:k]] + h[k:]
         hp = [hj - D for hj in h[:k]] + h[k:]
         lhs, rhs = hilbert_sides(w, h, hp, prec=NEAR_PREC)

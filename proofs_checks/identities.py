@@ -15,6 +15,7 @@ from flint import arb, fmpq, fmpq_mat
 from ._core import Recorder, centring, qmat, qstr, register, row1, workprec
 from ._residual import contrast_bound, residual
 from .geometry import meb_sq, rowspace_projector
+from .grid import grid_points, neumann_gap
 
 __all__ = ["theta_upper", "all_n_bound", "anchor", "two_bit", "sign_norm"]
 
@@ -64,8 +65,8 @@ def kappa_closed_form():
     cube centre, ``R^2 = 2 beta r ((N-1)/2)^2``.
     """
     N, r, beta = sp.symbols("N r beta", positive=True)
-    sq = lambda a, b: r * (a - b) ** 2           # noqa: E731  |x - x'|^2 for x = a 1, x' = b 1
-    H = lambda a, b: -beta * sq(a, b)            # noqa: E731
+    sq = lambda a, b: r * (a - b) ** 2  # |x - x'|^2 for x = a 1, x' = b 1
+    H = lambda a, b: -beta * sq(a, b)
     contrast = H(0, 0) - H(0, N - 1) - H(N - 1, 0) + H(N - 1, N - 1)
     lower = sp.simplify(sp.Abs(contrast) / 4)
     upper = sp.simplify(2 * beta * r * ((N - 1) / 2) ** 2)
@@ -77,7 +78,6 @@ ALL_N_BETA, ALL_N_EPS, ALL_N_R = 4, fmpq(1, 4), (1, 2, 3)
 
 def all_n_run(beta=ALL_N_BETA, eps=ALL_N_EPS, rs=ALL_N_R):
     """The check body (parametrised for the negative control)."""
-    from .grid import grid_points, neumann_gap      # local: grid imports the exporter
     rec = Recorder()
     table = []
     for r in rs:
@@ -296,7 +296,7 @@ def check_d3():
     Qs, Ks = sp.Matrix([[1, 3], [-1, 3]]), sp.Matrix([[1, 1], [-1, 1]])
     rec.require(Qs * Ks.T == Hr.subs(at), "Q' K'^T realises the row-shifted logits")
     norm_prod = lambda X, Y: sp.sqrt(max((X.row(i) * X.row(i).T)[0] for i in range(2))) * \
-        sp.sqrt(max((Y.row(i) * Y.row(i).T)[0] for i in range(2)))    # noqa: E731
+        sp.sqrt(max((Y.row(i) * Y.row(i).T)[0] for i in range(2)))
     before, after = norm_prod(Q, Q), norm_prod(Qs, Ks)
     rec.require(before == 1 and sp.simplify(after - 2 * sp.sqrt(5)) == 0,
                 f"uncentred radius product moves: {before} -> {after}")
@@ -313,7 +313,7 @@ def check_d3():
         return sp.simplify(v / sp.sqrt((v.T * v)[0]))
     v0, v1 = top_vec(H), top_vec(Hr.subs(at))
     vc0, vc1 = top_vec(P * H * P), top_vec(P * Hr.subs(at) * P)
-    parallel = lambda u, w: sp.simplify(u[0] * w[1] - u[1] * w[0]) == 0   # noqa: E731
+    parallel = lambda u, w: sp.simplify(u[0] * w[1] - u[1] * w[0]) == 0
     rec.require(not parallel(v0, v1), f"uncentred SVD direction moves: {list(v0)} -> {list(v1)}")
     rec.require(parallel(vc0, vc1), "centred SVD direction stays put")
     return ("row shift: A, C, kappa fixed; uncentred radius product 1 -> 2 sqrt 5 and uncentred "

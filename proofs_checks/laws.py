@@ -6,11 +6,14 @@ row-selection decoder ``D = I[S, :]``: the reconstruction certificate ``R = X D`
 with a nonzero defect ``E = X (D A X - I)``. Upper half (circle): the truncated Fourier
 (circulant) matrix ``B = sum_{|f| <= F} lambda_f e_f e_f^*`` as real factors P, Q of rank
 2F + 1. Upper half (disc, I.2): every row replaced by the softmax row of its nearest
-representative on a grid ``Z^2 / k``, ``B = P Q^T`` of rank = representatives used. Floats only *choose* M and F (the largest M, the smallest F whose float test passes
-with a margin); every bracket is then proved by ``python -m exact verify`` on the stored
-float64 logits, their softmax slack charged (K.5).
+representative on a grid ``Z^2 / k``, ``B = P Q^T`` of rank = representatives used. Floats
+only *choose* M and F (the largest M, the smallest F whose float test passes with a margin);
+every bracket is then proved by ``python -m exact verify`` on the stored float64 logits, their
+softmax slack charged (K.5).
 """
 from __future__ import annotations
+
+from fractions import Fraction
 
 import itertools
 
@@ -27,7 +30,6 @@ FLOAT_MARGIN = 1e-3
 
 
 def _frac(q: fmpq):
-    from fractions import Fraction
     return Fraction(int(q.p), int(q.q))
 
 

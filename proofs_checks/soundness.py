@@ -22,6 +22,9 @@ from exact.matrix import ExactMatrix
 
 from ._core import Recorder, qmat, qstr, register, row1, workprec
 from ._export import neumann_cell, write_and_verify
+from ._export import float_softmax
+from .hardcore import hard_core, logits_nd
+from .laws import circle_cells
 
 __all__ = ["competitors", "witness_pool"]
 
@@ -175,8 +178,6 @@ def _threshold(EA: ExactMatrix, w, rank: int):
 def _hard_core_matrix() -> fmpq_mat:
     """A small I.4 hard core (r = 1, M = 3 messages, 2 keys per cell, beta = 64): the float64
     softmax of its exact logits, as exact rationals (a rational stand-in for the soundness pool)."""
-    from ._export import float_softmax
-    from .hardcore import hard_core, logits_nd
     A0 = float_softmax(logits_nd(hard_core(64, 3, 2), 1))
     return fmpq_mat(A0.shape[0], A0.shape[1], [fmpq(*float(v).as_integer_ratio()) for v in A0.ravel()])
 
@@ -240,7 +241,8 @@ def _soundness(kind: str):
             if brute is not None:
                 rec.require(thr < brute, f"{name}: certified {thr} >= brute {brute} for rank {claimed}")
                 if len(table) < 14:
-                    table.append({"matrix": name, "rank": claimed, "certified_eps<": f"{float(thr.p) / float(thr.q):.6f}",
+                    table.append({"matrix": name, "rank": claimed, "certified_eps<":
+                                  f"{float(thr.p) / float(thr.q):.6f}",
                                   "brute_force_err": f"{float(brute.p) / float(brute.q):.6f}"})
     rec.require(verified_somewhere >= 5, f"only {verified_somewhere} witnesses verify anywhere")
     if kind != "frobenius":
@@ -277,7 +279,6 @@ def check_i1():
     r_eps = N by the Neumann argument); (b) on N >> sqrt(beta) points, both halves: a
     separated subset with a decoded witness (lower) and the truncated Fourier matrix (upper,
     rank 2F+1), verified by the exact tier; the upper rank stays <= 4 sqrt(beta) as N grows."""
-    from .laws import circle_cells
     rec = Recorder()
     table, cells, tensors, expect = [], [], {}, {}
     for beta in SPHERE_BETAS:

@@ -125,7 +125,8 @@ def _image_source(processor_or_inputs, image) -> ImageSource:
     elif inputs is not None and callable(inputs) and image is not None and not hasattr(image, "shape"):
         image = inputs(images=image, return_tensors="np")["pixel_values"]
     if image is None:
-        raise UserInputError("a vision model needs pixel_values [channel, height, width] or an image with its processor")
+        raise UserInputError(
+            "a vision model needs pixel_values [channel, height, width] or an image with its processor")
     px = image.detach().cpu().float().numpy() if hasattr(image, "detach") else np.asarray(image)
     if px.ndim == 4 and px.shape[0] == 1:
         px = px[0]

@@ -7,15 +7,19 @@ made it (a bug, never the caller's fault).
 """
 from __future__ import annotations
 
-__all__ = ["SoftrankError", "UserInputError", "SoundnessError"]
+from exact.errors import ExitCode
+from exact.errors import UserInputError as _BaseUserInputError
+
+__all__ = ["SoftrankError", "UserInputError", "SoundnessError", "ExitCode"]
 
 
 class SoftrankError(Exception):
     """Base class of the errors ``softrank`` raises on purpose."""
 
 
-class UserInputError(SoftrankError, ValueError):
-    """Input the caller can fix: the message is one line that names the problem.
+class UserInputError(SoftrankError, _BaseUserInputError):
+    """Input the caller can fix: the message is one line that names the problem. It is an
+    ``exact.errors.UserInputError`` (the project-wide base), so one ``except`` catches both tiers'.
 
     >>> str(UserInputError("eps 3 is outside (0, 1]"))
     'eps 3 is outside (0, 1]'

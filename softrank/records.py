@@ -92,7 +92,7 @@ class Bracket:
     def from_report(cls, r: CellReport, target: str, provenance: dict) -> "Bracket":
         search = provenance.get("search") if isinstance(provenance, dict) else None
         capped = bool(search.get("capped")) if isinstance(search, dict) else False
-        return cls(r.id, _fraction(r.eps), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
+        return cls(r.id, Fraction(int(r.eps.p), int(r.eps.q)), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
                    _fraction(r.lower.margin), _fraction(r.upper.margin), r.lower.verified, r.upper.verified,
                    r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), capped,
                    _head_label(provenance))
@@ -133,12 +133,12 @@ def _rows(cells, labels, verdicts: bool) -> tuple[list, list]:
 
 def _text(title: str, head: list, rows: list) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()   # noqa: E731
+    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
     return "\n".join([title, line(head)] + [line(r) for r in rows])
 
 
 def _markdown(title: str, head: list, rows: list) -> str:
-    esc = lambda x: x.replace("|", "\\|")   # noqa: E731
+    esc = lambda x: x.replace("|", "\\|")
     out = [f"**{esc(title)}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(out + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
 

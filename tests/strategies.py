@@ -165,6 +165,7 @@ def odd_map_cases(draw, elements=None):
     if spoil == "count":
         points = points[:-1] if len(points) > 1 else points + points
     values = [s * sum(a * x for a, x in zip(A[i], p)) for S, p in zip(sets, points) for i, s in S] or [Fraction(0)]
-    eps = max(Fraction(0), min(values) - draw(st.sampled_from([Fraction(0), Fraction(1, 2**30)]) | small_rationals(1, 8)))
+    gap = draw(st.sampled_from([Fraction(0), Fraction(1, 2**30)]) | small_rationals(1, 8))
+    eps = max(Fraction(0), min(values) - gap)
     rank = d + (draw(st.sampled_from((1, -1))) if spoil == "rank" else 0)
     return A, labels, points, eps, max(rank, 0)

@@ -9,7 +9,6 @@ arb bound, the top-k energy against the singular values.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -104,7 +103,8 @@ def test_equality_holds_and_just_past_it_fails(tmp_path):
 
 def test_inconsistent_and_oversized_claims_are_refuted(tmp_path):
     A = np.eye(3)
-    cells = [_cell("L>U", "1/4", {"rank": 2, "witness": {"kind": "trivial"}}, {"rank": 1, "witness": {"kind": "trivial"}}),
+    cells = [_cell("L>U", "1/4", {"rank": 2, "witness": {"kind": "trivial"}},
+                   {"rank": 1, "witness": {"kind": "trivial"}}),
              _cell("too-big", "1/4", TRIVIAL0, {"rank": 4, "witness": {"kind": "trivial"}}),
              _cell("frob-k", "1/4", {"rank": 3, "witness": {"kind": "frobenius", "k": 1}},
                    {"rank": 3, "witness": {"kind": "trivial"}})]
@@ -166,10 +166,12 @@ def test_the_row_filter_finds_the_exact_norm(m, k, n, seed, kind):
     X, Y = rng.standard_normal((m, k)), rng.standard_normal((k, n))
     C = X @ Y + rng.standard_normal((m, n)) * 1e-3
     if kind == "ties":                                   # every row the same residual sums up to the last bits
-        C = np.tile(C[:1], (m, 1)); X = np.tile(X[:1], (m, 1))
+        C = np.tile(C[:1], (m, 1))
+        X = np.tile(X[:1], (m, 1))
         C[:, 0] += rng.integers(-2, 3, m) * 2.0**-50
     elif kind == "spread":
-        X *= 2.0 ** rng.integers(-200, 200, (m, 1)); C = X @ Y
+        X *= 2.0 ** rng.integers(-200, 200, (m, 1))
+        C = X @ Y
     elif kind == "huge-c":
         C[0] *= 2.0**300
     elif kind == "tiny-c":
@@ -350,7 +352,8 @@ def test_cli_exit_codes_and_json(tmp_path):
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["all_verified"] and len(doc["cells"]) == 13
-    assert {"id", "eps", "lower", "upper", "lower_status", "upper_verified", "slack_bound", "file"} <= doc["cells"][0].keys()
+    keys = {"id", "eps", "lower", "upper", "lower_status", "upper_verified", "slack_bound", "file"}
+    assert keys <= doc["cells"][0].keys()
     A = np.eye(2)
     bad = _file(tmp_path, [_cell("c", "1/4", {"rank": 2, "witness": {"kind": "frobenius", "k": 1}},
                                  {"rank": 1, "witness": {"kind": "trivial"}})], {"A": A})

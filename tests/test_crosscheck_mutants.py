@@ -143,7 +143,8 @@ def _false_claims(tmp_path) -> dict:
         {"A": np.full((2, 2), 0.5), "H": H})                                                   # distance ~ 0.46
     files["frobenius"] = write_bracket_file(
         tmp_path / "frobenius.safetensors",
-        [{"id": "c", "eps": "1/4", "target": {"matrix": "A"}, "lower": {"rank": 2, "witness": {"kind": "frobenius", "k": 1}},
+        [{"id": "c", "eps": "1/4", "target": {"matrix": "A"},
+          "lower": {"rank": 2, "witness": {"kind": "frobenius", "k": 1}},
           "upper": {"rank": 2, "witness": {"kind": "trivial"}}}],
         {"A": np.array([[1.0, 0.0], [1.0, 0.0]])})                                             # rank 1: F_1 = 0
     assert E is not None

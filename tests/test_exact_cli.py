@@ -606,7 +606,7 @@ def test_shared_work_is_done_once(tmp_path):
     many = _work(_witness_file(tmp_path, "many.safetensors",
                                lambda: [_factor_cell(i, eps=f"{1 + i % 7}/16") for i in range(200)]))
     assert many == one
-    frob = lambda n: [base_cell(id=f"g{i}", lower={"rank": 3, "witness": {"kind": "frobenius", "k": 2}})  # noqa: E731
+    frob = lambda n: [base_cell(id=f"g{i}", lower={"rank": 3, "witness": {"kind": "frobenius", "k": 2}})
                       for i in range(n)]
     big = np.random.default_rng(1).random((16, 16))
     f1 = _work(_write(tmp_path, "f1.safetensors", bracket_bytes(doc(frob(1)), {"A": big})))
@@ -637,8 +637,7 @@ def test_exponent_spread_costs_work(tmp_path, capsys):
 def test_ordinary_cells_never_convert_a_whole_matrix(tmp_path, monkeypatch):
     """On ordinary float files the float filter picks the rows and exact float products compute them:
     no n x n tensor is turned into FLINT integers, so the cost follows the float64 work."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from exact_speed import make_cell
+    from bench.exact_speed import make_cell
     from numeric.bracketwriter import write_bracket_file
     from exact.verify import verify_file
     cells, tensors, _, _ = make_cell(64, 12, 4)
@@ -697,7 +696,8 @@ def test_zero_cell_file_is_refused(tmp_path, capsys):
 def test_refused_file_counts_in_the_summary(tmp_path):
     good, bad = _tiny_valid(tmp_path), _write(tmp_path, "bad.safetensors", b"junk")
     proc = run_cli(good, bad)
-    assert proc.returncode == 2 and "2/2 cells verified on both sides, 0 closed (L = U); 1 file(s) refused" in proc.stdout
+    assert proc.returncode == 2
+    assert "2/2 cells verified on both sides, 0 closed (L = U); 1 file(s) refused" in proc.stdout
 
 
 def test_table_shows_the_proved_slack_bound(tmp_path):
@@ -709,7 +709,8 @@ def test_table_shows_the_proved_slack_bound(tmp_path):
     assert proc.returncode == 1
     assert "slack +6.000e-01 (NOT proved: no bound)" in proc.stdout           # arb stops above the slack
     ok = _write(tmp_path, "ok.safetensors", bracket_bytes(doc([base_cell(
-        target={"matrix": "A", "logits": "H", "slack": "1/1000"})]), {"A": np.full((2, 2), 0.5), "H": np.zeros((2, 2))}))
+        target={"matrix": "A", "logits": "H", "slack": "1/1000"})]),
+        {"A": np.full((2, 2), 0.5), "H": np.zeros((2, 2))}))
     shown = run_cli(ok).stdout
     assert "slack +1.000e-03 (proved: bound +" in shown
     assert float(shown.split("(proved: bound ")[1].split(")")[0]) < 1e-12     # the float64 bound

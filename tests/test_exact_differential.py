@@ -16,8 +16,8 @@ from flint import fmpq
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from exact.certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
-                                TrivialUpper, UpperFactors, check_lower, check_upper)
+from exact.certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness,
+                                TrivialLower, TrivialUpper, UpperFactors, check_lower, check_upper)
 from exact.frobenius import top_energy_upper_bound
 from exact.matrix import ExactMatrix
 from tests import independent_checker as ind

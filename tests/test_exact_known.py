@@ -39,7 +39,7 @@ def margin(v) -> Fr | None:
     return None if v.margin is None else Fr(int(v.margin.p), int(v.margin.q))
 
 
-def I(n):
+def I(n):  # noqa: E743 -- the identity matrix, named as in the paper
     return ind.identity(n)
 
 

@@ -76,7 +76,7 @@ def _bases():
     BD = [[*half[0], 0, 0], [*half[1], 0, 0], [0, 0, *half[0]], [0, 0, *half[1]]]
     Xb = np.array([[1.0, 0], [1, 0], [0, 1], [0, 1]])
     Rb = np.array([[1.0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]])
-    trivial = lambda r: {"rank": r, "witness": {"kind": "trivial"}}  # noqa: E731
+    trivial = lambda r: {"rank": r, "witness": {"kind": "trivial"}}
     return [
         ("channel-tight", Fr(3, 4), {"A": K34, "P": ones2, "Q": half2},
          trivial(1), {"rank": 1, "witness": {"kind": "factors", "P": "P", "Q": "Q"}}, r_channel(Fr(3, 4)), True),
@@ -102,8 +102,8 @@ def _bases():
          r_wide, False),
         ("wide-rank-one-tight", Fr(1, 2), {"A": W, "P": ones2, "Q": np.array([[0.25], [0.5], [0.25]])},
          trivial(1), {"rank": 1, "witness": {"kind": "factors", "P": "P", "Q": "Q"}}, r_wide, True),
-        ("block-diagonal", Fr(3, 4), {"A": f64(BD), "R": Rb, "X": Xb, "L": f64(ind.pseudo_inverse(ind.fractions_of(Xb))),
-                                      "Q": Xb / 2},
+        ("block-diagonal", Fr(3, 4), {"A": f64(BD), "R": Rb, "X": Xb,
+                                      "L": f64(ind.pseudo_inverse(ind.fractions_of(Xb))), "Q": Xb / 2},
          {"rank": 2, "witness": {"kind": "reconstruction", "R": "R", "X": "X", "L": "L"}},
          {"rank": 2, "witness": {"kind": "factors", "P": "X", "Q": "Q"}}, r_full(2), False),
     ]
@@ -184,7 +184,7 @@ def _mutants(base):
         for label, arr in _tensor_mutations(tensors[name]):
             new = f"{name}~{label}"
             tensors[new] = arr
-            rename = lambda side: {"rank": side["rank"], "witness": {  # noqa: E731
+            rename = lambda side: {"rank": side["rank"], "witness": {
                 k: (new if v == name else v) for k, v in side["witness"].items()}}
             add(f"{name}:{label}", eps, new if name == "A" else "A", rename(lower), rename(upper), name)
     for label, eps_, low, up in _claim_mutations(eps, lower, upper):

@@ -122,7 +122,8 @@ def test_every_label_flip_and_row_change_is_refused(name):
                 if v.verified:        # a relabelling may stay a certificate: then it is one, by the independent check
                     from tests import independent_checker as ind
                     lab = with_label(w, k, (j, s)).labels
-                    assert ind.check_odd_map(A.to_fractions(), lab, w.points.to_fractions(), Fr(str(eps)), rank).verified
+                    checked = ind.check_odd_map(A.to_fractions(), lab, w.points.to_fractions(), Fr(str(eps)), rank)
+                    assert checked.verified
 
 
 def test_a_changed_row_that_breaks_a_facet_is_refused():

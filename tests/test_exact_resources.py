@@ -189,7 +189,8 @@ def test_one_arb_pass_serves_every_planned_matrix_and_skips_a_refused_one():
 # ---------------------------------------------------------------- memory: declared tensor bytes
 def _kept_file(tmp_path, name="k.safetensors"):
     """A (2 x 2) target and a spare (3 x 3) tensor no cell names: 32 bytes kept, 72 checked and dropped."""
-    return _write(tmp_path, name, bracket_bytes(doc([base_cell()]), {"A": np.full((2, 2), 0.5), "spare": np.ones((3, 3))}))
+    tensors = {"A": np.full((2, 2), 0.5), "spare": np.ones((3, 3))}
+    return _write(tmp_path, name, bracket_bytes(doc([base_cell()]), tensors))
 
 
 def test_tensor_bytes_limit_at_and_over(tmp_path, capsys):

@@ -12,10 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from numeric.heads.extract import (BLOCK, HF_TOLERANCE, PREFIX, ExtractionError, extract_heads,  # noqa: E402
+from numeric.heads.extract import (BLOCK, HF_TOLERANCE, PREFIX, ExtractionError, extract_heads,
                              parse_heads, softmax_rows, source_for)
-from numeric.heads.models import ModelInputError, family_of, load_model, minilm_path, wrap_model  # noqa: E402
-from numeric.heads.sources import MAX_SOURCES, image_source, text_source  # noqa: E402
+from numeric.heads.models import ModelInputError, family_of, load_model, minilm_path, wrap_model
+from numeric.heads.sources import MAX_SOURCES, image_source, text_source
 
 VOCAB = 30522  # the MiniLM tokenizer's vocabulary, reused by the tiny text models
 

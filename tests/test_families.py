@@ -15,7 +15,7 @@ from numeric.panel.report_families import bootstrap_median, gate_table, ordering
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tests.test_panel import SMALL, cli, in_process, one_line_error, save_tiny  # noqa: E402
+from tests.test_panel import SMALL, cli, in_process, one_line_error, save_tiny
 
 
 def test_ordering_counts_disjoint_pairs_and_ties():

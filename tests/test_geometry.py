@@ -356,15 +356,15 @@ def test_matrix_only_path_and_mismatch():
 # ---------------------------------------------------------------------------
 # enclosure properties against independent exact computations (hypothesis)
 
-from dataclasses import replace  # noqa: E402
+from dataclasses import replace
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from flint import arb, fmpq  # noqa: E402
+from flint import arb, fmpq
 
-from numeric.geometry.bounds import float_down, float_up, kappa_upper, tau_enclosure  # noqa: E402
-from tests.strategies import dyadics, matrices, to_float_rows  # noqa: E402
+from numeric.geometry.bounds import float_down, float_up, kappa_upper, tau_enclosure
+from tests.strategies import dyadics, matrices, to_float_rows
 
 
 # mpmath at 60 digits is the tests' independent oracle for tanh; its value is
@@ -424,7 +424,8 @@ def test_exact_q_and_size_bounds_enclose_brute_force(H):
     truth_q = _exact_q(C)
     m, n = len(H), len(H[0])
     truth_dd = max(
-        (abs(C[i][j] - C[i][jp] - C[ip][j] + C[ip][jp]) for i in range(m) for ip in range(m) for j in range(n) for jp in range(n)),
+        (abs(C[i][j] - C[i][jp] - C[ip][j] + C[ip][jp])
+         for i in range(m) for ip in range(m) for j in range(n) for jp in range(n)),
         default=Fraction(0),
     )
     d = cell_descriptors(to_float_rows(H), None, ranks=(1, 2))

@@ -18,13 +18,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("sklearn")
 
-from numeric.heads import models  # noqa: E402
-from numeric.heads.extract import BLOCK, PREFIX, ExtractionError, extract_heads, source_for  # noqa: E402
-from numeric.heads.models import ZOO_PRESETS, ModelInputError, load_model, preset_path  # noqa: E402
-from numeric.heads.zoo import digits  # noqa: E402
-from numeric.heads.zoo.common import MANIFEST, file_sha256  # noqa: E402
-from numeric.heads.zoo.corpus import CORPUS_SHA256, read_corpus, split_paragraphs  # noqa: E402
-from numeric.heads.zoo.train import WEIGHTS_DIR  # noqa: E402
+from numeric.heads import models
+from numeric.heads.extract import BLOCK, PREFIX, ExtractionError, extract_heads, source_for
+from numeric.heads.models import ZOO_PRESETS, ModelInputError, load_model, preset_path
+from numeric.heads.zoo import digits
+from numeric.heads.zoo.common import MANIFEST, file_sha256
+from numeric.heads.zoo.corpus import CORPUS_SHA256, read_corpus, split_paragraphs
+from numeric.heads.zoo.train import WEIGHTS_DIR
 
 MAX_WEIGHT_BYTES = 8 << 20   # "a few MB" each
 UNIGRAM_MARGIN = 1.0         # nats: the decoders must beat a context-free model by at least this
@@ -153,9 +153,9 @@ def test_damaged_or_missing_weights_refused(damaged, tmp_path, monkeypatch):
     with pytest.raises(ModelInputError, match="missing"):
         load_model(str(damaged))
     # a preset is checked the same way, before loading
-    from numeric.heads.zoo import train
+    from numeric.heads.zoo import common
 
-    monkeypatch.setattr(train, "WEIGHTS_DIR", tmp_path)
+    monkeypatch.setattr(common, "WEIGHTS_DIR", tmp_path)
     with pytest.raises(ModelInputError, match="missing"):
         load_model("docgpt2")
 

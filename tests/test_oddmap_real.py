@@ -1,4 +1,4 @@
-"""``bench/oddmap_real.py``'s per-cell route (pool, l1 fit, nerve, height filter, lazy SAT, export) on the 5-cycle.
+"""``research/oddmap_real.py``'s per-cell route (pool, l1 fit, nerve, height filter, lazy SAT, export) on the 5-cycle.
 
 The real cells need the MiniLM weights and minutes; here the route runs on
 the 5-cycle of docs/oddmap.md, where it must find r_{99/100} >= 3 and have it
@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-import oddmap_real  # noqa: E402
+from research import oddmap_real
 
 CYCLE5 = np.array([[.5, .5, 0, 0, 0], [0, .5, .5, 0, 0], [0, 0, .5, .5, 0], [0, 0, 0, .5, .5], [.5, 0, 0, 0, .5]])
 ARGS = argparse.Namespace(pool=5, fit_rounds=3, max_lps=3000, nerve_lps=1500, max_rows=6000,
@@ -66,6 +65,6 @@ def test_pool_keeps_witness_rows_and_is_sorted():
 
 
 def test_bad_part_is_one_line_exit_2():
-    proc = subprocess.run([sys.executable, "bench/oddmap_real.py", "--part", "2/1"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "research.oddmap_real", "--part", "2/1"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--part" in proc.stderr

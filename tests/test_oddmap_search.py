@@ -1,7 +1,6 @@
-"""Smoke tests of ``bench/oddmap_search.py`` (odd-map certificates against Bernstein widths, issue 17 item 2)."""
+"""Smoke tests of ``research/oddmap_search.py`` (odd-map certificates against Bernstein widths, issue 17 item 2)."""
 from __future__ import annotations
 
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -10,11 +9,10 @@ import pytest
 
 pytest.importorskip("pysat")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 
-import oddmap_families as fam  # noqa: E402
-import oddmap_geom as geom  # noqa: E402
-import oddmap_search  # noqa: E402
+from research import oddmap_families as fam
+from research import oddmap_geom as geom
+from research import oddmap_search
 
 
 def _example():
@@ -75,7 +73,7 @@ def test_search_smoke_two_matrices(capsys):
 
 
 def test_cycle5_column_side_proof_and_its_inputs():
-    import oddmap_cycle5
+    from research import oddmap_cycle5
     assert oddmap_cycle5.lemma_b(Fraction(1, 5)) and not oddmap_cycle5.lemma_b(Fraction(22, 100))
     assert oddmap_cycle5.main(["--eps", "99/100"]) == 0
     assert oddmap_cycle5.main(["--eps", "3/2"]) == 2
@@ -83,7 +81,7 @@ def test_cycle5_column_side_proof_and_its_inputs():
 
 
 def test_row_certificate_lp_is_weaker_than_geometric_gamma_row():
-    import oddmap_widths as wid
+    from research import oddmap_widths as wid
     A = np.array([[0, 1, 0, 1, 1], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1]]) / 3
     assert abs(wid.gamma_row(A, np.eye(3)) - 7 / 27) < 1e-9
     assert abs(wid.gamma_row_geo(A, np.eye(3)) - 1 / 3) < 1e-9

@@ -156,7 +156,7 @@ def test_f2_fails_with_a_wrong_beta_or_a_wrong_subspace():
     assert X * Y.transpose() != TW
     H = Q * K.transpose() * beta
     C = centring(3) * H * centring(2)
-    rows = lambda M: [[M[i, j] for j in range(M.ncols())] for i in range(M.nrows())]  # noqa: E731
+    rows = lambda M: [[M[i, j] for j in range(M.ncols())] for i in range(M.nrows())]
     other = qmat([[0, 0], [0, 1]])
     native_other = H - Q * other * K.transpose() * beta
     assert residual(rows(C - TW)).q != residual(rows(native_other)).q
@@ -182,8 +182,8 @@ def test_leaky_decoders_are_refused_on_false_claims():
 
 # ---------------------------------------------------------------- the earlier checks, perturbed
 
-from proofs_checks import all_checks, examples, geometry, grid, hilbert, laws, soundness  # noqa: E402
-from proofs_checks._core import run_check  # noqa: E402
+from proofs_checks import all_checks, examples, geometry, grid, hilbert, laws, soundness
+from proofs_checks._core import run_check
 
 _ENTRIES = {e.label: e for e in all_checks()}
 

@@ -15,15 +15,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import softrank  # noqa: E402
-from exact.bracketfile import read_bracket_file  # noqa: E402
-from numeric.bracketwriter import write_bracket_file  # noqa: E402
+import softrank
+from exact.bracketfile import read_bracket_file
+from numeric.bracketwriter import write_bracket_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def twobit(t, s):
-    k = lambda u: u * np.eye(2) + (1 - u) * np.ones((2, 2)) / 2   # noqa: E731
+    k = lambda u: u * np.eye(2) + (1 - u) * np.ones((2, 2)) / 2
     return np.kron(k(t), k(s))
 
 
@@ -85,7 +85,7 @@ def test_batch_known_answers_and_per_head_equality(pair):
     assert b.cell("5/8", 1).lower <= 3 <= b.cell("5/8", 1).upper
     assert all(c.verified for c in b.cells) and (b.lower <= b.upper).all()
     one = softrank.bracket(torch.from_numpy(A[1]), eps=("1/4", "5/8"), effort="quick", progress=False)
-    strip = lambda c: (c.eps, c.lower, c.upper, c.lower_kind, c.upper_kind, c.lower_margin, c.upper_margin)  # noqa: E731
+    strip = lambda c: (c.eps, c.lower, c.upper, c.lower_kind, c.upper_kind, c.lower_margin, c.upper_margin)
     assert [strip(c) for c in one.cells] == [strip(c) for c in b.cells[2:]]
     assert [c.id for c in b.cells] == ["cell[0]/eps=1/4", "cell[0]/eps=5/8", "cell[1]/eps=1/4", "cell[1]/eps=5/8"]
     with pytest.raises(softrank.UserInputError, match="no cell at eps"):

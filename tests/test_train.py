@@ -17,11 +17,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 pytest.importorskip("sklearn")
 
-from numeric.heads.models import load_model  # noqa: E402
-from numeric.heads.zoo import corpus, digits  # noqa: E402
-from numeric.heads.zoo.common import file_sha256, verify_manifest  # noqa: E402
-from numeric.heads.zoo.train import main, train_decoder  # noqa: E402
-from numeric.heads.zoo.vit import train_digit_vit  # noqa: E402
+from numeric.heads.models import load_model
+from numeric.heads.zoo import corpus, digits
+from numeric.heads.zoo.common import file_sha256, verify_manifest
+from numeric.heads.zoo.train import main, train_decoder
+from numeric.heads.zoo.vit import train_digit_vit
 
 
 def cli(*args):

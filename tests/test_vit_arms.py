@@ -8,19 +8,18 @@ import json
 import math
 import shutil
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("sklearn")
 
-from numeric.heads.models import ModelInputError, load_model  # noqa: E402
-from numeric.heads.zoo import digits  # noqa: E402
-from numeric.heads.zoo.common import MANIFEST, TrainingError, file_sha256  # noqa: E402
-from numeric.heads.zoo.train import WEIGHTS_DIR, main as zoo_main  # noqa: E402
-from numeric.heads.zoo.vit_shift import NAME, shifted, train_shifted_vit  # noqa: E402
-from numeric.panel import arms  # noqa: E402
+from numeric.heads.models import ModelInputError, load_model
+from numeric.heads.zoo import digits
+from numeric.heads.zoo.common import MANIFEST, TrainingError, file_sha256
+from numeric.heads.zoo.train import WEIGHTS_DIR, main as zoo_main
+from numeric.heads.zoo.vit_shift import NAME, shifted, train_shifted_vit
+from numeric.panel import arms
 
 EVAL_TOL = 1e-3          # re-evaluated loss vs the manifest (float32, another thread schedule)
 MIN_ACCURACY = 0.9       # on the shifted task, after fine-tuning
@@ -88,9 +87,9 @@ def test_damaged_base_refused(tmp_path, monkeypatch, capsys):
     (base / "config.json").write_text((base / "config.json").read_text() + " ")
     with pytest.raises(TrainingError, match="base model digitvit"):
         train_shifted_vit(tmp_path / "o", tiny=True, base_dir=base)
-    from numeric.heads.zoo import train
+    from numeric.heads.zoo import common
 
-    monkeypatch.setattr(train, "WEIGHTS_DIR", tmp_path / "weights")
+    monkeypatch.setattr(common, "WEIGHTS_DIR", tmp_path / "weights")
     assert zoo_main(["train", NAME, "--tiny", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: base model digitvit") and "stale or damaged" in err[0]

@@ -82,9 +82,9 @@ def preset_path(name: str) -> Path:
         return minilm_path()
     if name not in ZOO_PRESETS:
         raise ModelInputError(f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")
-    from numeric.heads.zoo.train import WEIGHTS_DIR
+    from numeric.heads.zoo import common
 
-    path = WEIGHTS_DIR / name
+    path = common.WEIGHTS_DIR / name
     _verified_manifest(path)
     return path
 

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from numeric.bracketwriter import rational_string, write_bracket_file  # noqa: E402
-from tests import independent_checker as ind  # noqa: E402
+from numeric.bracketwriter import rational_string, write_bracket_file
+from tests import independent_checker as ind
 
 DEFAULT_OUT = Path(__file__).resolve().with_name("example.safetensors")
 
@@ -46,7 +46,7 @@ def build():
                       "provenance": {"source": "tests/data/make_example.py", "note": note}})
 
     # two-bit oracle, MATH.md section 4: the six closing cells
-    lam = lambda t, s: {"1": Fr(1), "t": Fr(t), "s": Fr(s), "ts": Fr(t) * Fr(s)}  # noqa: E731
+    lam = lambda t, s: {"1": Fr(1), "t": Fr(t), "s": Fr(s), "ts": Fr(t) * Fr(s)}
     six = [((3, 4), (1, 2), Fr(1, 4), 4, ("1", "s", "t", "ts"), None),
            ((3, 4), (1, 2), Fr(7, 16), 3, ("1", "s", "t"), ("1", "s", "t")),
            ((3, 4), (1, 2), Fr(5, 8), 2, ("1", "t"), ("1", "t")),

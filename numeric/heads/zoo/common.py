@@ -12,12 +12,17 @@ import math
 import platform
 from pathlib import Path
 
-__all__ = ["THREADS", "MANIFEST", "TrainingError", "ManifestError", "verify_manifest", "deterministic", "lr_at",
+from exact.errors import UserInputError
+
+__all__ = ["THREADS", "MANIFEST", "WEIGHTS_DIR", "quiet_transformers",
+           "TrainingError", "ManifestError", "verify_manifest", "deterministic", "lr_at",
            "make_optimizer",
            "train_step", "file_sha256", "write_manifest"]
 
 THREADS = 2                 # the reproduction budget: 2 CPU cores
 MANIFEST = "manifest.json"
+#: The shipped models' directories (read at call time: tests point it elsewhere).
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 FINAL_LR_FRACTION = 0.1     # cosine decay ends at a tenth of the peak rate
 WEIGHT_DECAY = 0.01         # AdamW's usual small decay
 ADAM_BETAS = (0.9, 0.95)    # GPT-style betas for short runs
@@ -25,11 +30,19 @@ GRAD_CLIP = 1.0             # clip the global gradient norm (the usual transform
 HASH_CHUNK = 1 << 20
 
 
-class TrainingError(ValueError):
+def quiet_transformers() -> None:
+    """No progress bars or notices on stderr (the CLI's stderr carries the step log and errors)."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+class TrainingError(UserInputError):
     """A training request that cannot run (bad recipe, bad data; exit 2)."""
 
 
-class ManifestError(ValueError):
+class ManifestError(UserInputError):
     """Shipped files that do not match their manifest (exit 2)."""
 
 

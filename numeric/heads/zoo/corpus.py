@@ -20,7 +20,6 @@ Every ``HELDOUT_EVERY``-th paragraph is held out for evaluation.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import gzip
 import hashlib
@@ -29,6 +28,8 @@ import sys
 import sysconfig
 import zlib
 from pathlib import Path
+
+from exact.errors import OneLineParser
 
 __all__ = ["CORPUS_PATH", "CORPUS_SHA256", "HELDOUT_EVERY", "DataError", "build_text", "write_corpus",
            "read_corpus", "split_paragraphs", "text_sha256"]
@@ -112,7 +113,7 @@ def split_paragraphs(text: str, every: int = HELDOUT_EVERY) -> tuple[str, str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m numeric.heads.zoo.corpus", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog="python -m numeric.heads.zoo.corpus", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=CORPUS_PATH, help="gzip file to write")
     p.add_argument("--stdlib", type=Path, default=None, help="standard-library directory (default: this Python's)")
     args = p.parse_args(argv)

@@ -18,13 +18,17 @@ import sys
 import time
 from pathlib import Path
 
-from numeric.heads.zoo.common import THREADS, ManifestError, TrainingError, write_manifest
+from exact.errors import ExitCode, OneLineParser
+from numeric.heads.zoo import common
+from numeric.heads.zoo.common import (THREADS, WEIGHTS_DIR, ManifestError, TrainingError, quiet_transformers,
+                                      verify_manifest, write_manifest)
+from numeric.heads.zoo.vit import train_digit_vit
+from numeric.heads.zoo.vit_shift import train_shifted_vit
 from numeric.heads.zoo.corpus import CORPUS_PATH, CORPUS_SHA256, HELDOUT_EVERY, DataError
 
 __all__ = ["MODELS", "WEIGHTS_DIR", "train_decoder", "quiet_transformers", "main"]
 
 MODELS = ("docgpt2", "docqwen2", "digitvit", "digitvit-rot90")
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 ARCHITECTURES = {"docgpt2": "GPT2LMHeadModel", "docqwen2": "Qwen2ForCausalLM", "digitvit": "ViTForImageClassification",
                  "digitvit-rot90": "ViTForImageClassification"}
 TINY_TEXT_LINES = 400  # --tiny trains on the first 400 paragraphs only
@@ -32,14 +36,6 @@ TINY_TEXT_LINES = 400  # --tiny trains on the first 400 paragraphs only
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def quiet_transformers() -> None:
-    """No progress bars or notices on stderr (the CLI's stderr carries the step log and errors)."""
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
 
 
 def train_decoder(name: str, out: Path, *, steps: int | None = None, corpus: Path = CORPUS_PATH,
@@ -77,19 +73,15 @@ def train_decoder(name: str, out: Path, *, steps: int | None = None, corpus: Pat
 
 def _train(args, command: str) -> dict:
     if args.name == "digitvit":
-        from numeric.heads.zoo.vit import train_digit_vit
-
         return train_digit_vit(args.out, steps=args.steps, tiny=args.tiny, command=command)
     if args.name == "digitvit-rot90":   # digitvit fine-tuned on rotated digits (the second ViT arm, L.3)
-        from numeric.heads.zoo.vit_shift import train_shifted_vit
-
         return train_shifted_vit(args.out, steps=args.steps, tiny=args.tiny, command=command)
     return train_decoder(args.name, args.out, steps=args.steps, corpus=args.corpus, tiny=args.tiny,
                          command=command)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m numeric.heads.zoo", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog="python -m numeric.heads.zoo", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="verb", required=True)
     t = sub.add_parser("train", help="train one model and write its directory")
     t.add_argument("name", choices=MODELS)
@@ -107,17 +99,15 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.verb == "verify":
-            from numeric.heads.zoo.common import verify_manifest
-
-            path = WEIGHTS_DIR / args.model if args.model in MODELS else Path(args.model)
+            path = common.WEIGHTS_DIR / args.model if args.model in MODELS else Path(args.model)
             doc = verify_manifest(path)
             print(f"{path}: {len(doc['files'])} files match {doc.get('name', '?')}'s manifest")
-            return 0
+            return ExitCode.OK
         if args.steps is not None and args.steps < 1:
             raise TrainingError(f"--steps must be positive, got {args.steps}")
         doc = _train(args, "python -m numeric.heads.zoo " + shlex.join(argv))
     except (DataError, TrainingError, ManifestError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return ExitCode.MALFORMED
     print(f"{args.out}: {doc['metrics']}")
-    return 0
+    return ExitCode.OK

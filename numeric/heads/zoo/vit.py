@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.heads.zoo.common import THREADS, deterministic, lr_at, make_optimizer, train_step, write_manifest
+from numeric.heads.zoo.common import (THREADS, deterministic, lr_at, make_optimizer, quiet_transformers, train_step,
+                                      write_manifest)
 from numeric.heads.zoo import digits as D
 
 __all__ = ["ViTRecipe", "RECIPE", "tiny_recipe", "build_vit", "evaluate", "train_vit", "train_digit_vit"]
@@ -96,8 +97,6 @@ def train_digit_vit(out: Path, *, steps: int | None = None, tiny: bool = False, 
     import sys
 
     import transformers
-
-    from numeric.heads.zoo.train import quiet_transformers
 
     quiet_transformers()
     r = tiny_recipe() if tiny else RECIPE

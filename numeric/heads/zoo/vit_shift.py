@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from numeric.heads.zoo import common
 from numeric.heads.zoo import digits as D
 from numeric.heads.zoo.common import (ManifestError, TrainingError, deterministic, lr_at, make_optimizer,
                                       train_step, verify_manifest, write_manifest)
@@ -131,13 +132,11 @@ def train_shifted_vit(out: Path, *, steps: int | None = None, tiny: bool = False
 
     import transformers
 
-    from numeric.heads.zoo.train import WEIGHTS_DIR, quiet_transformers
-
-    quiet_transformers()
+    common.quiet_transformers()
     r = tiny_recipe() if tiny else RECIPE
     if steps is not None:
         r = replace(r, steps=steps)
-    base_dir = Path(base_dir) if base_dir is not None else WEIGHTS_DIR / BASE
+    base_dir = Path(base_dir) if base_dir is not None else common.WEIGHTS_DIR / BASE
     start, cpu0 = time.perf_counter(), time.process_time()
     model, metrics, base_doc = train_shift(r, base_dir, log=lambda s, loss: print(
         f"{NAME} step {s}: loss {loss:.4f}", file=sys.stderr, flush=True))

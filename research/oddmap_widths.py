@@ -1,4 +1,4 @@
-"""Bernstein widths and low-rank upper bounds of small matrices (helpers of ``bench/oddmap_search.py``).
+"""Bernstein widths and low-rank upper bounds of small matrices (helpers of ``research/oddmap_search.py``).
 
 A is n x m (n rows). MATH.md section 2, in this orientation:
 

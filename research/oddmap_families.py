@@ -1,4 +1,4 @@
-"""Small row-stochastic test matrices for ``bench/oddmap_search.py`` (seeded; n, m <= 6).
+"""Small row-stochastic test matrices for ``research/oddmap_search.py`` (seeded; n, m <= 6).
 
 Each generator yields (name, A as float64, A as rationals). Rational families
 (uniform supports, graph edges) are exact; the others are float matrices whose

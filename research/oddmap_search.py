@@ -22,7 +22,7 @@ the bottom of the window (low, high) is a failure on all of it above that eps.
 A found certificate is re-checked in rationals and the row subsets of size d
 are refuted exactly; the general-subspace widths stay search estimates.
 
-    nice -n 15 python bench/oddmap_search.py [--count 12] [--seed 0] [--json]
+    nice -n 15 python -m research.oddmap_search [--count 12] [--seed 0] [--json]
 """
 from __future__ import annotations
 
@@ -36,13 +36,12 @@ from fractions import Fraction
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import oddmap_families as fam  # noqa: E402
-import oddmap_geom as geom  # noqa: E402
-import oddmap_widths as wid  # noqa: E402
+from research import oddmap_families as fam
+from research import oddmap_geom as geom
+from research import oddmap_widths as wid
 
 FORMS = ("VLsd", "FLx", "FLsd")
 #: A found case counts as a beat when the certificate still works this far above the best width found

@@ -1,6 +1,6 @@
 """Odd-map (Borsuk-Ulam) certificates on small matrices: nerve, height filter, SAT search.
 
-Helpers of ``bench/oddmap_search.py`` (MATH.md section 2, "Beyond Bernstein
+Helpers of ``research/oddmap_search.py`` (MATH.md section 2, "Beyond Bernstein
 widths: the odd-map certificate"). Notation: A is n x m (n rows a_i, row
 stochastic), a label l = 2 i + b stands for (row i, sign s = +1 if b = 0 else
 -1), ``l ^ 1`` is its antipode, and ``C(l) = {x in [-1,1]^m : s a_i . x > eps}``.

@@ -21,7 +21,7 @@ side) at the given eps, in two steps (docs/oddmap.md states the argument):
   sigma_4(M0) = (sqrt 5 - 1)/2) they span 4 dimensions inside the
   3-dimensional W, a contradiction.
 
-    nice -n 15 python bench/oddmap_cycle5.py [--eps 99/100] [--r 1/5] [--max-boxes 200000]
+    nice -n 15 python -m research.oddmap_cycle5 [--eps 99/100] [--r 1/5] [--max-boxes 200000]
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ kind of ``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + 
 3. the nerve of the ``C(i, s)`` on the pool, sets of size <= d, by LP (at most
    ``--nerve-lps``; "partial" when that ends first);
 4. on a full nerve, the mod-2 height filter (Yang's chain criterion,
-   ``bench/oddmap_geom.py``, <= ``--max-rows`` faces): fails -> no odd map
+   ``research/oddmap_geom.py``, <= ``--max-rows`` faces): fails -> no odd map
    S^{d-1} -> U on any triangulation;
 5. SAT (python-sat, CaDiCaL, ``--conflicts`` per round) for a vertex labelling
    of the first barycentric subdivision of the d-cross-polytope (the exact
@@ -29,7 +29,7 @@ kind of ``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + 
 Budgets are work (effort units, LPs, GF(2) rows, clauses, conflicts), seconds information only.
 Only step 6 proves anything; every other outcome is a float search result, never a bound.
 
-    nice -n 15 python bench/oddmap_real.py [--part I/K] [--out DIR] [--json]; --merge A.json B.json
+    nice -n 15 python -m research.oddmap_real [--part I/K] [--out DIR] [--json]; --merge A.json B.json
 """
 from __future__ import annotations
 
@@ -48,21 +48,19 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
-from scipy.optimize import linprog  # noqa: E402
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]
 
-import oddmap_geom as geom  # noqa: E402
-from quality import MINILM_HEADS  # noqa: E402
-from exact.oddmap import MAX_ODDMAP_DIM, label_sets  # noqa: E402
-from numeric.bracketwriter import write_bracket_file  # noqa: E402
-from numeric.search.driver import LOWER_SAFETY  # noqa: E402
-from numeric.search.far_rows import far_order  # noqa: E402
-from numeric.search.l1fit import l1_row_fit  # noqa: E402
-from numeric.search.oddmap import FACE_TOL, _pair, budgeted_nerve, face_point, facets, odd_map_cell  # noqa: E402
+from bench.quality import MINILM_HEADS
+from research import oddmap_geom as geom
+from exact.oddmap import MAX_ODDMAP_DIM, label_sets
+from numeric.bracketwriter import write_bracket_file
+from numeric.search.driver import LOWER_SAFETY
+from numeric.search.far_rows import far_order
+from numeric.search.l1fit import l1_row_fit
+from numeric.search.oddmap import FACE_TOL, _pair, budgeted_nerve, face_point, facets, odd_map_cell
 
 MAX_L = 7
 QUALITY_HEADS = MINILM_HEADS[:8]          # bench/quality.py's default --heads 8
@@ -192,8 +190,8 @@ def lazy_sat(Ap: np.ndarray, eps: float, d: int, faces: dict, mnf: list, args, r
 
     nlab, V = 2 * Ap.shape[0], 3**d - 1
     half, chains = V // 2, facets(d)
-    x = lambda v, l: 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)  # noqa: E731
-    z = lambda a, l: 1 + half * nlab + a * nlab + l  # noqa: E731
+    x = lambda v, l: 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)
+    z = lambda a, l: 1 + half * nlab + a * nlab + l
     budget = [args.max_lps - rec["lps"]]
     with Solver(name="cadical195") as s:
         s.append_formula([x(v, l) for l in range(nlab)] for v in range(half))
@@ -333,7 +331,7 @@ def merge(paths: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/oddmap_real.py", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m research.oddmap_real", description=__doc__.splitlines()[0])
     ap.add_argument("--eps", default="1/10,1/4,1/2", help="tolerances (searched largest first, each seeded alone)")
     ap.add_argument("--effort", default="default", choices=("quick", "default"), help="bracket search preset")
     ap.add_argument("--quality-heads", type=int, default=8, help="MiniLM heads of bench/quality.py (0..8)")
@@ -358,12 +356,12 @@ def main(argv=None) -> int:
     except (ValueError, ZeroDivisionError):
         err = f"--eps {args.eps!r} is not a list of fractions"
     if err:
-        print(f"python bench/oddmap_real.py: error: {err}", file=sys.stderr)
+        print(f"python -m research.oddmap_real: error: {err}", file=sys.stderr)
         return 2
     try:
         res = merge(args.merge) if args.merge else None
     except (OSError, ValueError, KeyError) as e:
-        print(f"python bench/oddmap_real.py: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"python -m research.oddmap_real: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     res = res or run(args)
     _print(res) if not args.json else print(json.dumps(res, default=str))

@@ -1,0 +1,67 @@
+"""Test markers, assigned centrally by file (no per-test decorators to keep in step).
+
+- ``exact``: the trusted tier and the independent second checker (no torch, no model).
+- ``model``: loads a model or torch (the float tier's heads, the zoo, panels).
+- ``slow``: whole pipelines (training, panels, the notebook, every appendix check, mutation runs).
+
+``python -m pytest -m "not slow"`` is the quick loop; plain ``python -m pytest`` (the README's and
+CI's command) still runs everything. The file lists are checked against the tree by
+``tests/test_markers.py``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MARKERS = {
+    "slow": "whole pipelines (training, panels, the notebook, all appendix checks); deselect with -m 'not slow'",
+    "model": "loads a model or torch",
+    "exact": "the exact tier or the independent second checker only",
+}
+
+#: Test files of each marker (names under tests/). Doctests of exact/ and crosscheck/ are ``exact``.
+SLOW = frozenset({
+    "test_train.py", "test_vit_arms.py", "test_families.py", "test_panel.py", "test_panel_resume.py",
+    "test_softrank_docs.py", "test_proofs_checks.py", "test_exact_mutation.py", "test_oddmap_real.py",
+    "test_determinism.py",
+})
+MODEL = frozenset({
+    "test_extract.py", "test_models_zoo.py", "test_train.py", "test_vit_arms.py", "test_families.py",
+    "test_panel.py", "test_panel_resume.py", "test_softrank_docs.py", "test_study_features.py",
+    "test_determinism.py",
+})
+EXACT_PREFIXES = ("test_exact_", "test_crosscheck_")
+EXACT_PACKAGES = ("exact", "crosscheck")
+
+
+def markers_of(path: Path) -> set[str]:
+    """The markers of every test collected from ``path``."""
+    try:
+        rel = path.resolve().relative_to(ROOT)
+    except ValueError:
+        return set()
+    out = set()
+    if rel.parts[0] == "tests":
+        if rel.name in SLOW:
+            out.add("slow")
+        if rel.name in MODEL:
+            out.add("model")
+        if rel.name.startswith(EXACT_PREFIXES):
+            out.add("exact")
+    elif rel.parts[0] in EXACT_PACKAGES:
+        out.add("exact")
+    return out
+
+
+def pytest_configure(config):
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in sorted(markers_of(Path(str(item.path)))):
+            item.add_marker(getattr(pytest.mark, name))

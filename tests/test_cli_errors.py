@@ -1,0 +1,192 @@
+"""Every command line, fed a bad argument and a bad file: one line on stderr, the documented exit
+code (``exact.errors.ExitCode``), no traceback.
+
+The ``python -m`` forms of the cheap CLIs run in a fresh interpreter; the float-tier commands
+(which import torch) and the ``softrank`` console dispatcher run in-process through the same
+``main`` the module form calls, so the whole file stays a few seconds of CPU.
+
+The cases marked xfail(strict=True) are CLIs whose files belong to other branches: argparse's
+usage block makes their bad-argument report several lines. They pass (and the xfail turns into a
+failure) once those parsers use ``exact.errors.OneLineParser``.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crosscheck import _errors as cc_errors
+from exact.errors import ExitCode, LimitExceeded, MalformedInput, OneLineParser, UserInputError
+from softrank import cli as softrank_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bad_paths(tmp_path: Path) -> dict[str, str]:
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"not a bracket file")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    return {"garbage": str(garbage), "empty": str(empty), "under_file": str(garbage / "sub")}
+
+
+def _check(rc: int, err: str, expect: int) -> None:
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert rc == expect, (rc, err)
+
+
+def _run_module(module: str, args: list[str]) -> tuple[int, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stderr
+
+
+# ---- the exit-code scheme itself ----------------------------------------------------------------
+
+def test_exit_codes_are_the_documented_values():
+    assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("REFUTED", 1), ("MALFORMED", 2), ("STOPPED", 130)]
+
+
+def test_crosscheck_constants_agree_with_the_shared_enum():
+    """crosscheck restates the codes (it imports nothing from exact): the two must not drift."""
+    assert (cc_errors.EXIT_OK, cc_errors.EXIT_REFUTED, cc_errors.EXIT_MALFORMED, cc_errors.EXIT_STOPPED) == (
+        ExitCode.OK, ExitCode.REFUTED, ExitCode.MALFORMED, ExitCode.STOPPED)
+
+
+def test_user_input_errors_share_one_base():
+    from numeric.heads.zoo.common import ManifestError, TrainingError
+    from softrank import UserInputError as SoftrankUserInputError
+
+    for cls in (MalformedInput, LimitExceeded, SoftrankUserInputError, TrainingError, ManifestError):
+        assert issubclass(cls, UserInputError), cls
+    assert not issubclass(ExitCode, UserInputError)          # negative control of the check above
+
+
+def test_one_line_parser_folds_the_usage_error_into_one_line(capsys):
+    parser = OneLineParser(prog="prog")
+    parser.add_argument("--n", type=int, required=True)
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["--n", "x"])
+    assert exc.value.code == ExitCode.MALFORMED
+    assert capsys.readouterr().err.splitlines() == ["prog: error: argument --n: invalid int value: 'x'"]
+
+
+def test_console_script_is_declared():
+    tomllib = pytest.importorskip("tomllib")             # Python >= 3.11
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert doc["project"]["scripts"]["softrank"] == "softrank.cli:run"
+    assert set(softrank_cli.COMMANDS) == {"verify", "bracket", "panel", "report", "study", "twobit", "proofs",
+                                          "crosscheck"}
+
+
+# ---- python -m forms, fresh interpreters -------------------------------------------------------
+
+MODULE_CASES = [
+    ("exact", "arg", ["verify", "--no-such-option", "x"]),
+    ("exact", "file", ["verify", "{garbage}"]),
+    ("crosscheck", "arg", ["--no-such-option", "x"]),
+    ("crosscheck", "file", ["{garbage}"]),
+    ("proofs_checks", "arg", ["--no-such-option"]),
+    ("proofs_checks", "file", ["--only", "A.1", "--export", "{under_file}"]),
+    ("oracles.twobit", "arg", ["--no-such-option"]),
+    ("oracles.twobit", "file", ["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", "{under_file}/x.safetensors"]),
+    ("numeric.heads.zoo", "arg", ["verify", "--no-such-option", "x"]),
+    ("numeric.heads.zoo", "file", ["verify", "{empty}"]),
+    ("numeric.heads.zoo.corpus", "arg", ["--no-such-option"]),
+    ("numeric", "arg", ["no-such-command"]),
+    ("softrank", "arg", ["no-such-command"]),
+    ("softrank", "file", ["verify", "{garbage}"]),
+]
+
+
+_ARMS = pytest.mark.xfail(strict=True, reason="numeric/panel/arms.py: argparse usage block on a bad argument, "
+                                              "a traceback (NotADirectoryError) on an --out it cannot create; "
+                                              "not edited on this branch")
+MODULE_CASES += [
+    pytest.param("numeric.panel.arms", "arg", ["--no-such-option"], marks=_ARMS, id="numeric.panel.arms-arg"),
+    pytest.param("numeric.panel.arms", "file", ["--out", "{under_file}"], marks=_ARMS, id="numeric.panel.arms-file"),
+]
+
+
+def _case_id(case) -> str:
+    return case.id if hasattr(case, "id") else f"{case[0]}-{case[1]}"
+
+
+@pytest.mark.parametrize("module,kind,args", MODULE_CASES, ids=[_case_id(c) for c in MODULE_CASES])
+def test_python_m_bad_input(tmp_path, module, kind, args):
+    paths = _bad_paths(tmp_path)
+    rc, err = _run_module(module, [a.format(**paths) for a in args])
+    _check(rc, err, ExitCode.MALFORMED)
+
+
+def test_softrank_errors_name_the_command(tmp_path):
+    paths = _bad_paths(tmp_path)
+    rc, err = _run_module("softrank", ["proofs", "--only", "no-such-label"])
+    _check(rc, err, ExitCode.MALFORMED)
+    assert err.startswith("softrank proofs: error: unknown label")
+    rc, err = _run_module("softrank", ["crosscheck", paths["garbage"]])
+    _check(rc, err, ExitCode.MALFORMED)
+    assert err.startswith("softrank crosscheck: ")
+
+
+# ---- the float-tier commands and the dispatcher, in-process -------------------------------------
+
+_FOREIGN = {"bracket": "numeric/search/cli.py", "panel": "numeric/panel/cli.py",
+            "report": "numeric/panel/report.py", "study": "numeric/study/cli.py"}
+
+FLOAT_CASES = [
+    ("bracket", "file", ["--matrix", "{garbage}", "--eps", "1/4", "--out", "{empty}/out"]),
+    ("panel", "file", ["--model", "{garbage}", "--demo", "--out", "{empty}/out"]),
+    ("report", "file", ["{empty}"]),
+    ("study", "file", ["{empty}"]),
+] + [(c, "arg", ["--no-such-option"]) for c in _FOREIGN]
+
+
+def _float_params():
+    for command, kind, args in FLOAT_CASES:
+        for front in ("numeric", "softrank"):
+            marks = []
+            if kind == "arg":
+                marks = [pytest.mark.xfail(strict=True, reason=f"{_FOREIGN[command]}: argparse prints its usage "
+                                                               "block (several lines); not edited on this branch")]
+            yield pytest.param(front, command, args, id=f"{front}-{command}-{kind}", marks=marks)
+
+
+def _in_process(main, argv, capsys) -> tuple[int, str]:
+    try:
+        rc = main(argv)
+    except SystemExit as exc:                 # argparse exits: the module form does the same
+        rc = exc.code if isinstance(exc.code, int) else 1
+    return int(rc), capsys.readouterr().err
+
+
+@pytest.mark.parametrize("front,command,args", list(_float_params()))
+def test_float_tier_bad_input(tmp_path, capsys, front, command, args):
+    pytest.importorskip("torch")
+    from numeric.__main__ import main as numeric_main
+
+    paths = _bad_paths(tmp_path)
+    argv = [command, *(a.format(**paths) for a in args)]
+    rc, err = _in_process(numeric_main if front == "numeric" else softrank_cli.main, argv, capsys)
+    _check(rc, err, ExitCode.MALFORMED)
+
+
+def test_dispatcher_reports_a_stop_as_130(monkeypatch, capsys):
+    """Ctrl-C inside a command: one line naming it, exit 130 (negative control: a normal return
+    passes through unchanged)."""
+    import exact.cli
+
+    def interrupted(argv, prog="x"):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exact.cli, "main", interrupted)
+    rc, err = _in_process(softrank_cli.main, ["verify", "f"], capsys)
+    assert rc == ExitCode.STOPPED and err.splitlines() == ["softrank verify: error: stopped"]
+    monkeypatch.setattr(exact.cli, "main", lambda argv, prog="x": ExitCode.REFUTED)
+    assert _in_process(softrank_cli.main, ["verify", "f"], capsys) == (ExitCode.REFUTED, "")
