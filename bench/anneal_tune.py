@@ -65,7 +65,8 @@ def variants(old):
     out = {"old600": lambda A, P0, Q0, e, b: old.refine(A, P0, Q0, e, iters=600, budget=b),
            "old1800": lambda A, P0, Q0, e, b: old.refine(A, P0, Q0, e, iters=1800, stall_gain=0.02, budget=b)}
     out.update({"new600": new(600), "new2000": new(2000), "new2000-noHuber": new(2000, HUBER_D0=1e-9, HUBER_D1=1e-9),
-                "new2000-T=eps": new(2000, LSE_T0=10.0, LSE_T0_EPS=1.0)})
+                "new2000-T=eps": new(2000, LSE_T0=10.0, LSE_T0_EPS=1.0),
+                "new2000-floor/2": new(2000, LSE_FLOOR_DIV=60.0), "new600-floor/2": new(600, LSE_FLOOR_DIV=60.0)})
     return out
 
 

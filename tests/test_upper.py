@@ -36,7 +36,7 @@ def test_refine_beats_svd_at_fixed_rank(head):
 def test_search_upper_is_float_feasible_and_ordered(head):
     svd, errs = up.svd_baseline(head)
     eps = 0.25
-    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))
+    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), full_iters=600)
     ranks = [u.rank for u in found]
     assert ranks == sorted(ranks) and found[-1].family == "svd"
     assert found[-1].rank == int(np.nonzero(errs <= eps)[0][0])
@@ -48,7 +48,7 @@ def test_search_upper_is_float_feasible_and_ordered(head):
 
 def test_search_upper_respects_lower(head):
     svd = up.svd_baseline(head)
-    found = up.search_upper(head, 0.25, Budget(STEPS), lower=10, svd=svd)
+    found = up.search_upper(head, 0.25, Budget(STEPS), lower=10, svd=svd, full_iters=600)
     assert all(u.rank >= 10 for u in found)
 
 
@@ -96,7 +96,7 @@ def test_snap_dyadic_represents_a_dyadic_product_exactly():
 def test_attack_reaches_a_feasible_rank_and_not_below_frobenius_bound(head):
     svd, errs = up.svd_baseline(head)
     eps = 0.25
-    u = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))[0]
+    u = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), full_iters=600)[0]
     hit = attack_rank(head, u.rank, eps, svd)          # the same machinery reaches U (teeth)
     assert hit.success and hit.error <= eps
     miss = attack_rank(head, 0, eps, svd)              # rank 0: error is the max row sum, 1
