@@ -119,6 +119,17 @@ def test_perturbed_starts_are_deterministic():
     P, Q = np.ones((5, 2)), np.ones((6, 2))
     a, b, c = up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 2)
     assert all(np.array_equal(x, y) for x, y in zip(a, b)) and not np.array_equal(a[0], c[0])
+    assert not np.array_equal(a[0], up.perturbed(P, Q, 2, 1, tag=1)[0])
+
+
+def test_later_restart_rounds_start_from_perturbed_misses(head):
+    """A round after the first: perturbed starts of the closest miss and of the compressed best."""
+    svd, _ = up.svd_baseline(head)
+    best = up.svd_factors(*svd, 12)
+    near = up.svd_factors(*svd, 10)
+    starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
+    assert [k for _, k, _ in starts] == ["perturbed-miss", "perturbed"]
+    assert all(s[0][1].shape == (48, 10) for s in starts)
 
 
 def _cells(out):

@@ -61,7 +61,7 @@ CLEAR_MISS = 2e-2
 #: The hybrid restart's Adam step, as a multiple of the usual one.
 HYBRID_LR = 3.0
 #: The perturbed restart: the start plus Gaussian noise of this size relative to the
-#: root-mean-square factor entry, drawn from ``default_rng((PERTURB_SEED, rank, round))``.
+#: root-mean-square factor entry, drawn from ``default_rng((PERTURB_SEED, rank, round, tag))``.
 PERTURB_SCALE = 0.05
 PERTURB_SEED = 27
 #: A trial starts only when the budget affords this fraction of its length (it then runs
@@ -342,10 +342,10 @@ def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, trie
     return found[0].rank - 1 if found[0].rank - 1 >= lower else None
 
 
-def perturbed(P: np.ndarray, Q: np.ndarray, rank: int, round_: int):
+def perturbed(P: np.ndarray, Q: np.ndarray, rank: int, round_: int, tag: int = 0):
     """``(P, Q)`` plus Gaussian noise of ``PERTURB_SCALE`` times their rms entry (deterministic:
-    ``default_rng((PERTURB_SEED, rank, round_))``)."""
-    rng = np.random.default_rng((PERTURB_SEED, int(rank), int(round_)))
+    ``default_rng((PERTURB_SEED, rank, round_, tag))``)."""
+    rng = np.random.default_rng((PERTURB_SEED, int(rank), int(round_), int(tag)))
     sp = PERTURB_SCALE * float(np.sqrt(np.mean(P * P))) if P.size else 0.0
     sq = PERTURB_SCALE * float(np.sqrt(np.mean(Q * Q))) if Q.size else 0.0
     return P + sp * rng.standard_normal(P.shape), Q + sq * rng.standard_normal(Q.shape)
@@ -359,7 +359,7 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
     ``near`` and of the compressed best."""
     cb = compress(*best, r)
     if round_ > 0:
-        return [(perturbed(*near, r, round_), "perturbed-miss", 1.0), (perturbed(*cb, r, -round_), "perturbed", 1.0)]
+        return [(perturbed(*near, r, round_), "perturbed-miss", 1.0), (perturbed(*cb, r, round_, 1), "perturbed", 1.0)]
     out = []
     if (r, "svd", None) not in tried:
         out.append((svd_factors(*svd, r), "svd", 1.0))
