@@ -153,9 +153,12 @@ def test_same_seed_same_brackets_with_one_or_two_threads():
     rng = np.random.default_rng(3)
     q, k = rng.normal(size=(32, 6)), rng.normal(size=(32, 6))
     A = _softmax(1.5 * q @ k.T / np.sqrt(6))
-    effort = effort_budgets("thorough").replace(upper_work=60_000, far_lp_work=300, descent_steps=100,
-                                                greedy_steps=100, greedy_rows=2, swap_work=200, lp_append_work=200,
-                                                lp_svd_solves=5)
+    import dataclasses
+
+    # thorough's upper mechanics (upper_hybrid = 1) with small budgets and no base run
+    effort = dataclasses.replace(effort_budgets("thorough").replace(
+        upper_work=60_000, far_lp_work=300, descent_steps=100, greedy_steps=100, greedy_rows=2, swap_work=200,
+        lp_append_work=200, lp_svd_solves=5), name="thorough-small")
     runs = []
     before = torch.get_num_threads()
     try:
@@ -170,6 +173,7 @@ def test_same_seed_same_brackets_with_one_or_two_threads():
     assert a.tensors.keys() == b.tensors.keys()
     assert all(np.array_equal(a.tensors[t], b.tensors[t]) for t in a.tensors)
     assert a.results[0].upper < 32
+    assert a.provenance["budgets"]["upper_hybrid"] == 1
 
 
 def test_budget_refuses_negative_units():
