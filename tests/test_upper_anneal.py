@@ -141,7 +141,7 @@ def _cells(out):
     return cells
 
 
-def test_same_seed_same_brackets_with_one_or_two_threads():
+def test_same_seed_same_brackets_with_one_or_two_threads(trials):
     """The thorough mechanics (restarts, perturbed starts) under 1 and 2 caller BLAS/torch threads:
     the same cells and the same tensors, bit for bit."""
     import torch
@@ -159,13 +159,16 @@ def test_same_seed_same_brackets_with_one_or_two_threads():
     effort = dataclasses.replace(effort_budgets("thorough").replace(
         upper_work=60_000, far_lp_work=300, descent_steps=100, greedy_steps=100, greedy_rows=2, swap_work=200,
         lp_append_work=200, lp_svd_solves=5), name="thorough-small")
-    runs = []
+    runs, traces = [], []
+    _, trace = trials
     before = torch.get_num_threads()
     try:
         for n in (1, 2):
+            trace.clear()
             torch.set_num_threads(n)
             with threadpool_limits(limits=n):
                 runs.append(search_brackets(A, ["1/4"], effort=effort, seed=9, attack=False))
+            traces.append(list(trace))
     finally:
         torch.set_num_threads(before)
     a, b = runs
@@ -174,6 +177,7 @@ def test_same_seed_same_brackets_with_one_or_two_threads():
     assert all(np.array_equal(a.tensors[t], b.tensors[t]) for t in a.tensors)
     assert a.results[0].upper < 32
     assert a.provenance["budgets"]["upper_hybrid"] == 1
+    assert traces[0] == traces[1] and traces[0]          # the same trials, errors bit for bit
 
 
 def test_budget_refuses_negative_units():
