@@ -45,7 +45,8 @@ from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
 
-__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device"]
+__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
+           "affordable_steps", "perturbed"]
 
 #: A boundary trial that misses eps by at most this relative amount is repeated from the
 #: truncated SVD of A (the two-bit cell A(3/4, 3/4) at eps = 3/4: the warm start stalls
