@@ -7,6 +7,10 @@ brackets, the seconds per head on each device and their ratio. Devices that
 torch does not see are skipped with a note.
 
     python bench/device_search.py [--heads-npz FILE] [--eps 0.1,0.25,0.5] [--devices cpu,cuda]
+                                  [--sizes 128,256,512,1024] [--effort default]
+
+``--sizes``: the scaling cases of ``bench/scaling.py`` instead (synthetic sharp and diffuse
+heads at each n), so the same growth in n is measured on each device (issue 27).
 
 ``--heads-npz`` reads logits saved with ``np.savez`` (read with
 ``allow_pickle=False``); without it the heads are extracted from the packaged
@@ -44,12 +48,22 @@ def load_heads(path):
     return {f"l{l}h{h}": cap.logits for cap, (l, h) in zip(extract_heads(lm, src, DEFAULT_HEADS), DEFAULT_HEADS)}
 
 
+def scaling_heads(sizes: str) -> dict:
+    """The synthetic heads of ``bench/scaling.py`` (sharp and diffuse) at each n."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from scaling import synthetic
+
+    return {f"{kind}{n}": synthetic(kind, int(n)) for n in sizes.split(",") for kind in ("sharp", "diffuse")}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python bench/device_search.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads-npz")
     ap.add_argument("--eps", default="0.1,0.25,0.5")
     ap.add_argument("--devices", default="cpu,cuda")
+    ap.add_argument("--sizes", help="run the scaling cases of bench/scaling.py at these n instead")
+    ap.add_argument("--effort", default="default")
     args = ap.parse_args(argv)
     import torch
 
@@ -62,16 +76,16 @@ def main(argv=None) -> int:
         devices.append(d)
     if "cuda" in devices:
         print(f"cuda device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}")
-    heads = load_heads(args.heads_npz)
+    heads = scaling_heads(args.sizes) if args.sizes else load_heads(args.heads_npz)
     seconds = {d: 0.0 for d in devices}
     ok = True
-    print(f"{'head':<6} {'device':<6} " + " ".join(f"{'eps=' + str(e):>14}" for e in eps) + "  seconds  verified")
+    print(f"{'head':<12} {'device':<6} " + " ".join(f"{'eps=' + str(e):>14}" for e in eps) + "  seconds  verified")
     with tempfile.TemporaryDirectory() as tmp:
         for name, H in heads.items():
             A = softmax_rows(H)
             for d in devices:
                 t0 = time.perf_counter()
-                out = search_brackets(A, eps, logits=H, id_prefix=f"{name}-{d}", device=d)
+                out = search_brackets(A, eps, logits=H, id_prefix=f"{name}-{d}", device=d, effort=args.effort)
                 dt = time.perf_counter() - t0
                 seconds[d] += dt
                 path = write_bracket_file(os.path.join(tmp, f"{name}-{d}.safetensors"), out.cells, out.tensors)
@@ -79,7 +93,7 @@ def main(argv=None) -> int:
                 verified = all(r.verified for r in reports)
                 ok &= verified
                 cols = " ".join(f"{f'[{r.lower}, {r.upper}]':>14}" for r in out.results)
-                print(f"{name:<6} {d:<6} {cols}  {dt:7.1f}  {sum(r.verified for r in reports)}/{len(reports)}",
+                print(f"{name:<12} {d:<6} {cols}  {dt:7.1f}  {sum(r.verified for r in reports)}/{len(reports)}",
                       flush=True)
     if len(devices) == 2:
         a, b = devices

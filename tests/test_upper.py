@@ -36,7 +36,7 @@ def test_refine_beats_svd_at_fixed_rank(head):
 def test_search_upper_is_float_feasible_and_ordered(head):
     svd, errs = up.svd_baseline(head)
     eps = 0.25
-    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))
+    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), full_iters=600)
     ranks = [u.rank for u in found]
     assert ranks == sorted(ranks) and found[-1].family == "svd"
     assert found[-1].rank == int(np.nonzero(errs <= eps)[0][0])
@@ -48,38 +48,39 @@ def test_search_upper_is_float_feasible_and_ordered(head):
 
 def test_search_upper_respects_lower(head):
     svd = up.svd_baseline(head)
-    found = up.search_upper(head, 0.25, Budget(STEPS), lower=10, svd=svd)
+    found = up.search_upper(head, 0.25, Budget(STEPS), lower=10, svd=svd, full_iters=600)
     assert all(u.rank >= 10 for u in found)
 
 
-def test_polish_restarts_a_missed_rank_from_the_svd_with_the_long_schedule(head, monkeypatch):
-    """A rank the bisection missed is retried from the truncated SVD (not its converged iterate),
-    with POLISH_FACTOR times the steps and the looser stall rule; the real descent runs throughout."""
+def test_boundary_retries_a_rank_the_narrowing_missed_from_the_svd_with_full_trials(head, monkeypatch):
+    """A rank the narrowing's short trials missed is tried again in the boundary phase, first from
+    the truncated SVD (not its converged iterate), with a full-length trial; the real descent runs
+    throughout (issue 27: one complete annealed run per trial)."""
     svd, errs = up.svd_baseline(head)
-    U, S, Vt = svd
-    eps = 0.25
-    calls = []
+    eps, short, full = 0.25, 150, 400
     real = up.refine
+    trace = []
 
-    def recording(A, P0, Q0, e, *, iters=rf.DEFAULT_ITERS, device=None, stall_gain=None, budget=None):
-        k = P0.shape[1]
-        svd_start = np.allclose(P0 @ Q0.T, (U[:, :k] * S[:k]) @ Vt[:k])
-        calls.append((k, iters, stall_gain, svd_start))
-        P, Q, err = real(A, P0, Q0, e, iters=iters, device=device, stall_gain=stall_gain, budget=budget)
-        if iters == rf.DEFAULT_ITERS and k <= target:     # the bisection's short trials miss here
+    def short_misses(A, P0, Q0, e, *, iters=rf.DEFAULT_ITERS, **kw):
+        P, Q, err = real(A, P0, Q0, e, iters=iters, **kw)
+        if iters <= short and P0.shape[1] <= target:     # the narrowing's short trials miss here
             err = max(err, 2 * e)
         return P, Q, err
 
-    # the lowest rank the real descent reaches: the polish must get there on its own
-    target = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))[0].rank
-    monkeypatch.setattr(up, "refine", recording)
-    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))
+    # the lowest rank the real descent reaches: the boundary phase must get there on its own
+    target = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), iters=short, full_iters=full)[0].rank
+    monkeypatch.setattr(up, "refine", short_misses)
+    monkeypatch.setattr(up, "TRACE", trace)
+    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), iters=short, full_iters=full)
     assert found[0].rank <= target
-    missed = {k for k, iters, _, _ in calls if iters == rf.DEFAULT_ITERS and k <= target}
-    polish = [(k, g, fresh) for k, iters, g, fresh in calls if iters == up.POLISH_FACTOR * rf.DEFAULT_ITERS]
-    assert polish and all(g == up.POLISH_STALL_GAIN for _, g, _ in polish)
-    assert any(k in missed for k, _, _ in polish)       # the branch under test ran
-    assert all(fresh for k, _, fresh in polish if k in missed)
+    missed = {k for phase, _, k, _, _ in trace if phase == "narrow" and k <= target}
+    first = {}
+    for phase, kind, k, steps, _ in trace:
+        if phase == "boundary":
+            first.setdefault(k, (kind, steps))
+    assert any(k in missed for k in first)                 # the branch under test ran
+    assert all(first[k] == ("svd", full) for k in first if k in missed)
+    assert all(steps == full for phase, _, _, steps, _ in trace if phase == "boundary")
 
 
 def test_snap_dyadic_represents_a_dyadic_product_exactly():
@@ -95,7 +96,7 @@ def test_snap_dyadic_represents_a_dyadic_product_exactly():
 def test_attack_reaches_a_feasible_rank_and_not_below_frobenius_bound(head):
     svd, errs = up.svd_baseline(head)
     eps = 0.25
-    u = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs))[0]
+    u = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), full_iters=600)[0]
     hit = attack_rank(head, u.rank, eps, svd)          # the same machinery reaches U (teeth)
     assert hit.success and hit.error <= eps
     miss = attack_rank(head, 0, eps, svd)              # rank 0: error is the max row sum, 1

@@ -2,8 +2,9 @@
 
 A lower certificate ``r_eps(A) >= L`` says no rank-(L-1) matrix is within
 eps of A. The attack runs the strongest upper machinery of
-``numeric.search.upper`` (truncated SVD, then refinement from two starts with twice
-the usual steps) at rank ``L - 1`` and tolerance ``eps (1 - 1e-3)``; a float
+``numeric.search.upper`` (truncated SVD, then refinement from two starts, each a
+complete annealed trial of the short length; issue 27: as strong as the former
+trial of twice the steps with its stall rule, ``bench/anneal_tune.py``) at rank ``L - 1`` and tolerance ``eps (1 - 1e-3)``; a float
 success is re-checked exactly, and an exactly verified success is a
 soundness bug: ``search_brackets`` records it and warns, and every caller
 (the bracket CLI, the panel) stops with an error.
@@ -42,7 +43,7 @@ class AttackResult:
 
 
 def attack_rank(A: np.ndarray, rank: int, eps: float, svd, *, device=None, warm=None,
-                iters: int = 2 * DEFAULT_ITERS) -> AttackResult:
+                iters: int = DEFAULT_ITERS) -> AttackResult:
     """Try to find ``||A - P Q^T||_row1 <= eps`` with ``rank`` columns (float).
 
     ``warm``: optional factors of higher rank to compress as a second start.

@@ -13,8 +13,13 @@ certified so far.
 False
 >>> b.spend(); b.exhausted, b.used
 (True, 3)
+>>> Budget(-1)
+Traceback (most recent call last):
+ValueError: a budget counts work units: a non-negative integer, got -1
 """
 from __future__ import annotations
+
+import numpy as np
 
 __all__ = ["Budget", "SafetyCap", "request_stop", "stop_requested", "clear_stop"]
 
@@ -57,12 +62,16 @@ class Budget:
     """
 
     def __init__(self, units: int, cap: SafetyCap | None = None):
+        if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 0:
+            raise ValueError(f"a budget counts work units: a non-negative integer, got {units!r}")
         self.units = int(units)
         self.used = 0
         self.cap = cap
 
     def spend(self, n: int = 1) -> None:
-        """Record ``n`` units of work."""
+        """Record ``n`` units of work (a non-negative count)."""
+        if n < 0:
+            raise ValueError(f"work spent is a non-negative count, got {n!r}")
         self.used += int(n)
 
     def affords(self, n: int) -> bool:

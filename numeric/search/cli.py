@@ -77,6 +77,39 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
     raise InputError(f"{path}: expected a .npy or .safetensors file")
 
 
+def _stored_shape(path: str, tensor: str | None):
+    """The shape recorded in an input file's header (nothing loaded), or None when it cannot be read
+    (``_load`` then says why)."""
+    try:
+        if path.endswith(".npy"):
+            with open(path, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                return read(f)[0]
+        if path.endswith(".safetensors"):
+            from safetensors import safe_open
+
+            with safe_open(path, "np") as f:
+                names = list(f.keys())
+                name = tensor if tensor is not None else names[0] if len(names) == 1 else None
+                return tuple(f.get_slice(name).get_shape()) if name in names else None
+    except Exception:   # unreadable header: _load reports it
+        return None
+    return None
+
+
+def _check_memory(shape) -> None:
+    """InputError (before any work) when a search of this shape needs more memory than is at hand."""
+    from numeric.search.effort import available_bytes, expected_bytes
+
+    if shape is None or len(shape) != 2:
+        return
+    need, room = expected_bytes(*shape), available_bytes()
+    if room is not None and need > room:
+        raise InputError(f"a {shape[0]} x {shape[1]} target needs about {need / 2**30:.1f} GiB of memory "
+                         f"(estimate), {room / 2**30:.1f} GiB available: too large for this machine")
+
+
 def _effort(name: str, overrides: list[str]):
     """The ``Effort`` of a preset with ``NAME=N`` budget overrides (InputError on a bad name or number)."""
     from numeric.search.effort import effort_budgets
@@ -143,6 +176,7 @@ def main(argv=None) -> int:
         eps_items = parse_eps_list(args.eps)
         effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
         check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (issue 25)
+        _check_memory(_stored_shape(args.logits or args.matrix, args.tensor))
         raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)

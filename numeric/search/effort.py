@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["BASE", "EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
-           "Effort", "PRESETS", "effort_budgets", "expected_seconds"]
+           "Effort", "PRESETS", "effort_budgets", "expected_seconds", "expected_bytes", "available_bytes"]
 
 #: The effort presets, cheapest first. The budgets of each live with the
 #: searches that spend them; the name is what a file records.
@@ -94,8 +94,11 @@ class Effort:
     #: affords as many Adam steps as a cell at that rank (issue 17: ranks near n get as many
     #: steps as ranks near 10). Default and quick: 65,536 (never above: no scaling).
     upper_rank: int
-    #: 1: rank trials that miss from the compressed and SVD starts also start from coordinate
-    #: columns for near-one-hot rows plus the SVD (``upper.hybrid_factors``, issue 17); 0: not.
+    #: 1: thorough's upper mechanics: narrowing trials that miss from the compressed and SVD
+    #: starts also start from coordinate columns for near-one-hot rows plus the SVD
+    #: (``upper.hybrid_factors``, issue 17), and the boundary phase gallops down and spends the
+    #: rest of the budget on restarts below the best rank (``upper._restarts``, issue 27); 0: the
+    #: boundary phase descends one rank at a time and stops at the first clear miss.
     upper_hybrid: int
     #: LP work units (``lp.decoder_work``: a solve of d rows costs about (d/16)^3 thousand) of the
     #: far-rows LP extension (was 3 s of HiGHS).
@@ -219,3 +222,47 @@ def expected_seconds(effort, m: int, n: int, tolerances: int = 1) -> float:
     base = expected_seconds(BASE[e.name], m, n, tolerances) - SVD_SECONDS_PER_FLOP * m * n * min(m, n) \
         if e.name in BASE else 0.0
     return SVD_SECONDS_PER_FLOP * m * n * min(m, n) + tolerances * per_tol + base
+
+
+#: Memory of a search beside the m x n entries (``expected_bytes``): the interpreter with numpy,
+#: torch and flint loaded, about 0.4 GiB; per entry, the float64 target, its SVD factors and the
+#: residual copies (about 40 bytes), and the exact tier's conversion of the target to integers
+#: (python-flint, about 120 bytes an entry while it is built: 165 measured at 512 x 512). The
+#: bracket command at 4096 x 4096 peaked at 1.58 GiB (docs/benchmarks.md 7.3), below this estimate.
+BASE_BYTES = 512 * 2**20
+BYTES_PER_ENTRY = 160
+
+
+def expected_bytes(m: int, n: int) -> int:
+    """About the peak memory of a search of an m x n target (an upper estimate, for the input check).
+
+    >>> round(expected_bytes(4096, 4096) / 2**30, 1)
+    3.0
+    """
+    return BASE_BYTES + BYTES_PER_ENTRY * int(m) * int(n)
+
+
+def _cgroup_room() -> int | None:
+    """Bytes the process's cgroup (v2) still allows, or None when unlimited or unknown."""
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" or not limit.isdigit() else max(int(limit) - used, 0)
+
+
+def available_bytes() -> int | None:
+    """Memory at hand: the smaller of the kernel's ``MemAvailable`` and what the cgroup allows
+    (None when neither is known). Read for the input check only, never by a search."""
+    room = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                room.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    cg = _cgroup_room()
+    if cg is not None:
+        room.append(cg)
+    return min(room) if room else None

@@ -1,15 +1,28 @@
 """Upper witnesses (K.1): factors P, Q with ``||A - P Q^T||_row1 <= eps``.
 
 The truncated SVD is the baseline: it minimises the Frobenius error, not the
-max row-l1 error. ``search_upper`` bisects the rank between a lower bound
-and the SVD rank with ``refine.refine`` (smooth-max descent), warm-starting
-each trial from the best feasible factors (compressed to the trial rank by
-an SVD of ``P Q^T``), then polishes ranks below the best with longer
-schedules; near misses on boundary cells are rounded to dyadic factors
-(``refine.snap_dyadic``). Trials start while the ``Budget`` of Adam steps
-lasts: the reach of the search is counted work, not seconds. A trial's
-second try starts from the truncated SVD only once the best is no longer
-the truncated SVD itself (before that the first try started from it).
+max row-l1 error. ``search_upper`` runs in two phases, each trial one complete
+annealed continuation run of ``refine.refine`` (issue 27):
+
+1. **narrowing**: a rank bisection between a lower bound and the SVD rank with
+   short trials (``refine.DEFAULT_ITERS`` steps), warm-started from the best
+   feasible factors (compressed to the trial rank by an SVD of ``P Q^T``);
+2. **boundary**: full trials (``refine.FULL_ITERS`` steps) below the best rank.
+   Without restarts (default) they descend one rank at a time from the compressed
+   best, a close miss retried from the truncated SVD and from the warm factors, and
+   stop at the first clear miss. With restarts (thorough, ``hybrid``) they gallop
+   down (1, 2, 4, ... ranks below the best) and bisect back to the first failing
+   rank, where the rest of the budget goes to full-length restarts from
+   structurally different starts (``_restarts``: the fresh truncated SVD, the
+   compressed best, the hybrid coordinate + SVD start with a larger step, a
+   perturbed start), until every start misses clearly or the budget is spent.
+
+Near misses are refitted row by row (``l1fit.refit_rows``) and, on boundary
+cells, rounded to dyadic factors (``refine.snap_dyadic``). Every trial is sized
+to what the ``Budget`` of Adam work units affords before it starts (its schedules
+then fit the steps it runs): the reach of the search is counted work, not seconds,
+and the perturbed starts draw from a generator seeded by the rank and the round,
+so the result is deterministic.
 
 Warm starts across tolerances (issue 17): ``search_upper(warm=(P, Q))`` takes
 the factors verified at a smaller tolerance. They are feasible here too (a
@@ -17,10 +30,7 @@ rank-r witness at eps' is one at every eps >= eps'), so when their rank is
 below the SVD rank they are the bisection's first best (family
 ``factors/warm``) and its trials start from their compressions; otherwise
 their compression is the second try of each trial that misses before the
-first success, and the last start of each polish rank that misses
-closely (MiniLM layer-1 head 3 at eps 1/4: the rank-87 factors of eps 1/10
-compressed to rank 44 reach 0.9998 eps in a polish trial, the truncated
-SVD 1.0078 eps and the compressed rank-45 factors 1.32 eps).
+first success, and a start of each boundary rank that misses closely.
 
 Everything here is float: the exact tier re-checks the chosen factors.
 """
@@ -33,23 +43,32 @@ import numpy as np
 from numeric.search.budget import Budget
 from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
-from numeric.search.refine import DEFAULT_ITERS, NEAR_FRACTION, refine, snap_dyadic
+from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
 
-__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device"]
+__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
+           "affordable_steps", "perturbed"]
 
-#: The polish's stall rule is looser: its schedule is three times longer, so the smooth
-#: max anneals slowly and early windows gain little (layer-3 head 7 at eps = 1/4, rank 16,
-#: 1800 steps from the truncated SVD: the usual rule stops at 1.39 eps after 0.3 s, this
-#: one reaches 1.0001 eps; 4000 steps without a stall exit reached eps one rank below the
-#: search's U in 7 of 21 open MiniLM cells, bench/gap.py).
-POLISH_STALL_GAIN = 0.02
-#: A polish trial that misses eps by at most this relative amount is repeated from the
+#: A boundary trial that misses eps by at most this relative amount is repeated from the
 #: truncated SVD of A (the two-bit cell A(3/4, 3/4) at eps = 3/4: the warm start stalls
 #: at 0.7508 at rank 1, the SVD start reaches 0.75000002 and snaps to 7/64 J, error 3/4).
 RESTART_WINDOW = 1e-2
-#: After the bisection, ranks below the best are tried with this many times the steps.
-POLISH_FACTOR = 3
-#: A polish trial that misses eps by at most this relative amount is rounded to dyadic
+#: A narrowing trial that misses eps by at most this relative amount is tried from a second start
+#: (a farther miss is not: on MiniLM l0h0 at eps 1/4 the two starts of rank 19 missed by 7.8 %
+#: and 7.7 %, and the work of the second was what the boundary phase then lacked).
+SECOND_WINDOW = 5e-2
+#: A restart that misses eps by more than this relative amount is a clear miss: a round of
+#: restarts whose starts all miss clearly ends the search.
+CLEAR_MISS = 2e-2
+#: The hybrid restart's Adam step, as a multiple of the usual one.
+HYBRID_LR = 3.0
+#: The perturbed restart: the start plus Gaussian noise of this size relative to the
+#: root-mean-square factor entry, drawn from ``default_rng((PERTURB_SEED, rank, round, tag))``.
+PERTURB_SCALE = 0.05
+PERTURB_SEED = 27
+#: A trial starts only when the budget affords this fraction of its length (it then runs
+#: its whole schedule in the steps afforded).
+MIN_TRIAL_FRACTION = 0.5
+#: A boundary trial that misses eps by at most this relative amount is rounded to dyadic
 #: factors (``snap_dyadic``) and offered too: the caller's target is eps (1 - 1e-6), so a
 #: candidate in this window may still meet the exact eps; the exact tier decides.
 SNAP_WINDOW = 2e-6
@@ -152,6 +171,11 @@ def hybrid_factors(A: np.ndarray, eps: float, k: int):
     return best[:2]
 
 
+#: Every trial of ``search_upper`` appends ``(phase, start, rank, steps, error)`` here when this is
+#: a list (tests and bench scripts read it; the search never does).
+TRACE: list | None = None
+
+
 def _rescue(A, eps, P, Q, err, budget):
     """A near miss (within ``REFIT_WINDOW``) with its rows over eps refitted exactly; else as given."""
     if eps < err <= eps * (1 + REFIT_WINDOW):
@@ -161,41 +185,74 @@ def _rescue(A, eps, P, Q, err, budget):
     return P, Q, err
 
 
+def affordable_steps(budget: Budget, shape, k: int, iters: int) -> int:
+    """Steps of a rank-``k`` trial of nominal length ``iters``: all of them, or as many as the budget
+    affords when that is at least ``MIN_TRIAL_FRACTION`` of them; 0 (no trial) otherwise.
+
+    >>> affordable_steps(Budget(80 * 1000), (256, 256), 16, 600), affordable_steps(Budget(80 * 500), (256, 256), 16, 600)
+    (600, 500)
+    >>> affordable_steps(Budget(80 * 200), (256, 256), 16, 600)
+    0
+    """
+    if budget.exhausted:
+        return 0
+    steps = min(int(iters), (budget.units - budget.used) // step_work(*shape, max(k, 1)))
+    return steps if steps >= MIN_TRIAL_FRACTION * iters and steps > 0 else 0
+
+
+def _trial(A, eps, start, iters, budget, device, phase: str, kind: str, lr_scale: float = 1.0):
+    """One trial from ``start`` sized to the budget (``affordable_steps``): (P, Q, err), or None."""
+    k = start[1].shape[1]
+    steps = affordable_steps(budget, A.shape, k, iters)
+    if not steps:
+        return None
+    P, Q, err = refine(A, *start, eps, iters=steps, device=device, budget=budget, lr_scale=lr_scale)
+    if TRACE is not None:
+        TRACE.append((phase, kind, k, steps, err))
+    return P, Q, err
+
+
+def _better(a, b):
+    """The trial result of lower error (``a`` on ties; None stands for no trial)."""
+    if a is None:
+        return b
+    return b if b is not None and b[2] < a[2] else a
+
+
 def _second_start(svd, mid: int, best_is_svd: bool, warm):
     """The start of a trial's second try, or None: while the best is the truncated SVD, the first
     try started from it (compressed, the same product), so the second starts from the compressed
     ``warm`` factors when they have more than ``mid`` columns, and is skipped otherwise; after
     that, from the truncated SVD."""
     if not best_is_svd:
-        return svd_factors(*svd, mid)
-    return compress(*warm, mid) if warm is not None and warm[1].shape[1] > mid else None
+        return svd_factors(*svd, mid), "svd"
+    return (compress(*warm, mid), "warm") if warm is not None and warm[1].shape[1] > mid else (None, None)
 
 
 def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> set:
-    """Rank bisection in ``[lo, found[0].rank)``; feasible ranks go to the front of ``found``.
+    """Rank bisection in ``[lo, found[0].rank)`` with short trials; feasible ranks go to the front of ``found``.
 
-    Each trial starts from the compressed best factors and, when it misses,
-    again from the truncated SVD (or ``warm``, ``_second_start``), and with
+    Each trial starts from the compressed best factors and, when it misses by at most
+    ``SECOND_WINDOW``, again from the truncated SVD (or ``warm``, ``_second_start``), and with
     ``hybrid`` from ``hybrid_factors``. Returns the ranks missed from every start.
     """
     hi = found[0].rank
     best = (found[0].P, found[0].Q)
     best_is_svd = found[0].family == "svd"
     missed = set()
-    while lo < hi and not budget.exhausted:
+    while lo < hi:
         mid = (lo + hi) // 2
-        P1, Q1, err = refine(A, *compress(*best, mid), eps, iters=iters, device=device, budget=budget)
-        second = _second_start(svd, mid, best_is_svd, warm) if err > eps else None
-        if second is not None:
-            P2, Q2, err2 = refine(A, *second, eps, iters=iters, device=device, budget=budget)
-            if err2 < err:
-                P1, Q1, err = P2, Q2, err2
-        start = hybrid_factors(A, eps, mid) if hybrid and err > eps else None
+        res = _trial(A, eps, compress(*best, mid), iters, budget, device, "narrow", "compressed")
+        if res is None:
+            break
+        if eps < res[2] <= eps * (1 + SECOND_WINDOW):
+            second, kind = _second_start(svd, mid, best_is_svd, warm)
+            if second is not None:
+                res = _better(res, _trial(A, eps, second, iters, budget, device, "narrow", kind))
+        start = hybrid_factors(A, eps, mid) if hybrid and res[2] > eps else None
         if start is not None:
-            P3, Q3, err3 = refine(A, *start, eps, iters=iters, device=device, budget=budget)
-            if err3 < err:
-                P1, Q1, err = P3, Q3, err3
-        P1, Q1, err = _rescue(A, eps, P1, Q1, err, budget)
+            res = _better(res, _trial(A, eps, start, iters, budget, device, "narrow", "hybrid"))
+        P1, Q1, err = _rescue(A, eps, *res, budget)
         if err <= eps:
             hi = mid
             best, best_is_svd = (P1, Q1), False
@@ -206,54 +263,166 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
     return missed
 
 
-def _polish(A, eps, lower, found, missed, svd, budget, iters, device, warm=None) -> None:
-    """Ranks below the best, ``POLISH_FACTOR`` times the steps, warm-started; near misses snapped.
+def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool, tried: set):
+    """The best full trial at rank ``r`` (or None: the budget affords none): from the truncated SVD
+    when ``fresh`` (a rank the narrowing missed from every start), else from the compressed
+    ``cur``; a close miss (``RESTART_WINDOW``) is retried from the other of the two (MiniLM l0h0
+    at eps 1/4, rank 21: 1.0003 eps from the SVD), and a rank still missed closely from the
+    compressed ``warm`` factors of a smaller tolerance (a far miss is not: on MiniLM layer-1 head 3
+    at eps 1/2 that try doubled the default upper work and won nothing). Near misses are refitted."""
+    first, other = (("svd", svd_factors(*svd, r)), ("compressed", compress(*cur, r)))[::1 if fresh else -1]
+    res = _trial(A, eps, first[1], iters, budget, device, "boundary", first[0])
+    if res is None:
+        return None
+    key = lambda kind: (r, kind, None if kind == "svd" else cur[1].shape[1])   # noqa: E731
+    tried.add(key(first[0]))
+    close = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)   # noqa: E731
+    if close(res):
+        res = _better(res, _trial(A, eps, other[1], iters, budget, device, "boundary", other[0]))
+        tried.add(key(other[0]))
+    if close(res) and warm is not None and warm[1].shape[1] > r:
+        res = _better(res, _trial(A, eps, compress(*warm, r), iters, budget, device, "boundary", "warm"))
+        tried.add((r, "warm", None))
+    return _rescue(A, eps, *res, budget)
 
-    A rank the bisection missed from both starts gets a fresh start from the
-    truncated SVD (its iterate has converged; Adam restarted on it does not
-    move); any other rank starts from the compressed factors of the rank
-    above, and a close miss (``RESTART_WINDOW``) is retried from the SVD; a rank still
-    missed closely is tried again from the compressed ``warm`` factors of a smaller
-    tolerance (a far miss is not: on MiniLM layer-1 head 3 at eps 1/2 that try doubled the
-    default upper work and won nothing).
-    """
-    U, S, Vt = svd
-    long = dict(iters=POLISH_FACTOR * iters, device=device, stall_gain=POLISH_STALL_GAIN, budget=budget)
+
+def _offer_snapped(A, eps, r, P, Q, found) -> None:
+    """A miss within ``NEAR_FRACTION`` rounded to dyadic factors, offered when within ``SNAP_WINDOW``."""
+    Ps, Qs = snap_dyadic(A, P, Q)
+    if row_l1_error(A, Ps, Qs) <= eps * (1 + SNAP_WINDOW):
+        found.insert(0, UpperResult(r, Ps, Qs, row_l1_error(A, Ps, Qs), "factors/snapped"))
+
+
+def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried) -> None:
+    """Default's boundary phase: full trials one rank below the best at a time (``_boundary_rank``),
+    until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried."""
     k, cur = found[0].rank, (found[0].P, found[0].Q)
-    while k - 1 >= lower and not budget.exhausted:
-        fresh = k - 1 in missed
-        start = svd_factors(U, S, Vt, k - 1) if fresh else compress(*cur, k - 1)
-        P1, Q1, err = refine(A, *start, eps, **long)
-        if eps < err <= eps * (1 + RESTART_WINDOW) and not fresh:
-            P2, Q2, err2 = refine(A, *svd_factors(U, S, Vt, k - 1), eps, **long)
-            if err2 < err:
-                P1, Q1, err = P2, Q2, err2
-        if eps < err <= eps * (1 + RESTART_WINDOW) and warm is not None and warm[1].shape[1] > k - 1 \
-                and not budget.exhausted:
-            P2, Q2, err2 = refine(A, *compress(*warm, k - 1), eps, **long)
-            if err2 < err:
-                P1, Q1, err = P2, Q2, err2
-        P1, Q1, err = _rescue(A, eps, P1, Q1, err, budget)
-        k, cur = k - 1, (P1, Q1)
-        if err <= eps:
-            found.insert(0, UpperResult(k, P1, Q1, err, "factors/refined"))
+    while k - 1 >= lower:
+        res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried)
+        if res is None:
+            return
+        k, cur = k - 1, res[:2]
+        if res[2] <= eps:
+            found.insert(0, UpperResult(k, *res, "factors/refined"))
             continue
-        if err > eps * (1 + NEAR_FRACTION):
-            break
-        Ps, Qs = snap_dyadic(A, P1, Q1)
-        if row_l1_error(A, Ps, Qs) <= eps * (1 + SNAP_WINDOW):
-            found.insert(0, UpperResult(k, Ps, Qs, row_l1_error(A, Ps, Qs), "factors/snapped"))
+        if res[2] > eps * (1 + NEAR_FRACTION):
+            return
+        _offer_snapped(A, eps, k, *res[:2], found)
+
+
+def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried):
+    """Thorough's boundary phase: full trials 1, 2, 4, ... ranks below the best, then a bisection
+    back between the lowest success and the first miss. Returns the first failing rank (the
+    best rank minus one; None when the best is at ``lower`` or the budget ran out)."""
+    step, miss = 1, None
+    while found[0].rank > lower:
+        r = max(lower, found[0].rank - step)
+        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
+                             r in missed, tried)
+        if res is None:
+            return None
+        if res[2] <= eps:
+            found.insert(0, UpperResult(r, *res, "factors/refined"))
+            step *= 2
+            continue
+        miss = r
+        break
+    if miss is None:
+        return None
+    lo = miss + 1
+    while lo < found[0].rank:
+        r = (lo + found[0].rank) // 2
+        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
+                             r in missed, tried)
+        if res is None:
+            return None
+        if res[2] <= eps:
+            found.insert(0, UpperResult(r, *res, "factors/refined"))
+        else:
+            lo = r + 1
+    return found[0].rank - 1 if found[0].rank - 1 >= lower else None
+
+
+def perturbed(P: np.ndarray, Q: np.ndarray, rank: int, round_: int, tag: int = 0):
+    """``(P, Q)`` plus Gaussian noise of ``PERTURB_SCALE`` times their rms entry (deterministic:
+    ``default_rng((PERTURB_SEED, rank, round_, tag))``)."""
+    rng = np.random.default_rng((PERTURB_SEED, int(rank), int(round_), int(tag)))
+    sp = PERTURB_SCALE * float(np.sqrt(np.mean(P * P))) if P.size else 0.0
+    sq = PERTURB_SCALE * float(np.sqrt(np.mean(Q * Q))) if Q.size else 0.0
+    return P + sp * rng.standard_normal(P.shape), Q + sq * rng.standard_normal(Q.shape)
+
+
+def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
+    """``[(start, kind, lr_scale)]`` of one round of restarts at rank ``r`` below the best factors
+    ``best``. Round 0: the fresh truncated SVD, the compressed best, the compressed warm factors,
+    the hybrid start with a larger step, a perturbed compressed best (starts already run at this
+    rank from the same factors are skipped). Later rounds: perturbed starts of the closest miss
+    ``near`` and of the compressed best."""
+    cb = compress(*best, r)
+    if round_ > 0:
+        return [(perturbed(*near, r, round_), "perturbed-miss", 1.0), (perturbed(*cb, r, round_, 1), "perturbed", 1.0)]
+    out = []
+    if (r, "svd", None) not in tried:
+        out.append((svd_factors(*svd, r), "svd", 1.0))
+    if (r, "compressed", best[1].shape[1]) not in tried:
+        out.append((cb, "compressed", 1.0))
+    if warm is not None and warm[1].shape[1] > r and (r, "warm", None) not in tried:
+        out.append((compress(*warm, r), "warm", 1.0))
+    hyb = hybrid_factors(A, eps, r)
+    if hyb is not None:
+        out.append((hyb, "hybrid", HYBRID_LR))
+    out.append((perturbed(*cb, r, 0), "perturbed", 1.0))
+    return out
+
+
+def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, near) -> None:
+    """Full-length restarts at the first failing rank ``r`` (and below, after each success), from
+    structurally different starts (``_restart_starts``), round after round while some start of
+    the round misses by at most ``CLEAR_MISS`` and the budget affords a trial. ``near``: the
+    closest miss at ``r`` so far (P, Q, err) or None."""
+    round_ = 0
+    while r >= lower:
+        best = (found[0].P, found[0].Q)
+        res, close = None, False
+        for start, kind, lr in _restart_starts(A, eps, r, best, svd, warm, round_, near[:2] if near else best, tried):
+            out = _trial(A, eps, start, iters, budget, device, "restart", kind, lr)
+            if out is None:
+                return
+            out = _rescue(A, eps, *out, budget)
+            close |= out[2] <= eps * (1 + CLEAR_MISS)
+            res = _better(res, out)
+            if res[2] <= eps:
+                break
+        if res is None:
+            return
+        if res[2] <= eps:
+            found.insert(0, UpperResult(r, *res, "factors/refined"))
+            r, round_, near = r - 1, 0, None
+            continue
+        if eps < res[2] <= eps * (1 + NEAR_FRACTION):
+            _offer_snapped(A, eps, r, *res[:2], found)
+            if found[0].rank == r:
+                r, round_, near = r - 1, 0, None
+                continue
+        if not close:
+            return
+        near = _better(near, res)
+        round_ += 1
 
 
 def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, svd=None, device=None,
-                 iters: int = DEFAULT_ITERS, hybrid: bool = False, warm=None) -> list[UpperResult]:
+                 iters: int = DEFAULT_ITERS, hybrid: bool = False, warm=None,
+                 full_iters: int = FULL_ITERS) -> list[UpperResult]:
     """Float-feasible upper witnesses at tolerance ``eps``, best (lowest rank) first.
 
     The list always ends with the SVD baseline rank (or is empty when no
     truncation reaches eps: the caller falls back to the trivial upper).
-    Bisection over ranks in ``[max(lower, 1), k_svd - 1]`` with warm starts,
-    then the polish; a trial starts only while ``budget`` (Adam work units, ``refine.step_work``) lasts.
-    ``hybrid``: bisection trials that miss from both usual starts also start from ``hybrid_factors``.
+    Narrowing bisection over ranks in ``[max(lower, 1), k_svd - 1]`` with short trials
+    of ``iters`` steps, then the boundary phase with full trials of ``full_iters`` steps
+    (module docstring); every trial is sized to what ``budget`` (Adam work units,
+    ``refine.step_work``) affords. ``hybrid`` (thorough): bisection trials that miss
+    from both usual starts also start from ``hybrid_factors``, and the boundary phase
+    gallops down and spends the rest of the budget on restarts below the best rank.
     ``warm``: factors (P, Q) found at a smaller tolerance (module docstring); offered as
     ``factors/warm`` when within eps in float and below the SVD rank.
     Rank 0 is returned directly (B = 0) when no singular direction is needed.
@@ -274,5 +443,11 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
         found.insert(0, UpperResult(warm[1].shape[1], *warm, row_l1_error(A, *warm), "factors/warm"))
     lo = max(int(lower), 1)
     missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid, warm)
-    _polish(A, eps, lo, found, missed, svd, budget, iters, device, warm)
+    tried: set = set()
+    if not hybrid:
+        _descend(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
+        return found
+    r = _gallop(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
+    if r is not None:
+        _restarts(A, eps, r, lo, found, svd, budget, full_iters, device, warm, tried, None)
     return found

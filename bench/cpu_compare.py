@@ -1,0 +1,158 @@
+"""Two code versions (or two effort presets) side by side in CPU time and work units (issue 27).
+
+Runs ``search_brackets`` of a git ref (extracted with ``git archive``) and of the working tree
+on the same heads (logits saved with ``np.savez``, read without pickle), each side in its own
+process pinned to its own core (``taskset``) with one BLAS thread, at the same time. Each side
+reports per head the process CPU time of the search (``time.process_time``: the machine is
+shared, so wall time measures the load, not the code) and the Adam work units its upper
+searches spent (``refine.step_work``, counted by wrapping ``driver.search_upper``). Every
+bracket file is then re-verified with the working tree's exact tier; only verified brackets
+are compared. Prints per head and tolerance both brackets, per head CPU seconds and upper
+units with their ratio, and per group (the head name's prefix up to ``_``) the median U/L.
+
+    python bench/cpu_compare.py --ref 5d20121 --heads-npz HEADS.npz --heads q256_l0h0,q256_l1h3 --out DIR
+    python bench/cpu_compare.py --ref HEAD --before-effort default --after-effort thorough ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: The search of one side, run in its tree: argv = npz, heads, eps, effort, out dir.
+SIDE = r"""
+import json, os, sys, time
+import numpy as np
+import numeric.search.driver as drv
+from numeric.heads.extract import softmax_rows
+from numeric.search.export import write_bracket_file
+npz, heads, eps, effort, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4], sys.argv[5]
+used = []
+real = drv.search_upper
+def counted(A, e, budget, **kw):
+    r = real(A, e, budget, **kw)
+    used.append(budget.used)
+    return r
+drv.search_upper = counted
+with np.load(npz, allow_pickle=False) as data:
+    logits = {h: np.asarray(data[h], dtype=np.float64) for h in heads}
+for h in heads:
+    H = logits[h]
+    A = softmax_rows(H)
+    used.clear()
+    t = time.process_time()
+    res = drv.search_brackets(A, eps, logits=H, id_prefix=h, effort=effort)
+    cpu = time.process_time() - t
+    write_bracket_file(os.path.join(out, h + ".safetensors"), res.cells, res.tensors)
+    print(json.dumps({"head": h, "cpu": cpu, "upper_units": sum(used),
+                      "float": {str(r.eps): [r.lower, r.upper] for r in res.results}}), flush=True)
+"""
+
+
+def extract_ref(ref: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = dest.with_suffix(".tar")
+    subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), ref], check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+    return dest
+
+
+def start(tree: Path, core: int, args, effort: str, out: Path) -> subprocess.Popen:
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONPATH=str(tree))
+    cmd = ["taskset", "-c", str(core), sys.executable, "-c", SIDE, str(Path(args.heads_npz).resolve()), args.heads,
+           args.eps, effort, str(out)]
+    return subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=open(str(out) + ".log", "w"),
+                            text=True)
+
+
+def verified(out: Path) -> dict:
+    from exact.verify import verify_file
+
+    got = {}
+    for path in sorted(out.glob("*.safetensors")):
+        for rep in verify_file(path):
+            if rep.verified:
+                got[(path.stem, rep.id.rsplit("/eps=", 1)[-1])] = (rep.lower.rank, rep.upper.rank)
+    return got
+
+
+def medians(brackets: dict) -> dict:
+    groups = {}
+    for (head, eps), (lo, up) in brackets.items():
+        if lo > 0:
+            groups.setdefault((head.split("_")[0], eps), []).append(up / lo)
+    return {k: statistics.median(v) for k, v in sorted(groups.items())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python bench/cpu_compare.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ref", required=True, help="git ref of the 'before' code")
+    ap.add_argument("--heads-npz", required=True)
+    ap.add_argument("--heads", required=True, help="comma-separated names in the npz")
+    ap.add_argument("--eps", default="1/10,1/4,1/2")
+    ap.add_argument("--before-effort", default="default")
+    ap.add_argument("--after-effort", default="default")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    tree = extract_ref(args.ref, out / "before_tree")
+    sides = {"before": (tree, 0, args.before_effort), "after": (ROOT, 1, args.after_effort)}
+    procs = {s: start(t, c, args, e, out / s) for s, (t, c, e) in sides.items()}
+    runs = {}
+    for s, p in procs.items():
+        text, _ = p.communicate()
+        if p.returncode != 0:
+            print(f"{s}: exited {p.returncode} (see {out / s}.log)", file=sys.stderr)
+            return 1
+        runs[s] = {r["head"]: r for r in map(json.loads, text.splitlines())}
+    got = {s: verified(out / s) for s in sides}
+    heads = args.heads.split(",")
+    rows = []
+    for (h, e) in sorted(set(got["before"]) | set(got["after"]), key=lambda k: (heads.index(k[0]), k[1])):
+        rows.append({"head": h, "eps": e, "before": got["before"].get((h, e)), "after": got["after"].get((h, e))})
+    both = [r for r in rows if r["before"] and r["after"]]
+    wider = [r for r in both if r["after"][0] < r["before"][0] or r["after"][1] > r["before"][1]]
+    tighter = [r for r in both if r not in wider and r["after"] != r["before"]]
+    cost = [{"head": h, "cpu_before": runs["before"][h]["cpu"], "cpu_after": runs["after"][h]["cpu"],
+             "units_before": runs["before"][h]["upper_units"], "units_after": runs["after"][h]["upper_units"]}
+            for h in heads]
+    med = {s: {f"{g} {e}": v for (g, e), v in medians(got[s]).items()} for s in sides}
+    result = {"ref": args.ref, "efforts": [args.before_effort, args.after_effort], "cells": rows, "cost": cost,
+              "medians": med, "wider": len(wider), "tighter": len(tighter), "compared": len(both)}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"before = {args.ref} ({args.before_effort}), after = working tree ({args.after_effort})")
+    fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "unverified"  # noqa: E731
+    for r in rows:
+        print(f"{r['head']:<14} {r['eps']:>5} {fmt(r['before']):>12} {fmt(r['after']):>12}")
+    print(f"\n{'head':<14} {'CPU s before':>12} {'after':>8} {'ratio':>6} {'upper units before':>19} {'after':>11}")
+    for c in cost:
+        print(f"{c['head']:<14} {c['cpu_before']:>12.1f} {c['cpu_after']:>8.1f} {c['cpu_after'] / c['cpu_before']:>6.2f} "
+              f"{c['units_before']:>19,} {c['units_after']:>11,}")
+    tb, ta = sum(c["cpu_before"] for c in cost), sum(c["cpu_after"] for c in cost)
+    print(f"{'total':<14} {tb:>12.1f} {ta:>8.1f} {ta / tb:>6.2f} {sum(c['units_before'] for c in cost):>19,} "
+          f"{sum(c['units_after'] for c in cost):>11,}")
+    print("\nmedian U/L (group eps: before / after):")
+    for k in sorted(set(med["before"]) | set(med["after"])):
+        print(f"  {k}: {med['before'].get(k, float('nan')):.3f} / {med['after'].get(k, float('nan')):.3f}")
+    print(f"\nof {len(both)} cells verified on both sides: {len(tighter)} tighter after, {len(wider)} wider after")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""Save the MiniLM logits the issue-27 measurements use, once, with ``np.savez`` (issue 27).
+
+Keys: ``q{n}_l{layer}h{head}`` for the heads of ``bench/quality.py`` (the eight at 256
+tokens, the first two at 128 and 512), and ``demo{source}_l{layer}h{head}`` for the demo
+roster of ``numeric/panel/presets.py`` (256 tokens). Read back with ``allow_pickle=False``
+by ``bench/cpu_compare.py``, ``bench/anneal_tune.py`` and ``bench/scaling.py``.
+
+    python bench/save_heads.py /tmp/up27/heads.npz
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+
+def main(argv=None) -> int:
+    from numeric.heads.extract import extract_heads, source_for
+    from numeric.heads.models import load_model
+    from numeric.panel.presets import DEMO_HEADS, DEMO_SOURCES
+    from quality import MINILM_HEADS
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python bench/save_heads.py OUT.npz", file=sys.stderr)
+        return 2
+    lm = load_model("minilm")
+    out = {}
+    for length in (128, 256, 512):
+        heads = MINILM_HEADS[:8] if length == 256 else MINILM_HEADS[:2]
+        for cap, (layer, head) in zip(extract_heads(lm, source_for(lm, 0, length=length), heads), heads):
+            out[f"q{length}_l{layer}h{head}"] = cap.logits
+    for s in range(DEMO_SOURCES):
+        for cap, (layer, head) in zip(extract_heads(lm, source_for(lm, s, length=256), list(DEMO_HEADS)), DEMO_HEADS):
+            out[f"demo{s}_l{layer}h{head}"] = cap.logits
+    np.savez(argv[0], **out)
+    print(f"{argv[0]}: {len(out)} heads")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""Issue 27: upper trials are complete annealed runs, restarts below the best rank are run and
+counted, the mechanics are deterministic across thread counts, and bad input is refused early."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numeric.search import refine as rf
+from numeric.search import upper as up
+from numeric.search.budget import Budget
+
+
+def _softmax(h):
+    z = np.exp(h - h.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def head():
+    rng = np.random.default_rng(7)
+    q, k = rng.normal(size=(48, 8)), rng.normal(size=(48, 8))
+    return _softmax(q @ k.T / 2.0)
+
+
+@pytest.fixture
+def trials(monkeypatch):
+    """The ``TrialLog`` of every refine call and the ``TRACE`` of every search trial."""
+    logs, trace = [], []
+    monkeypatch.setattr(rf, "TRIAL_LOG", logs)
+    monkeypatch.setattr(up, "TRACE", trace)
+    return logs, trace
+
+
+def _missing_trials(head, iters):
+    svd, _ = up.svd_baseline(head)
+    out = []
+    for k, eps in ((11, 0.25), (4, 0.5), (2, 0.5)):          # ranks that miss by 35 % to 75 %
+        b = Budget(10**9)
+        _, _, err = rf.refine(head, *up.svd_factors(*svd, k), eps, iters=iters, budget=b)
+        assert err > eps
+        out.append((err, b.used, rf.step_work(*head.shape, k)))
+    return out
+
+
+def test_a_trial_is_not_ended_while_its_temperature_is_above_the_floor(head, trials):
+    """A trial that misses runs its whole schedule, or ends in its last quarter (the surrogate's
+    hopeless rule); its budget is the steps it ran. Negative control: the same rule judged from
+    the first step ends these trials while the temperature is still high."""
+    logs, _ = trials
+    iters = 600
+    spent = _missing_trials(head, iters)
+    assert len(logs) == 3
+    for log, (err, used, unit) in zip(logs, spent):
+        assert log.reason in ("length", "hopeless") and log.feasible_at is None
+        assert log.steps == iters or (log.reason == "hopeless" and log.steps >= rf.LATE_FRACTION * iters)
+        assert used == log.steps * unit and log.error == err
+        t0 = rf.schedule(0.25, *head.shape)[0]
+        assert log.last_T <= log.floor_T * (t0 / log.floor_T) ** (1 - rf.LATE_FRACTION) * 1.0001   # near the floor
+    logs.clear()
+    rf_late = rf.LATE_FRACTION
+    try:
+        rf.LATE_FRACTION = 0.0
+        _missing_trials(head, iters)
+    finally:
+        rf.LATE_FRACTION = rf_late
+    assert any(log.reason == "hopeless" and log.steps < rf.LATE_FRACTION * iters for log in logs)
+
+
+def test_a_feasible_trial_runs_past_feasibility_at_the_floor(head, trials):
+    """Feasible at some step, the trial runs ``margin`` more steps at the floor, and the factors it
+    returns are at least as far below eps as at the first feasible step."""
+    logs, _ = trials
+    svd, errs = up.svd_baseline(head)
+    k, eps = 17, 0.25
+    b = Budget(10**9)
+    P, Q, err = rf.refine(head, *up.svd_factors(*svd, k), eps, iters=400, budget=b, margin=60)
+    (log,) = logs
+    assert log.reason == "feasible" and err <= eps
+    assert log.steps == min(400, log.feasible_at + 60) > log.feasible_at
+    assert b.used == log.steps * rf.step_work(48, 48, k) and log.last_T == log.floor_T
+    logs.clear()
+    P0, Q0, err0 = rf.refine(head, *up.svd_factors(*svd, k), eps, iters=400, budget=Budget(10**9), margin=0)
+    assert logs[0].steps == logs[0].feasible_at and err <= err0      # margin: no worse than stopping at once
+
+
+def test_restarts_below_the_best_rank_run_and_are_counted(head, trials, monkeypatch):
+    """With restarts (thorough's ``hybrid``), full-length trials run at the first failing rank from
+    structurally different starts, every step of them is spent from the budget (exactly: no refit
+    here), and the budget is never overrun; a budget that affords only the narrowing runs none."""
+    logs, trace = trials
+    monkeypatch.setattr(up, "REFIT_WINDOW", 0.0)           # no refit: the budget is the trials' steps
+    svd = up.svd_baseline(head)
+    b = Budget(200_000)
+    found = up.search_upper(head, 0.25, b, svd=svd, hybrid=True, iters=100, full_iters=200)
+    restarts = [t for t in trace if t[0] == "restart"]
+    assert restarts and all(t[3] == 200 or t[3] >= up.MIN_TRIAL_FRACTION * 200 for t in restarts)
+    assert any(t[2] == found[0].rank - 1 for t in restarts)                 # below the best rank
+    assert len({t[1] for t in restarts}) >= 2 and "perturbed" in {t[1] for t in restarts}
+    assert len(logs) == len(trace) and all(log.iters == t[3] for log, t in zip(logs, trace))
+    assert b.used == sum(log.steps * rf.step_work(48, 48, t[2]) for log, t in zip(logs, trace)) <= b.units
+    narrow = sum(log.steps * rf.step_work(48, 48, t[2]) for log, t in zip(logs, trace) if t[0] == "narrow")
+    trace.clear()
+    b2 = Budget(narrow)
+    up.search_upper(head, 0.25, b2, svd=svd, hybrid=True, iters=100, full_iters=200)
+    assert trace and not [t for t in trace if t[0] != "narrow"] and b2.used <= b2.units
+
+
+def test_default_descends_and_stops_at_the_first_clear_miss(head, trials):
+    """Without restarts the boundary phase runs full trials one rank at a time below the best and
+    stops at the first clear miss: no restart phase, no rank tried twice from the same start."""
+    _, trace = trials
+    found = up.search_upper(head, 0.25, Budget(10**8), svd=up.svd_baseline(head), iters=100, full_iters=200)
+    boundary = [t for t in trace if t[0] == "boundary"]
+    assert boundary and not [t for t in trace if t[0] == "restart"]
+    assert boundary[-1][2] == found[0].rank - 1 and boundary[-1][4] > 0.25 * (1 + rf.NEAR_FRACTION)
+
+
+def test_perturbed_starts_are_deterministic():
+    P, Q = np.ones((5, 2)), np.ones((6, 2))
+    a, b, c = up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b)) and not np.array_equal(a[0], c[0])
+    assert not np.array_equal(a[0], up.perturbed(P, Q, 2, 1, tag=1)[0])
+
+
+def test_later_restart_rounds_start_from_perturbed_misses(head):
+    """A round after the first: perturbed starts of the closest miss and of the compressed best."""
+    svd, _ = up.svd_baseline(head)
+    best = up.svd_factors(*svd, 12)
+    near = up.svd_factors(*svd, 10)
+    starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
+    assert [k for _, k, _ in starts] == ["perturbed-miss", "perturbed"]
+    assert all(s[0][1].shape == (48, 10) for s in starts)
+
+
+def _cells(out):
+    cells = []
+    for c in out.cells:
+        c = {**c, "provenance": {**c["provenance"], "search": dict(c["provenance"]["search"])}}
+        c["provenance"]["search"].pop("seconds")
+        cells.append(c)
+    return cells
+
+
+def test_same_seed_same_brackets_with_one_or_two_threads(trials):
+    """The thorough mechanics (restarts, perturbed starts) under 1 and 2 caller BLAS/torch threads:
+    the same cells and the same tensors, bit for bit."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from numeric.search import search_brackets
+    from numeric.search.effort import effort_budgets
+
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(32, 6)), rng.normal(size=(32, 6))
+    A = _softmax(1.5 * q @ k.T / np.sqrt(6))
+    import dataclasses
+
+    # thorough's upper mechanics (upper_hybrid = 1) with small budgets and no base run
+    effort = dataclasses.replace(effort_budgets("thorough").replace(
+        upper_work=60_000, far_lp_work=300, descent_steps=100, greedy_steps=100, greedy_rows=2, swap_work=200,
+        lp_append_work=200, lp_svd_solves=5), name="thorough-small")
+    runs, traces = [], []
+    _, trace = trials
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            trace.clear()
+            torch.set_num_threads(n)
+            with threadpool_limits(limits=n):
+                runs.append(search_brackets(A, ["1/4"], effort=effort, seed=9, attack=False))
+            traces.append(list(trace))
+    finally:
+        torch.set_num_threads(before)
+    a, b = runs
+    assert _cells(a) == _cells(b)
+    assert a.tensors.keys() == b.tensors.keys()
+    assert all(np.array_equal(a.tensors[t], b.tensors[t]) for t in a.tensors)
+    assert a.results[0].upper < 32
+    assert a.provenance["budgets"]["upper_hybrid"] == 1
+    assert traces[0] == traces[1] and traces[0]          # the same trials, errors bit for bit
+
+
+def test_budget_refuses_negative_units():
+    assert Budget(0).exhausted
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="non-negative integer"):
+            Budget(bad)
+    with pytest.raises(ValueError):
+        Budget(5).spend(-1)
+
+
+def test_a_target_too_large_for_memory_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    """The shape is read from the file's header, the estimate compared with the memory at hand:
+    one line naming both, exit 2, and no search started. Negative control: with room, no error."""
+    from numeric.search import cli, driver
+    from numeric.search import effort as ef
+
+    A = _softmax(np.random.default_rng(1).normal(size=(64, 64)))
+    path = tmp_path / "a.npy"
+    np.save(path, A)
+    monkeypatch.setattr(ef, "available_bytes", lambda: ef.expected_bytes(64, 64) - 1)
+    monkeypatch.setattr(driver, "search_brackets", lambda *a, **k: pytest.fail("the search started"))
+    rc = cli.main(["--matrix", str(path), "--eps", "0.5", "--out", str(tmp_path / "o.safetensors")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "64 x 64" in err and "GiB" in err and "available" in err
+    monkeypatch.setattr(ef, "available_bytes", lambda: ef.expected_bytes(64, 64))
+    cli._check_memory(cli._stored_shape(str(path), None))                 # room enough: no error
+    with pytest.raises(cli.InputError):
+        monkeypatch.setattr(ef, "available_bytes", lambda: 1)
+        cli._check_memory(cli._stored_shape(str(path), None))
+
+
+def test_the_shape_of_a_safetensors_input_is_read_without_loading(tmp_path):
+    from safetensors.numpy import save_file
+
+    from numeric.search import cli
+
+    save_file({"x": np.zeros((3, 5)), "y": np.zeros((2, 2))}, str(tmp_path / "t.safetensors"))
+    assert cli._stored_shape(str(tmp_path / "t.safetensors"), "x") == (3, 5)
+    assert cli._stored_shape(str(tmp_path / "t.safetensors"), None) is None        # two tensors: _load says so
+    assert cli._stored_shape(str(tmp_path / "missing.npy"), None) is None
