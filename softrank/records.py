@@ -151,8 +151,25 @@ def _html(title: str, head: list, rows: list) -> str:
 
 
 # ------------------------------------------------------------------ verdicts
+class _Rendered:
+    """``table()`` for people and the Jupyter renderings, all from one ``_table()``: (title, head, rows)."""
+
+    def _table(self) -> tuple:
+        raise NotImplementedError
+
+    def table(self) -> str:
+        """A fixed-width table, one line per cell (a matrix at one tolerance)."""
+        return _text(*self._table())
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(*self._table())
+
+    def _repr_html_(self) -> str:
+        return _html(*self._table())
+
+
 @dataclass(frozen=True)
-class Verdicts:
+class Verdicts(_Rendered):
     """The exact tier's verdict on every cell of one bracket file (``softrank.verify``)."""
 
     source: str
@@ -176,16 +193,6 @@ class Verdicts:
         ok = sum(c.verified for c in self.cells)
         title = f"{self.source}: {ok}/{len(self.cells)} cells verified on both sides by the exact tier"
         return (title, *_rows(self.cells, None, verdicts=True))
-
-    def table(self) -> str:
-        """A fixed-width table, one line per cell."""
-        return _text(*self._table())
-
-    def _repr_markdown_(self) -> str:
-        return _markdown(*self._table())
-
-    def _repr_html_(self) -> str:
-        return _html(*self._table())
 
 
 def _judged(source, max_work: int) -> tuple[BracketFile, list, bytes, str]:
@@ -246,7 +253,7 @@ def _layout(recorded: list, cells: tuple, name: str) -> tuple[tuple, tuple, tupl
 
 
 @dataclass(frozen=True)
-class Brackets:
+class Brackets(_Rendered):
     """Verified brackets ``L <= r_eps(A) <= U`` of one matrix or a batch, at each tolerance.
 
     ``eps``: the tolerances (exact), in the caller's order; ``batch_shape``: the
@@ -376,16 +383,6 @@ class Brackets:
         title = (f"softrank brackets L <= r_eps(A) <= U, verified by the exact tier: {what} of {n[0]} x {n[1]}, "
                  f"effort {s.get('effort', '?')}, seed {s.get('seed', '?')}" + (f", {kind}" if kind else ""))
         return (title, *_rows(self.cells, self._labels(), verdicts=False))
-
-    def table(self) -> str:
-        """A fixed-width table for people, one line per matrix and tolerance."""
-        return _text(*self._table())
-
-    def _repr_markdown_(self) -> str:
-        return _markdown(*self._table())
-
-    def _repr_html_(self) -> str:
-        return _html(*self._table())
 
     def __repr__(self) -> str:
         cells = ", ".join(f"eps={_eps_text(c.eps)}: [{c.lower}, {c.upper}]" for c in self.cells[:6])
