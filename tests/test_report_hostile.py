@@ -170,13 +170,24 @@ def test_trust_records_is_stated_in_the_first_lines(panel, capsys):
 
 
 def test_mutant_without_reverification_fails_the_forged_record_test(panel, capsys, monkeypatch):
-    """Mutation: an audit that reads records by default (the old behaviour) reports the refuted file verified."""
+    """Mutation: an audit that reads records by default (the old behaviour), with the second checker off,
+    reports the refuted file verified."""
     real = audit_mod.audit
     monkeypatch.setattr("numeric.panel.report.audit",
-                        lambda out, workers=None, reverify=True: real(out, workers, False))
+                        lambda out, workers=None, reverify=True, independent=True: real(out, workers, False, False))
     cid, _ = forge_refuted(panel)
     with pytest.raises(AssertionError):
         check_forged(panel, capsys, cid)
+
+
+def test_second_checker_catches_a_forged_record_the_exact_pass_believed(panel, capsys, monkeypatch):
+    """Defence in depth: with the same mutant (records read, not re-verified) but the second checker on, the
+    forged record disagrees with the second checker's own pass of the file, and the report exits 1."""
+    real = audit_mod.audit
+    monkeypatch.setattr("numeric.panel.report.audit",
+                        lambda out, workers=None, reverify=True, independent=True: real(out, workers, False, True))
+    cid, _ = forge_refuted(panel)
+    run(capsys, panel, code=1, needle="independent checker:")
 
 
 def test_forged_record_of_an_unchanged_file(panel, capsys):
