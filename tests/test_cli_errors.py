@@ -5,9 +5,8 @@ The ``python -m`` forms of the cheap CLIs run in a fresh interpreter; the float-
 (which import torch) and the ``softrank`` console dispatcher run in-process through the same
 ``main`` the module form calls, so the whole file stays a few seconds of CPU.
 
-The cases marked xfail(strict=True) are CLIs whose files belong to other branches: argparse's
-usage block makes their bad-argument report several lines. They pass (and the xfail turns into a
-failure) once those parsers use ``exact.errors.OneLineParser``.
+Every parser is an ``exact.errors.OneLineParser``: plain argparse would print its usage block first
+(several lines on stderr).
 """
 from __future__ import annotations
 
@@ -105,12 +104,9 @@ MODULE_CASES = [
 ]
 
 
-_ARMS = pytest.mark.xfail(strict=True, reason="numeric/panel/arms.py: argparse usage block on a bad argument, "
-                                              "a traceback (NotADirectoryError) on an --out it cannot create; "
-                                              "not edited on this branch")
 MODULE_CASES += [
-    pytest.param("numeric.panel.arms", "arg", ["--no-such-option"], marks=_ARMS, id="numeric.panel.arms-arg"),
-    pytest.param("numeric.panel.arms", "file", ["--out", "{under_file}"], marks=_ARMS, id="numeric.panel.arms-file"),
+    ("numeric.panel.arms", "arg", ["--no-such-option"]),
+    ("numeric.panel.arms", "file", ["--out", "{under_file}"]),
 ]
 
 
@@ -151,11 +147,7 @@ FLOAT_CASES = [
 def _float_params():
     for command, kind, args in FLOAT_CASES:
         for front in ("numeric", "softrank"):
-            marks = []
-            if kind == "arg":
-                marks = [pytest.mark.xfail(strict=True, reason=f"{_FOREIGN[command]}: argparse prints its usage "
-                                                               "block (several lines); not edited on this branch")]
-            yield pytest.param(front, command, args, id=f"{front}-{command}-{kind}", marks=marks)
+            yield pytest.param(front, command, args, id=f"{front}-{command}-{kind}")
 
 
 def _in_process(main, argv, capsys) -> tuple[int, str]:

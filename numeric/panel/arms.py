@@ -42,6 +42,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from exact.errors import OneLineParser
+from numeric.safeio import escape
 from numeric.panel.presets import ARMS_EFFORT, ARMS_EPS, ARMS_SOURCES, VIT_ARMS, model_shape
 from numeric.panel.provenance import PanelError
 
@@ -270,7 +272,7 @@ def write_arms(out: Path, doc: dict) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="output directory (one panel directory per arm inside)")
     p.add_argument("--arms", default=",".join(VIT_ARMS), help=f"two ViT models A,B (default {','.join(VIT_ARMS)})")
     p.add_argument("--heads", help="LAYER.HEAD list (default: every head)")
@@ -310,6 +312,9 @@ def main(argv=None) -> int:
                                    args.effort, workers=args.workers, quiet=args.quiet)
     except (PanelError, ModelInputError, ExtractionError, SourceError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as e:         # an --out that cannot be created (under a file, no permission)
+        print(f"{PROG}: error: {escape(args.out)}: {e.strerror or e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not doc:
         return status

@@ -33,6 +33,7 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from exact.errors import OneLineParser
 from numeric.panel.cell import CellTask
 from numeric.panel.presets import (COMMON_EPS, COMMON_LENGTH, COMMON_MODELS, COMMON_PER_FAMILY, COMMON_SOURCES,
                                    DEFAULT_EPS, DEMO_HEADS, DEMO_SOURCES, STUDY_EPS, STUDY_PER_LAYER, STUDY_SOURCES,
@@ -78,7 +79,7 @@ def parse_eps(text: str) -> tuple:
 def build_parser() -> argparse.ArgumentParser:
     from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX
 
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="preset (minilm, docgpt2, docqwen2, digitvit) or a local model directory; "
                    f"a comma-separated list runs several (default with --preset common-shape: "
                    f"{','.join(COMMON_MODELS)})")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from exact.errors import OneLineParser
 import crosscheck
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
@@ -340,7 +341,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", help="panel output directory")
     p.add_argument("--workers", type=int, default=None, help="verification processes (default: one per core)")
     p.add_argument("--gate", type=float, default=GATE,

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from exact.errors import OneLineParser
 from numeric.heads.extract import softmax_rows
 from numeric.safeio import SafeIOError, check_target, escape
 from numeric.search import front
@@ -143,7 +144,7 @@ def _announce(effort, shape, tolerances: int) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__,
+    ap = OneLineParser(prog=PROG, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--matrix", help="row-stochastic float64 matrix (.npy or .safetensors)")

@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from exact.errors import OneLineParser
 from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import StudyError
 from numeric.study.fit import FOLDS
@@ -55,7 +56,7 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", nargs="*", help="panel output directory (several: their cells together, "
                    "e.g. one panel per model family)")
     p.add_argument("--calibrate", action="store_true",
