@@ -1,6 +1,6 @@
 """Odd-map lower certificates, found in floats and written for the exact tier (MATH.md section 2).
 
-The search (after ``bench/oddmap_search.py``): the nerve of the cover by
+The search (after ``research/oddmap_search.py``): the nerve of the cover by
 ``C(i, s) = {x in [-1,1]^n : s a_i . x > eps}`` by LPs (HiGHS), then a SAT
 problem (python-sat, a test extra, imported when first needed) for an odd
 vertex labelling of the first barycentric subdivision of the
