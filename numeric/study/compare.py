@@ -29,9 +29,10 @@ import numpy as np
 from numeric.geometry.blas import one_blas_thread
 from numeric.study.data import StudyData
 from numeric.study.batch import complete_fits, weighted_cross_fit, weighted_mae
-from numeric.study.demean import fold_demeaned, head_means
+from numeric.study.demean import fold_demeaned
 from numeric.study.fit import FOLDS, FastRidgeCV, fold_indices
 from numeric.study.intervals import LEVEL, Estimate, paired_estimates
+from numeric.study.placebo import PLACEBO_MODES, permuted
 
 __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare", "resample_rows",
            "heldout_losses", "permuted", "source_pools", "stream", "shape_reason",
@@ -47,9 +48,6 @@ PERMUTATIONS = 20
 MIN_SOURCES = 4
 #: Head analyses (demeaning, leave one head out, head-level placebos) need this many heads per family.
 MIN_HEADS = 2
-#: Placebo modes: rows permuted within a family; head means permuted between heads (with each
-#: head's deviations shuffled over its own sources); G permuted over the sources of each head.
-PLACEBO_MODES = ("rows", "heads", "within-head")
 
 
 @dataclass(frozen=True)
@@ -372,33 +370,6 @@ def _deleted(model, X_tr, y_tr, groups_tr, X_te):
         m = groups_tr == g
         B = Minv @ D[m].T
         yield g, Dt @ (theta - B @ e[m])
-
-
-def permuted(block: np.ndarray, heads: np.ndarray, mode: str, rng: np.random.Generator) -> np.ndarray:
-    """One placebo permutation of ``block [n, q]`` (one family's rows, heads ``heads``).
-
-    ``rows``: rows permuted (the paper's placebo; destroys head structure). ``heads``: the head
-    means permuted between heads, each head's within-head deviations kept in the head but
-    shuffled over its sources: the block keeps its head structure (it still tells heads apart,
-    so it reproduces a head-identity gain) and loses every link to the target. ``within-head``:
-    the block permuted over the sources of each head (head means kept: paper L.6's within-head
-    permutation)."""
-    n = block.shape[0]
-    if mode == "rows":
-        return block[rng.permutation(n)]
-    labels, inv = np.unique(heads, return_inverse=True)
-    shuffle = np.arange(n)
-    for h in range(labels.size):
-        idx = np.flatnonzero(inv == h)
-        shuffle[idx] = idx[rng.permutation(idx.size)]
-    if mode == "within-head":
-        return block[shuffle]
-    if mode != "heads":
-        raise ValueError(f"unknown placebo mode {mode!r}")
-    means = head_means(block, heads, np.ones(n, dtype=bool))
-    first = np.array([np.flatnonzero(inv == h)[0] for h in range(labels.size)])
-    moved = means[first][rng.permutation(labels.size)][inv]     # head h gets head pi(h)'s mean
-    return moved + (block - means)[shuffle]
 
 
 def shape_reason(data: StudyData, c: Comparison) -> str | None:
