@@ -314,31 +314,32 @@ def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, trie
     """Thorough's boundary phase: full trials 1, 2, 4, ... ranks below the best, then a bisection
     back between the lowest success and the first miss. Returns the first failing rank (the
     best rank minus one; None when the best is at ``lower`` or the budget ran out)."""
+    def reaches(r):      # one full trial at rank r from the best factors; a success joins ``found``
+        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
+                             r in missed, tried)
+        if res is not None and res[2] <= eps:
+            found.insert(0, UpperResult(r, *res, "factors/refined"))
+        return None if res is None else res[2] <= eps     # None: the budget ran out
+
     step, miss = 1, None
     while found[0].rank > lower:
         r = max(lower, found[0].rank - step)
-        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
-                             r in missed, tried)
-        if res is None:
+        ok = reaches(r)
+        if ok is None:
             return None
-        if res[2] <= eps:
-            found.insert(0, UpperResult(r, *res, "factors/refined"))
-            step *= 2
-            continue
-        miss = r
-        break
+        if not ok:
+            miss = r
+            break
+        step *= 2
     if miss is None:
         return None
     lo = miss + 1
     while lo < found[0].rank:
         r = (lo + found[0].rank) // 2
-        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
-                             r in missed, tried)
-        if res is None:
+        ok = reaches(r)
+        if ok is None:
             return None
-        if res[2] <= eps:
-            found.insert(0, UpperResult(r, *res, "factors/refined"))
-        else:
+        if not ok:
             lo = r + 1
     return found[0].rank - 1 if found[0].rank - 1 >= lower else None
 
