@@ -205,3 +205,81 @@ def test_proofs_checks_export(tmp_path, kind, capsys):
     assert main(["--only", "G.1", "--export", str(tmp_path)]) == 2
     one_line(capsys.readouterr().err, "python -m proofs_checks: error:", "refusing")
     unchanged(target, kind, outside)
+
+
+STUDY_TARGETS = ("study.json", "predictions.csv", "study.md", "figures/gains.png", "figures/heldout.png")
+
+
+@pytest.mark.parametrize("name", STUDY_TARGETS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_study_out(tmp_path, kind, name, capsys):
+    """``python -m numeric study DIR --out OUT`` refuses, before it reads DIR, an output file that is a device,
+    FIFO, link or directory: one line, exit 2, the target untouched. With nothing planted the same command
+    gets past the check (negative control: DIR is not a panel, so it fails there instead)."""
+    from numeric.study.cli import main
+
+    out, outside = tmp_path / "out", tmp_path / "outside.txt"
+    (out / "figures").mkdir(parents=True)
+    assert main([str(tmp_path / "nopanel"), "--out", str(out)]) == 2
+    one_line(capsys.readouterr().err, "python -m numeric study: error:", "does not exist")
+    plant(out / name, kind, outside)
+    assert main([str(tmp_path / "nopanel"), "--out", str(out)]) == 2
+    one_line(capsys.readouterr().err, "python -m numeric study: error:", "refusing")
+    unchanged(out / name, kind, outside)
+
+
+@pytest.mark.parametrize("kind", ("symlink", "fifo", "chardev"))
+def test_study_out_figures_dir(tmp_path, kind, capsys):
+    """``OUT/figures`` planted as a link to elsewhere (or as a FIFO, a device) is refused, never followed."""
+    from numeric.study.cli import main
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    if kind == "symlink":
+        (out / "figures").symlink_to(elsewhere)
+    else:
+        plant(out / "figures", kind, tmp_path / "unused")
+    assert main([str(tmp_path / "nopanel"), "--out", str(out)]) == 2
+    one_line(capsys.readouterr().err, "python -m numeric study: error:", "figures is", "refused")
+    assert list(elsewhere.iterdir()) == []
+
+
+def _study_inputs():
+    """A small synthetic study (one family, 4 heads x 4 sources, every column) and one comparison's result."""
+    from numeric.study.calibrate import Shape, synthetic
+    from numeric.study.compare import compare
+    from numeric.study.protocol import comparisons
+
+    shape = Shape((("a", 4, 4, "text"),), ("b0_depth",))
+    rngs = [np.random.default_rng(s) for s in (0, 1, 2)]
+    data = synthetic(shape, "null", rngs[0], rngs[1], rng_extra=rngs[2])
+    setup = {"panel": "synthetic", "target": "u_over_n", "eps": "1/4", "cells": len(data), "sources": 4, "heads": 4,
+             "families": ["a"], "folds": 4, "replicates": 0, "permutations": 1, "seed": 0, "seconds": 0.0}
+    return data, compare(data, comparisons()[:1], seed=0, permutations=1), setup
+
+
+def test_study_writer_refuses_a_link_below_out_even_unchecked(tmp_path, monkeypatch):
+    """The writer itself (``write_outputs``, with the early check switched off) writes through
+    ``numeric.safeio`` with ``root=out``: ``figures`` -> elsewhere is refused, nothing lands elsewhere; a clean
+    ``out`` gets every file (positive control)."""
+    from numeric.study import write
+
+    data, results, setup = _study_inputs()
+    write.write_outputs(tmp_path / "ok", data, results, [], setup, "cmd")
+    assert sorted(str(p.relative_to(tmp_path / "ok")) for p in (tmp_path / "ok").rglob("*") if p.is_file()) == \
+        sorted(write.OUTPUTS)
+    monkeypatch.setattr(write, "check_outputs", lambda out: None)
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "figures").symlink_to(elsewhere)
+    with pytest.raises(SafeIOError, match="figures is a symbolic link"):
+        write.write_outputs(out, data, results, [], setup, "cmd")
+    assert list(elsewhere.iterdir()) == []
+    (out / "figures").unlink()
+    outside = tmp_path / "outside.txt"
+    plant(out / "study.md", "symlink", outside)
+    with pytest.raises(SafeIOError, match="refusing"):
+        write.write_outputs(out, data, results, [], setup, "cmd")
+    unchanged(out / "study.md", "symlink", outside)

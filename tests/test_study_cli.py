@@ -124,7 +124,7 @@ def test_the_figure_draws_an_interval_that_misses_its_point(tmp_path):
 
     doc = {"comparisons": [{"name": "B1 vs B1+G", "estimates": {"aggregate": {"rho": 0.1, "rho_ci": [0.2, 0.3]}}},
                            {"name": "B1 vs B1+I", "estimates": {"aggregate": {"rho": 0.0, "rho_ci": [-0.1, 0.1]}}}]}
-    _figure(doc, tmp_path / "gains.png")
+    _figure(doc, tmp_path / "gains.png", tmp_path)
     assert (tmp_path / "gains.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

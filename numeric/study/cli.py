@@ -8,8 +8,11 @@ anyone who can write DIR can forge a record), fits the calibrated ridge models w
 cross-fitting, and reports the gains of G and I over the baselines with
 calibrated 95% intervals (cluster-robust on the paired held-out losses), the
 placebos, the reading rule and the gauge audit. Recomputes nothing the panel
-certified. Writes study.md, study.json, predictions.csv and figures/gains.png
-to --out (default DIR/study, DIR the first directory).
+certified. Writes study.md, study.json, predictions.csv and figures/*.png
+to --out (default DIR/study, DIR the first directory), through numeric.safeio:
+a link, a directory, a FIFO or a device at a target, or a link below --out
+on the way (e.g. figures -> elsewhere), is refused before any work (one
+line, exit 2).
 
 --calibrate [DIR] is the self-check: synthetic tables of the panel's shape (or
 of --shape, or 4 families x 8 heads x 16 sources) with a known truth; prints
@@ -32,13 +35,14 @@ import time
 from pathlib import Path
 
 from exact.errors import OneLineParser
+from numeric.safeio import SafeIOError
 from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study
 from numeric.study.protocol import PRIMARY, comparisons, reading
-from numeric.study.write import write_outputs
+from numeric.study.write import check_outputs, write_outputs
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
 
@@ -116,6 +120,8 @@ def _check(args) -> None:
 def run(args, command: str) -> dict:
     """Load, compare, audit, write; the JSON document."""
     _check(args)
+    out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
+    check_outputs(out)            # a link, a directory, a FIFO or a device at a target: refused before any work
     t0 = time.perf_counter()
     data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify)
     permutations = args.permutations or PERMUTATIONS
@@ -132,7 +138,6 @@ def run(args, command: str) -> dict:
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
              "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
-    out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     verdicts = {b: reading(results, b) for b in ("G", "I")}
     return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts) | {"out": str(out)}
 
@@ -156,15 +161,21 @@ def calibrate_main(args) -> int:
     k = args.permutations or CALIBRATION_PERMUTATIONS
     print(f"self-check of the study's statistics on synthetic tables: {shape.describe()}; "
           f"{args.calibrations} replications per scenario, {k} placebo permutations, seed {args.seed}", flush=True)
-    failed = []
+    failed, ran, skipped = [], 0, {}
     for sc in SCENARIOS:
         for rho in (rhos if sc == "gain" else rhos[:1]):
             t0 = time.process_time()
             res = calibrate(shape, sc, args.calibrations, args.seed, rho=rho, permutations=k)
             lines, bad = report_lines({sc: res})
             failed += bad
+            ran += sum(line.lstrip().startswith(("[ok]", "[FAIL]")) for line in lines)
+            skipped.update(res.skipped)
             print("\n".join(lines) + f"\n  ({time.process_time() - t0:.0f} s CPU)", flush=True)
-    print(f"{len(failed)} checks failed: {', '.join(failed)}" if failed else "every check passed")
+    note = f" ({len(skipped)} rows skipped: the shape is too small for them)" if skipped else ""
+    if not ran:
+        print(f"no check ran{note}")
+        return 1
+    print((f"{len(failed)} checks failed: {', '.join(failed)}" if failed else "every check passed") + note)
     return 1 if failed else 0
 
 
@@ -181,7 +192,7 @@ def main(argv=None) -> int:
         if args.calibrate:
             return calibrate_main(args)
         doc = run(args, command)
-    except StudyError as e:
+    except (StudyError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     row = next(c for c in doc["comparisons"] if c["name"] == PRIMARY)

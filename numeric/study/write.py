@@ -1,7 +1,11 @@
 """Write the study's outputs: ``study.json``, ``study.md``, ``predictions.csv``, ``figures/*.png``.
 
 Every number in ``study.md`` is in ``study.json``; the command that
-reproduces them is at the top of both.
+reproduces them is at the top of both. Every file and directory is written
+through ``numeric.safeio`` with ``root=out``: atomically, never over a link, a
+directory, a FIFO or a device, and no link below ``out`` is followed (a
+``figures`` planted as a link elsewhere is refused); ``check_outputs`` refuses
+such a target before the study does any work.
 """
 from __future__ import annotations
 
@@ -13,17 +17,30 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.panel.table import atomic_write, jsonable
+from numeric.panel.table import jsonable
+from numeric.safeio import check_target, make_dirs, write_bytes, write_text
 from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, cross_fit
 from numeric.study.intervals import RESOLUTION
 
-__all__ = ["PREDICTION_MODELS", "predictions", "write_outputs"]
+__all__ = ["PREDICTION_MODELS", "OUTPUTS", "predictions", "check_outputs", "write_outputs"]
 
 #: Models whose cross-fitted held-out predictions are written per cell.
 PREDICTION_MODELS = ("B0", "B1", "B2", "B0+G", "B1+G", "B2+G", "B0+I", "B1+I", "B1+G+I")
+
+
+#: The files the study writes, relative to its output directory.
+OUTPUTS = ("study.json", "predictions.csv", "figures/gains.png", "figures/heldout.png", "study.md")
+
+
+def check_outputs(out) -> None:
+    """Refuse (``numeric.safeio.SafeIOError``, one line) before any work an output directory where a file the
+    study would write exists and is not a regular file, or a link lies below ``out`` on its way."""
+    out = Path(out)
+    for name in OUTPUTS:
+        check_target(out / name, root=out)
 
 
 def predictions(data: StudyData, folds: int = FOLDS) -> dict:
@@ -131,19 +148,20 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _save(fig, path: Path, root: Path) -> None:
+    """The figure as PNG at ``path`` (``numeric.safeio``; no link followed below ``root``)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
     _pyplot().close(fig)
-    atomic_write(path, buf.getvalue())
+    make_dirs(path.parent, root=root)
+    write_bytes(path, buf.getvalue(), root=root)
 
 
 #: Models drawn in the held-out scatter figure.
 SCATTER_MODELS = ("B1", "B1+G", "B1+I")
 
 
-def _scatter(data: StudyData, preds: dict, path: Path) -> None:
+def _scatter(data: StudyData, preds: dict, path: Path, root: Path) -> None:
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(SCATTER_MODELS), figsize=(4 * len(SCATTER_MODELS), 4), sharey=True)
     lo, hi = float(data.y.min()), float(data.y.max())
@@ -154,10 +172,10 @@ def _scatter(data: StudyData, preds: dict, path: Path) -> None:
         ax.set_xlabel("target")
     axes[0].set_ylabel("held-out prediction")
     fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, root)
 
 
-def _figure(doc: dict, path: Path) -> None:
+def _figure(doc: dict, path: Path, root: Path) -> None:
     plt = _pyplot()
     comps = [c for c in doc["comparisons"] if not c.get("reason")]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
@@ -170,7 +188,7 @@ def _figure(doc: dict, path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("relative gain rho (aggregate, calibrated 95% interval)")
     fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, root)
 
 
 def _results(results) -> list:
@@ -180,17 +198,19 @@ def _results(results) -> list:
 
 def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None,
                   reading: dict | None = None) -> dict:
-    """Write the files under ``out``; return the JSON document (``gbm``: the boosted check, or None;
-    ``reading``: the reading rule's verdict per block)."""
+    """Write the files under ``out`` (``numeric.safeio``, ``root=out``); return the JSON document (``gbm``: the
+    boosted check, or None; ``reading``: the reading rule's verdict per block)."""
     out = Path(out)
+    check_outputs(out)
     doc = {"command": command, "setup": setup, "reading": reading or {}, "comparisons": _results(results),
            "gauge": [asdict(g) for g in gauge]}
     if gbm is not None:
         doc["gbm"] = _results(gbm)
-    atomic_write(out / "study.json", json.dumps(doc, indent=1, default=jsonable))
+    make_dirs(out, root=out)
+    write_text(out / "study.json", json.dumps(doc, indent=1, default=jsonable), root=out)
     preds = predictions(data, setup["folds"])
-    atomic_write(out / "predictions.csv", _predictions_csv(data, preds))
-    _figure(doc, out / "figures" / "gains.png")
-    _scatter(data, preds, out / "figures" / "heldout.png")
-    atomic_write(out / "study.md", _markdown(doc))
+    write_text(out / "predictions.csv", _predictions_csv(data, preds), root=out)
+    _figure(doc, out / "figures" / "gains.png", out)
+    _scatter(data, preds, out / "figures" / "heldout.png", out)
+    write_text(out / "study.md", _markdown(doc), root=out)
     return doc
