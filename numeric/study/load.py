@@ -40,11 +40,15 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
     file through the exact tier now, not from the records of its pass)."""
     from numeric.panel.audit import audit
 
+    from numeric.safeio import escape
+
     out = Path(out)
+    if not out.exists():
+        raise StudyError(f"panel directory {escape(out)} does not exist")
     if not out.is_dir():
-        raise StudyError(f"panel directory {out} does not exist")
+        raise StudyError(f"{escape(out)} is not a panel directory (not a directory)")
     if not (out / "panel.json").is_file():
-        raise StudyError(f"{out} is not a panel directory (no panel.json)")
+        raise StudyError(f"{escape(out)} is not a panel directory (no panel.json)")
     a = audit(out, workers, reverify)
     if a.errors:
         raise StudyError(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
