@@ -161,18 +161,22 @@ def _check_entry(dfd: int, name: str, path) -> None:
 
 
 def check_target(path, *, root=None) -> None:
-    """Refuse, before any work is done, an output path that :func:`write_bytes` would refuse."""
+    """Refuse, before any work is done, an output path that :func:`write_bytes` would refuse. A directory
+    that does not exist yet (root, or one below it) is one the write creates: nothing below it to refuse;
+    every directory that exists on the way is opened as the write opens it (no link followed below root)."""
     r, parts = _split(path, root)
     if not parts:
         raise SafeIOError(f"{escape(path)}: not a file name")
+    if not r.exists():         # a directory the write will create
+        return
+    dirs = parts[:-1]
+    k = len(dirs)              # the directories below root that exist (lexists: a link counts, and is refused)
+    while k and not os.path.lexists(os.path.join(r, *dirs[:k])):
+        k -= 1
+    fd = _walk(r, dirs[:k], path, create=False)
     try:
-        fd = _walk(r, parts[:-1], path, create=False)
-    except SafeIOError:
-        if not r.exists():     # a directory the write will create
-            return
-        raise
-    try:
-        _check_entry(fd, parts[-1], path)
+        if k == len(dirs):
+            _check_entry(fd, parts[-1], path)
     finally:
         os.close(fd)
 

@@ -219,9 +219,11 @@ def test_study_out(tmp_path, kind, name, capsys):
     from numeric.study.cli import main
 
     out, outside = tmp_path / "out", tmp_path / "outside.txt"
-    (out / "figures").mkdir(parents=True)
-    assert main([str(tmp_path / "nopanel"), "--out", str(out)]) == 2
-    one_line(capsys.readouterr().err, "python -m numeric study: error:", "does not exist")
+    out.mkdir()
+    for _ in range(2):       # an OUT without figures/ (created by the write), then with it
+        assert main([str(tmp_path / "nopanel"), "--out", str(out)]) == 2
+        one_line(capsys.readouterr().err, "python -m numeric study: error:", "does not exist")
+        (out / "figures").mkdir(exist_ok=True)
     plant(out / name, kind, outside)
     assert main([str(tmp_path / "nopanel"), "--out", str(out)]) == 2
     one_line(capsys.readouterr().err, "python -m numeric study: error:", "refusing")
@@ -283,3 +285,25 @@ def test_study_writer_refuses_a_link_below_out_even_unchecked(tmp_path, monkeypa
     with pytest.raises(SafeIOError, match="refusing"):
         write.write_outputs(out, data, results, [], setup, "cmd")
     unchanged(out / "study.md", "symlink", outside)
+
+
+def test_check_target_allows_a_directory_the_write_creates(tmp_path):
+    """``check_target`` refuses what ``write_bytes`` would refuse and nothing else: a missing directory below
+    root is created by the write (no refusal), a link on the way is refused whether or not it dangles."""
+    out = tmp_path / "out"
+    out.mkdir()
+    safeio.check_target(out / "figures" / "a.png", root=out)            # figures does not exist yet
+    safeio.check_target(tmp_path / "new" / "figures" / "a.png", root=tmp_path / "new")
+    (out / "figures").symlink_to(tmp_path / "nowhere")                 # a dangling link
+    with pytest.raises(SafeIOError, match="figures is a symbolic link"):
+        safeio.check_target(out / "figures" / "a.png", root=out)
+    (out / "figures").unlink()
+    (out / "figures").symlink_to(tmp_path)                             # a link to a directory
+    with pytest.raises(SafeIOError, match="figures is a symbolic link"):
+        safeio.check_target(out / "figures" / "sub" / "a.png", root=out)
+    (out / "figures").unlink()
+    (out / "figures").mkdir()
+    plant(out / "figures" / "a.png", "fifo", tmp_path / "unused")
+    with pytest.raises(SafeIOError, match="refusing"):
+        safeio.check_target(out / "figures" / "a.png", root=out)
+    safeio.write_bytes(out / "figures" / "new" / "b.png", b"x", root=out)   # the write agrees

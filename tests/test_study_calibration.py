@@ -43,7 +43,7 @@ HC = 8
 HCONST = tuple(f"hc{j}" for j in range(HC))
 
 
-# ---- demeaning (issue 28 item 3) --------------------------------------------------------------
+# ---- demeaning --------------------------------------------------------------------------------
 
 def test_demeaned_head_constant_block_is_dropped_not_rescaled_rounding():
     """A block constant within every head adds exactly nothing once demeaned: Delta is exactly 0
@@ -100,7 +100,7 @@ def test_ridge_drops_a_column_of_rounding_residue():
     assert np.allclose(a, b, rtol=0, atol=1e-12)
 
 
-# ---- placebos (issue 28 item 2) ---------------------------------------------------------------
+# ---- placebos ----------------------------------------------------------------------------------
 
 def test_head_level_placebo_keeps_head_structure_and_loses_the_link():
     """``heads`` mode: every head stays constant-plus-deviations (its mean is another head's mean,
@@ -148,7 +148,7 @@ def test_placebo_permutations_have_their_own_stream():
     assert a == b
 
 
-# ---- intervals (issue 28 items 1, 4, 5; issue 29 item 1) ---------------------------------------
+# ---- intervals, weighting, equivalence ---------------------------------------
 
 def test_cluster_variance_known_answer():
     """Three clusters with sums 1, -1, 0: CR1 variance 3/2 * 2 = 3; two-way with nested labels
@@ -199,7 +199,7 @@ def test_too_small_panel_gets_a_one_line_reason_in_the_row():
 # ---- the self-check in the suite: the recorded four-family shape, few replications ----------------
 
 #: Replications per scenario in the suite (the command's default is 200), its seed and its planted gain:
-#: the issue's criterion at the shape it names (the recorded four families, 1,088 cells), with exact
+#: the self-check's criterion at the shape it names (the recorded four families, 1,088 cells), with exact
 #: binomial tolerances in place of the command's replications (``calibrate.max_count``, ``lower_bound``).
 REPS = {"null": 40, "gain": 40, "head-identity": 20, "head-constant": 20, "loho-null": 20}
 SEED, RHO, PERMS = 11, 0.08, 3
@@ -240,7 +240,7 @@ def test_self_check_null_is_calibrated(zoo_checks):
 
 
 def test_self_check_power_at_rho_008_is_shown(zoo_checks):
-    """The issue's criterion: power >= 80 % at a planted rho of 0.08 at the four-family shape. Shown, not
+    """The criterion: power >= 80 % at a planted rho of 0.08 at the four-family shape. Shown, not
     just seen: the exact one-sided 95 % lower bound of the power (Clopper-Pearson) reaches 0.80, i.e. a
     one-sided exact binomial test rejects "power <= 0.80" at level 5 % (at 40 replications: at least
     37 hits; seen: 40 of 40, lower bound 0.928)."""

@@ -1,5 +1,5 @@
 """The study's self-check: its intervals and reading rule on synthetic tables with a known truth
-(issue 28 item 6; ``python -m numeric study --calibrate [DIR]``).
+(docs/study.md, "The self-check"; ``python -m numeric study --calibrate [DIR]``).
 
 ``Shape`` is a panel's layout: per family its heads and sources, the source
 pool it draws from (text families share their windows), and which B1 columns
@@ -25,7 +25,9 @@ scenario, with gamma set so that the oracle's relative gain is ``rho``
 
 Per scenario it runs the primary row, the head-level placebo, the demeaned row
 (and leave-one-head-out for ``loho-null``) with the study's own ``compare``,
-and reports the rate of "lower limit > 0", the coverage of the simulation's
+and reports the rate of "lower limit > 0" (the power with its exact one-sided
+lower bound, ``lower_bound``; a false-positive rate within simulation error
+of 5 % by a one-sided exact binomial test, ``max_count``), the coverage of the simulation's
 mean estimate (the estimand of a cross-fitted comparison: the mean over
 replications), and the reading rule's verdicts. Heads are drawn once per
 scenario (the source-clustered intervals are conditional on the heads) except
@@ -54,7 +56,7 @@ SCENARIOS = ("null", "gain", "head-identity", "head-constant", "loho-null")
 #: Standard deviations of the synthetic target's parts: cell noise, source shift, the head effect
 #: B1 sees, the head effect it cannot tell (head identity).
 NOISE, SOURCE_SD, HEAD_SEEN, HEAD_UNSEEN = 0.5, 0.3, 1.0, 0.4
-#: The self-check's tolerances: the nominal rate of a false positive, the power the issue asks for at the
+#: The self-check's tolerances: the nominal rate of a false positive, the power asked for at the
 #: planted gain, and the level of the exact binomial tests that say "within simulation error".
 NOMINAL_FPR, TARGET_POWER, ALPHA = 0.05, 0.80, 0.05
 #: Within-head noise of the head-identity block; G's measurement noise in the gain scenario.
