@@ -51,7 +51,7 @@ __all__ = ["Shape", "FOUR_FAMILY", "RECORDED_FOUR_FAMILY", "SCENARIOS", "synthet
            "RECORDED_FOUR_FAMILY_SPEC", "calibrate", "CalibrationResult", "report_lines", "binomial_tail", "lower_bound",
            "max_count", "within_rate"]
 
-#: The built-in shape: 4 families x 8 heads x 16 sources (3 text families on one pool, one image family).
+#: The synthetic scenarios (module docstring).
 SCENARIOS = ("null", "gain", "head-identity", "head-constant", "loho-null")
 #: Standard deviations of the synthetic target's parts: cell noise, source shift, the head effect
 #: B1 sees, the head effect it cannot tell (head identity).
@@ -76,6 +76,7 @@ class Shape:
             f"; {len(self.head_constant)} head-constant B1 columns"
 
 
+#: The built-in shape: 4 families x 8 heads x 16 sources (3 text families on one pool, one image family).
 FOUR_FAMILY = Shape((("fam0", 8, 16, "text"), ("fam1", 8, 16, "text"), ("fam2", 8, 16, "text"),
                      ("fam3", 8, 16, "image")), ("b0_depth",) + WEIGHT)
 
