@@ -208,7 +208,7 @@ SEED, RHO, PERMS = 11, 0.08, 3
 @pytest.fixture(scope="module")
 def zoo_checks():
     """REPS replications per scenario at RECORDED_FOUR_FAMILY, seed 11, planted rho 0.08, 3 placebo
-    permutations per replication (about 40 s of CPU in all, 2026-12-02 at load 2-4)."""
+    permutations per replication (most of the file's 35 s of CPU, measured 2026-12-02)."""
     return {sc: calibrate(RECORDED_FOUR_FAMILY, sc, n, seed=SEED, rho=RHO, permutations=PERMS)
             for sc, n in REPS.items()}
 
