@@ -36,8 +36,10 @@ from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
-from numeric.study.load import TARGETS, load_study
+from numeric.study.load import TARGETS, load_study, target_values
 from numeric.study.protocol import PRIMARY, comparisons, reading
+from numeric.study.svd_target import TableDisagreement
+from numeric.study.targets import other_targets
 from numeric.study.write import write_outputs
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
@@ -53,6 +55,8 @@ CALIBRATION_PERMUTATIONS = 5
 #: The study's seed (bootstrap draws, placebo permutations, calibration tables); recorded.
 DEFAULT_SEED = 20260415
 EXIT_BAD_INPUT = 2
+#: A panel table value the study's recomputation contradicts (numeric.study.svd_target).
+EXIT_DISAGREEMENT = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,10 +121,15 @@ def run(args, command: str) -> dict:
     """Load, compare, audit, write; the JSON document."""
     _check(args)
     t0 = time.perf_counter()
-    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify)
+    audited: list = []
+    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify,
+                      audited=audited)
     permutations = args.permutations or PERMUTATIONS
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
                       jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
+    targets = other_targets(data, audited, eps=args.eps, target_values=lambda rows: target_values(rows, args.target),
+                            replicates=args.replicates, seed=args.seed, folds=args.folds,
+                            jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
     gauge = gauge_audit(data, folds=args.folds)
     gbm = None
     if args.gbm:
@@ -134,7 +143,7 @@ def run(args, command: str) -> dict:
              "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     verdicts = {b: reading(results, b) for b in ("G", "I")}
-    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts) | {"out": str(out)}
+    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts, targets) | {"out": str(out)}
 
 
 def calibrate_main(args) -> int:
@@ -181,6 +190,9 @@ def main(argv=None) -> int:
         if args.calibrate:
             return calibrate_main(args)
         doc = run(args, command)
+    except TableDisagreement as e:   # the panel table disagrees with the study's recomputation
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_DISAGREEMENT
     except StudyError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
