@@ -8,7 +8,11 @@ anyone who can write DIR can forge a record), fits the calibrated ridge models w
 cross-fitting, and reports the gains of G and I over the baselines with
 calibrated 95% intervals (cluster-robust on the paired held-out losses), the
 placebos, the reading rule and the gauge audit. Recomputes nothing the panel
-certified. Writes study.md, study.json, predictions.csv and figures/gains.png
+certified. Two other targets (``numeric.study.targets``, paper L.6): the
+attention-SVD constructive budget, recomputed from the bound head files (a
+panel table that disagrees exits 1), and the native-causal cells of the
+decoders with their common-prefix predictors (skipped with a reason when
+the panel has none). Writes study.md, study.json, predictions.csv and figures/gains.png
 to --out (default DIR/study, DIR the first directory).
 
 --calibrate [DIR] is the self-check: synthetic tables of the panel's shape (or
