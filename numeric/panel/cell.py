@@ -193,7 +193,7 @@ def _verify(path: Path, out: Path) -> dict:
 
 def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
     """Search, export, verify: one row per tolerance, and the search's run provenance."""
-    from numeric.search.driver import search_brackets
+    from numeric.search.driver import search_brackets, svd_budget
 
     out = Path(task.out)
     res = search_brackets(cap.matrix, [Fraction(e) for e in task.eps], logits=cap.logits, id_prefix=task.key,
@@ -224,7 +224,8 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
                    attack_success=bool(rec.attack_success),
                    direct_checked=direct is not None, direct_passed=bool(direct),
                    capped=bool(getattr(rec, "capped", False) or search_prov.get("capped", False)),
-                   cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank)
+                   cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank,
+                   svd_budget=svd_budget(cap.matrix, rec.eps, logits=cap.logits))
         row.update(geo)
         row.update(study)
         row.update(study_eps.get(e, {}))

@@ -118,6 +118,7 @@ def check_row(r) -> None:
               "direct_passed"):
         _bool(r, k)
     _bool(r, "capped", optional=True)
+    _int(r, "svd_budget", optional=True)     # the attention-SVD constructive budget (absent in older panels)
 
 
 def check_record(doc) -> list:

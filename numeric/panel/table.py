@@ -32,7 +32,7 @@ BASE_COLUMNS = [
     "family", "model", "cell_kind", "layer", "head", "source", "eps", "n_rows", "n_cols", "L", "U",
     "lower_witness", "upper_witness", "seconds", "slack", "mass", "min_mass", "local_mass",
     "status", "verified", "lower_verified", "upper_verified", "attack_run", "attack_success",
-    "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "effort", "seed", "capped",
+    "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "svd_budget", "effort", "seed", "capped",
     "cell_id", "file",
 ]
 CELLS_DIR = "cells"

@@ -69,9 +69,9 @@ from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
 from numeric.search.lower import lower_candidates
 from numeric.search.threads import SEARCH_THREADS, pinned_threads
-from numeric.search.upper import pick_device, search_upper, svd_baseline
+from numeric.search.upper import UpperResult, first_within, pick_device, search_upper, svd_baseline, svd_factors
 
-__all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
+__all__ = ["search_brackets", "svd_budget", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
            "STOCHASTIC_TOL", "UPPER_SAFETY"]
 
 #: The upper search aims at ``(eps - slack)(1 - UPPER_SAFETY)`` so that float
@@ -174,32 +174,75 @@ def _lower_side(t: _Target, tol: _Tol, row_start, effort):
     return c, check_lower(t.A_exact, TrivialLower(), tol.lo_exact, 0), strongest_rows(candidates)
 
 
-def _upper_side(t: _Target, tol: _Tol, L: int, effort, warm) -> tuple[UpperPick, int | None]:
-    """(the verified upper side, truncated-SVD rank) at ``eps - slack``; ``warm``: the ``UpperPick``
-    of a smaller tolerance (``from_eps`` set) or None (``upper.search_upper(warm=...)``)."""
-    from exact.certificates import TrivialUpper, UpperFactors, check_upper
+def _svd_rank(t: _Target, tol: _Tol) -> int | None:
+    """The truncated-SVD baseline rank at the upper side's float tolerance ``(eps - slack)(1 - UPPER_SAFETY)``
+    (None: no truncation reaches it, or ``eps <= slack``)."""
+    return first_within(t.svd_errs, tol.eps_up * (1 - UPPER_SAFETY)) if tol.up_exact > 0 else None
+
+
+def _first_verified(t: _Target, tol: _Tol, candidates, warm) -> UpperPick | None:
+    """The first of the float upper witnesses ``candidates`` (``upper.UpperResult``) that the exact tier
+    verifies at ``eps - slack`` below the trivial rank, as an ``UpperPick``; None when none is."""
+    from exact.certificates import UpperFactors, check_upper
     from exact.matrix import ExactMatrix
 
     p = min(t.A.shape)
-    svd_rank = None
-    if tol.up_exact > 0:
-        ok = np.nonzero(t.svd_errs <= tol.eps_up * (1 - UPPER_SAFETY))[0]
-        svd_rank = int(ok[0]) if ok.size else None
-        units = effort.upper_units(*t.A.shape, svd_rank if svd_rank is not None else min(t.A.shape))
-        for u in search_upper(t.A, tol.eps_up * (1 - UPPER_SAFETY), Budget(units, tol.cap), lower=L,
-                              svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid),
-                              warm=(warm.result.P, warm.result.Q) if warm is not None else None):
-            v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
-                            tol.up_exact, u.rank)
-            if v.verified and u.rank < p:
-                fam = f"factors/{u.family.split('/')[-1]}"
-                if fam == "factors/warm":
-                    return replace(warm, verdict=v), svd_rank
-                return UpperPick(u.rank, fam, v, u), svd_rank
+    for u in candidates:
+        v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
+                        tol.up_exact, u.rank)
+        if v.verified and u.rank < p:
+            fam = f"factors/{u.family.split('/')[-1]}"
+            if fam == "factors/warm":
+                return replace(warm, verdict=v)
+            return UpperPick(u.rank, fam, v, u)
+    return None
+
+
+def _trivial_upper(t: _Target, tol: _Tol) -> UpperPick:
+    """The trivial upper side ``B = A`` at rank ``min(m, n)``, checked by the exact tier (K.1)."""
+    from exact.certificates import TrivialUpper, check_upper
+
+    p = min(t.A.shape)
     v = check_upper(t.A_exact, TrivialUpper(), tol.up_exact if tol.up_exact >= 0 else tol.up_exact * 0, p)
     if not v.verified:
         raise RuntimeError(f"{tol.cid}: the trivial upper witness was refused: {v.reason}")
-    return UpperPick(p, "trivial", v, None), svd_rank
+    return UpperPick(p, "trivial", v, None)
+
+
+def _upper_side(t: _Target, tol: _Tol, L: int, effort, warm) -> tuple[UpperPick, int | None]:
+    """(the verified upper side, truncated-SVD rank) at ``eps - slack``; ``warm``: the ``UpperPick``
+    of a smaller tolerance (``from_eps`` set) or None (``upper.search_upper(warm=...)``)."""
+    svd_rank = _svd_rank(t, tol)
+    if tol.up_exact > 0:
+        units = effort.upper_units(*t.A.shape, svd_rank if svd_rank is not None else min(t.A.shape))
+        found = search_upper(t.A, tol.eps_up * (1 - UPPER_SAFETY), Budget(units, tol.cap), lower=L,
+                             svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid),
+                             warm=(warm.result.P, warm.result.Q) if warm is not None else None)
+        pick = _first_verified(t, tol, found, warm)
+        if pick is not None:
+            return pick, svd_rank
+    return _trivial_upper(t, tol), svd_rank
+
+
+def svd_budget(matrix, eps, *, logits=None, row_tol: float = STOCHASTIC_TOL) -> int:
+    """The attention-SVD constructive budget of a target at tolerance ``eps`` (paper L.6): the smallest
+    rank ``k`` whose truncated SVD of A meets ``eps`` in row-l1 (K.1), found the way a bracket's upper side
+    finds its SVD baseline and trivial upper, with no search: the first ``k`` whose float truncation error is
+    within ``(eps - slack)(1 - UPPER_SAFETY)`` (``_svd_rank``; the K.5 slack of ``logits``), its balanced
+    factors re-checked by the exact tier at ``eps - slack``; when no truncation reaches eps or the exact tier
+    refuses it, the trivial upper ``min(m, n)`` (exactly checked too). Non-increasing in eps.
+
+    >>> svd_budget(np.eye(2) / 2 + 0.25, "1/4"), svd_budget(np.eye(2) / 2 + 0.25, "3/4"), svd_budget(np.eye(3), "1/2")
+    (2, 1, 3)
+    """
+    A = validate_matrix(matrix, row_tol=row_tol)
+    with pinned_threads():
+        t, _, _ = _target(A, logits, "cpu", "svd")
+        tol = _tol(t, 0, eps, parse_eps(eps), "svd", 0)
+        k = _svd_rank(t, tol)
+        candidates = [] if k is None else [UpperResult(k, *svd_factors(*t.svd, k), float(t.svd_errs[k]), "svd")]
+        pick = _first_verified(t, tol, candidates, None) or _trivial_upper(t, tol)
+    return int(pick.rank)
 
 
 def _attack(t: _Target, L: int, tol: _Tol, upper, lower_family: str):

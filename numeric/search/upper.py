@@ -45,7 +45,7 @@ from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
 
-__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
+__all__ = ["UpperResult", "svd_baseline", "first_within", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
            "affordable_steps", "perturbed"]
 
 #: A boundary trial that misses eps by at most this relative amount is repeated from the
@@ -113,6 +113,16 @@ def svd_baseline(A: np.ndarray):
         R -= S[k] * np.outer(U[:, k], Vt[k])
         errs.append(row_l1_norm(R))
     return (U, S, Vt), np.array(errs)
+
+
+def first_within(errs: np.ndarray, eps: float) -> int | None:
+    """The smallest rank k whose truncation error ``errs[k]`` (``svd_baseline``) is at most eps, or None.
+
+    >>> first_within(np.array([1.0, 0.5, 0.0]), 0.5), first_within(np.array([1.0, 0.5]), 0.25)
+    (1, None)
+    """
+    ok = np.nonzero(errs <= eps)[0]
+    return int(ok[0]) if ok.size else None
 
 
 def svd_factors(U, S, Vt, k: int):
@@ -432,10 +442,9 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
         svd, errs = svd_baseline(A)
     else:
         svd, errs = svd
-    ok = np.nonzero(errs <= eps)[0]
-    if ok.size == 0:
+    k_svd = first_within(errs, eps)
+    if k_svd is None:
         return []
-    k_svd = int(ok[0])
     if k_svd == 0:
         return [UpperResult(0, np.zeros((A.shape[0], 0)), np.zeros((A.shape[1], 0)), errs[0], "zero")]
     P, Q = svd_factors(*svd, k_svd)

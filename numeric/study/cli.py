@@ -8,7 +8,11 @@ anyone who can write DIR can forge a record), fits the calibrated ridge models w
 cross-fitting, and reports the gains of G and I over the baselines with
 calibrated 95% intervals (cluster-robust on the paired held-out losses), the
 placebos, the reading rule and the gauge audit. Recomputes nothing the panel
-certified. Writes study.md, study.json, predictions.csv and figures/*.png
+certified. Two other targets (``numeric.study.targets``, paper L.6): the
+attention-SVD constructive budget, recomputed from the bound head files (a
+panel table that disagrees exits 1), and the native-causal cells of the
+decoders with their common-prefix predictors (skipped with a reason when
+the panel has none). Writes study.md, study.json, predictions.csv and figures/*.png
 to --out (default DIR/study, DIR the first directory), through numeric.safeio:
 a link, a directory, a FIFO or a device at a target, or a link below --out
 on the way (e.g. figures -> elsewhere), is refused before any work (one
@@ -40,8 +44,10 @@ from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
-from numeric.study.load import TARGETS, load_study
+from numeric.study.load import TARGETS, load_study, target_values
 from numeric.study.protocol import PRIMARY, comparisons, reading
+from numeric.study.svd_target import TableDisagreement
+from numeric.study.targets import other_targets
 from numeric.study.write import check_outputs, write_outputs
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
@@ -57,6 +63,8 @@ CALIBRATION_PERMUTATIONS = 5
 #: The study's seed (bootstrap draws, placebo permutations, calibration tables); recorded.
 DEFAULT_SEED = 20260415
 EXIT_BAD_INPUT = 2
+#: A panel table value the study's recomputation contradicts (numeric.study.svd_target).
+EXIT_DISAGREEMENT = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,8 +131,14 @@ def run(args, command: str) -> dict:
     out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     check_outputs(out)            # a link, a directory, a FIFO or a device at a target: refused before any work
     t0 = time.perf_counter()
-    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify)
+    audited: list = []
+    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify,
+                      audited=audited)
     permutations = args.permutations or PERMUTATIONS
+    # first: a table the recomputed targets contradict stops the study before the long part
+    targets = other_targets(data, audited, eps=args.eps, target_values=lambda rows: target_values(rows, args.target),
+                            replicates=args.replicates, seed=args.seed, folds=args.folds,
+                            jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
                       jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
     gauge = gauge_audit(data, folds=args.folds)
@@ -139,7 +153,7 @@ def run(args, command: str) -> dict:
              "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
     verdicts = {b: reading(results, b) for b in ("G", "I")}
-    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts) | {"out": str(out)}
+    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts, targets) | {"out": str(out)}
 
 
 def calibrate_main(args) -> int:
@@ -192,6 +206,9 @@ def main(argv=None) -> int:
         if args.calibrate:
             return calibrate_main(args)
         doc = run(args, command)
+    except TableDisagreement as e:   # the panel table disagrees with the study's recomputation
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_DISAGREEMENT
     except (StudyError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

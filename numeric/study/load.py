@@ -136,19 +136,29 @@ def _one_model_per_family(rows) -> None:
 
 
 def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None = None,
-               reverify: bool = True) -> StudyData:
+               reverify: bool = True, audited: list | None = None) -> StudyData:
     """The study's table of a panel directory, or of several (a list: their rows together; a
-    cell id in two of them is an error), see the module docstring."""
+    cell id in two of them is an error), see the module docstring. Native-causal cells are not rows
+    of the table (paper L.1: not in the geometry panel; ``numeric.study.native_target``).
+    ``audited``: a list that receives ``(panel dir, row)`` for every audited row at ``eps``, native
+    cells included (the other targets, ``numeric.study.targets``)."""
     if target not in TARGETS:
         raise StudyError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
     dirs = [out] if isinstance(out, (str, Path)) else out
-    rows = [r for d in dirs for r in study_rows(d, eps, workers, reverify)]
+    pairs = [(d, r) for d in dirs for r in study_rows(d, eps, workers, reverify)]
+    rows = [r for _, r in pairs]
     seen: set = set()
     for r in rows:
         if r.get("cell_id") in seen:
             raise StudyError(f"cell {r.get('cell_id')} is in two of the panel directories")
         seen.add(r.get("cell_id"))
     _one_model_per_family(rows)
+    if audited is not None:
+        audited.extend(pairs)
+    rows = [r for r in rows if r.get("cell_kind") != "native-causal"]
+    if not rows:
+        raise StudyError("the panel holds only native-causal cells at this tolerance (the study needs "
+                         "their common-prefix cells)")
     _with_profile(rows, _eps(eps))
     cols = _needed()
     missing = [c for c in cols if c not in CATEGORICAL and any(c not in r for r in rows)]

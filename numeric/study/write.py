@@ -135,7 +135,7 @@ def _markdown(doc: dict) -> str:
     if doc.get("gbm"):
         gbm = ["", f"## Robustness: gradient-boosted model ({s['gbm_replicates']} resamples, same seed)", ""]
         gbm += _table({"comparisons": doc["gbm"]})
-    return "\n".join(head + _table(doc) + gauge + _gauge_table(doc) + gbm
+    return "\n".join(head + _table(doc) + _targets_section(doc) + gauge + _gauge_table(doc) + gbm
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
@@ -196,16 +196,29 @@ def _results(results) -> list:
                  reason=getattr(r, "reason", None), placebo=getattr(r, "placebo", None)) for r in results]
 
 
+def _targets_section(doc: dict) -> list:
+    """Markdown of ``doc["targets"]`` (``numeric.study.targets``)."""
+    lines = []
+    for t in doc.get("targets", []):
+        lines += ["", f"## Other target: {t['target']}", "", f"{t['cells']} cells; {t['note']}.", ""]
+        lines += _table({"comparisons": t["comparisons"]})
+    return lines
+
+
 def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None,
-                  reading: dict | None = None) -> dict:
+                  reading: dict | None = None, targets=None) -> dict:
     """Write the files under ``out`` (``numeric.safeio``, ``root=out``); return the JSON document (``gbm``: the
-    boosted check, or None; ``reading``: the reading rule's verdict per block)."""
+    boosted check, or None; ``reading``: the reading rule's verdict per block; ``targets``:
+    ``numeric.study.targets.other_targets``)."""
     out = Path(out)
     check_outputs(out)
     doc = {"command": command, "setup": setup, "reading": reading or {}, "comparisons": _results(results),
            "gauge": [asdict(g) for g in gauge]}
     if gbm is not None:
         doc["gbm"] = _results(gbm)
+    if targets is not None:
+        doc["targets"] = [{k: v for k, v in t.items() if k != "results"} | {"comparisons": _results(t["results"])}
+                          for t in targets]
     make_dirs(out, root=out)
     write_text(out / "study.json", json.dumps(doc, indent=1, default=jsonable), root=out)
     preds = predictions(data, setup["folds"])
