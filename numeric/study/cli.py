@@ -38,6 +38,7 @@ from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study
 from numeric.study.protocol import PRIMARY, comparisons, reading
+from numeric.study.transfer import transfer_markdown, transfer_rows, transfer_section
 from numeric.study.write import write_outputs
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
@@ -134,7 +135,9 @@ def run(args, command: str) -> dict:
              "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     verdicts = {b: reading(results, b) for b in ("G", "I")}
-    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts) | {"out": str(out)}
+    transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
+    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts,
+                         sections={"transfer": (transfer, transfer_markdown(transfer))}) | {"out": str(out)}
 
 
 def calibrate_main(args) -> int:

@@ -93,7 +93,7 @@ def _gauge_table(doc: dict) -> list:
     return lines
 
 
-def _markdown(doc: dict) -> str:
+def _markdown(doc: dict, extra: tuple = ()) -> str:
     s = doc["setup"]
     boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
             else "secondary bootstrap off; ")
@@ -118,7 +118,8 @@ def _markdown(doc: dict) -> str:
     if doc.get("gbm"):
         gbm = ["", f"## Robustness: gradient-boosted model ({s['gbm_replicates']} resamples, same seed)", ""]
         gbm += _table({"comparisons": doc["gbm"]})
-    return "\n".join(head + _table(doc) + gauge + _gauge_table(doc) + gbm
+    return "\n".join(head + _table(doc) + [line for lines in extra for line in [""] + list(lines)]
+                     + gauge + _gauge_table(doc) + gbm
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
@@ -179,12 +180,14 @@ def _results(results) -> list:
 
 
 def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None,
-                  reading: dict | None = None) -> dict:
+                  reading: dict | None = None, sections: dict | None = None) -> dict:
     """Write the files under ``out``; return the JSON document (``gbm``: the boosted check, or None;
-    ``reading``: the reading rule's verdict per block)."""
+    ``reading``: the reading rule's verdict per block; ``sections``: further rows of the study,
+    ``{json key: (JSON value, Markdown lines)}``, e.g. the domain transfer, ``numeric.study.transfer``)."""
     out = Path(out)
     doc = {"command": command, "setup": setup, "reading": reading or {}, "comparisons": _results(results),
            "gauge": [asdict(g) for g in gauge]}
+    doc.update({k: v for k, (v, _) in (sections or {}).items()})
     if gbm is not None:
         doc["gbm"] = _results(gbm)
     atomic_write(out / "study.json", json.dumps(doc, indent=1, default=jsonable))
@@ -192,5 +195,5 @@ def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: st
     atomic_write(out / "predictions.csv", _predictions_csv(data, preds))
     _figure(doc, out / "figures" / "gains.png")
     _scatter(data, preds, out / "figures" / "heldout.png")
-    atomic_write(out / "study.md", _markdown(doc))
+    atomic_write(out / "study.md", _markdown(doc, tuple(lines for _, lines in (sections or {}).values())))
     return doc
