@@ -199,3 +199,36 @@ def test_a_planted_gain_transfers():
     for r in null:
         if r.block == "G":
             assert r.estimates[AGGREGATE].delta_ci[0] <= 0, r.name
+
+
+# ---- end to end: a two-domain panel of a tiny BERT, then the study -----------------------------
+
+def test_two_domain_panel_and_its_transfer_rows(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import csv
+    import json
+
+    from numeric.panel.cli import main as panel_main
+    from numeric.study.cli import main as study_main
+    from tests.test_panel import save_tiny
+
+    model = save_tiny(tmp_path / "bert", "bert")
+    out = tmp_path / "panel"
+    assert panel_main(["--model", str(model), "--out", str(out), "--heads", "0.1,1.2", "--sources", "3",
+                       "--domains", "all", "--length", "12", "--eps", "1/4", "--effort", "quick", "--workers", "1",
+                       "--quiet", "--no-attack"]) == 0
+    rows = list(csv.DictReader(open(out / "cells.csv")))
+    assert len(rows) == 12 and {r["domain"] for r in rows} == {"docs", "code"}
+    for r in rows:
+        code = r["domain"] == "code"
+        assert r["source"].startswith("code:" if code else "text:") and r["cell_id"].endswith(
+            ("_code" if code else "") + "/eps=1/4") and r["b0_domain"] == ("code" if code else "text")
+    assert study_main([str(out), "--out", str(tmp_path / "study"), "--workers", "1", "--jobs", "1"]) == 0
+    doc = json.loads((tmp_path / "study" / "study.json").read_text())
+    assert [r["direction"] for r in doc["transfer"]] == ["forward"] * 2 + ["backward"] * 2
+    for r in doc["transfer"]:
+        assert r["reason"] is None and set(r["estimates"]) == {"encoder", "aggregate"}
+        assert r["cells"]["encoder"] == [6, 6] and np.isfinite(r["estimates"]["encoder"]["delta"])
+        assert r["domains"]["encoder"] == (["docs", "code"] if r["direction"] == "forward" else ["code", "docs"])
+    assert "(fit code, test docs)" in (tmp_path / "study" / "study.md").read_text()
