@@ -24,8 +24,9 @@ ALLOWED = {
     "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry", "numeric.safeio"),
     "numeric.panel": ("exact", "crosscheck", "numeric.heads", "numeric.search", "numeric.geometry",
                       "numeric.panel", "numeric.bracketwriter", "numeric.safeio"),
+    # numeric.heads.domains: the input domains' registry (plain data, no model code), for the transfer rows
     "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study",
-                      "numeric.safeio"),
+                      "numeric.safeio", "numeric.heads.domains"),
     # the Python front door sits on top: it may use every tier below it, and nothing imports it
     "softrank": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio", "oracles",
                  "proofs_checks", "softrank"),
