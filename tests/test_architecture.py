@@ -24,8 +24,10 @@ ALLOWED = {
     "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry", "numeric.safeio"),
     "numeric.panel": ("exact", "crosscheck", "numeric.heads", "numeric.search", "numeric.geometry",
                       "numeric.panel", "numeric.bracketwriter", "numeric.safeio"),
+    # numeric.heads.domains: the input domains' registry (plain data, no model code), for the transfer rows;
+    # numeric.search.driver: the attention-SVD budget target is recomputed by the search's own function
     "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study",
-                      "numeric.safeio"),
+                      "numeric.safeio", "numeric.heads.domains", "numeric.search.driver"),
     # the Python front door sits on top: it may use every tier below it, and nothing imports it
     "softrank": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio", "oracles",
                  "proofs_checks", "softrank"),

@@ -249,6 +249,7 @@ def test_mutant_without_binding_fails_the_substitution_test(panel, capsys, monke
 
 @pytest.mark.parametrize("change, needle", [
     ({"layer": 1}, "its key L0H0_s00 another head"),
+    ({"domain": "code"}, "its key L0H0_s00 another domain"),   # a forged domain column
     ({"file": "brackets/L0H1_s00.safetensors"}, "names the file brackets/L0H1_s00.safetensors"),
     ({"n_rows": 9}, "the record says n_rows = 9, the exact pass 8"),
     ({"lower_witness": "odd_map"}, "the record says lower_witness = 'odd_map'"),

@@ -265,3 +265,14 @@ def test_calibrate_reads_the_panels_shape(panel, capsys):
     assert n_const >= 15                                   # the 15 weight-spectrum columns at least
     for needle in ("false-positive rate", "power at planted rho", "leave-one-head-out coverage"):
         assert needle in out
+
+
+def test_one_domain_panel_skips_the_transfer_rows(study):
+    """The domain-transfer rows (numeric.study.transfer) on a panel of one domain: each skipped with a
+    one-line reason in study.json and study.md; the study itself ran (exit 0)."""
+    out, _ = study
+    rows = json.loads((out / "study.json").read_text())["transfer"]
+    assert len(rows) == 4 and all(r["reason"].startswith("skipped: no family has two domains")
+                                  and "one domain (docs)" in r["reason"] and not r["estimates"] for r in rows)
+    md = (out / "study.md").read_text()
+    assert "## Domain transfer" in md and md.count("skipped: no family has two domains") == 4

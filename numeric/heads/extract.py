@@ -43,7 +43,7 @@ from numeric.heads.models import LoadedModel, ModelInputError
 __all__ = [
     "PREFIX", "BLOCK", "ENCODER_LENGTH", "LOCAL_WINDOW", "LOCAL_MASS_MAX",
     "ExtractionError", "HeadCapture", "hf_tolerance", "capture_attention", "softmax_rows",
-    "extract_heads", "parse_heads",
+    "extract_heads", "parse_heads", "source_modality",
 ]
 
 PREFIX = 128          # P: common-prefix length (paper section 6 / MATH.md 6)
@@ -328,15 +328,32 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
     return out
 
 
+def source_modality(loaded: LoadedModel, image_dir=None) -> str:
+    """Which domains (``numeric.heads.domains``) the model reads: ``text``, ``digits`` (a ViT whose
+    manifest names the held-out digits as its sources), ``images`` (an image directory) or ``synthetic``."""
+    if loaded.family != "vit":
+        return "text"
+    if image_dir is not None:
+        return "images"
+    return "digits" if (loaded.extra.get("manifest") or {}).get("sources") == "digits" else "synthetic"
+
+
 def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, prefix: int = PREFIX,
-               block: int = BLOCK, image_dir=None, image_size: int | None = None):
-    """The panel's source ``index`` for this model's family (see numeric.heads.sources).
+               block: int = BLOCK, image_dir=None, image_size: int | None = None, domain: str = ""):
+    """The panel's source ``index`` for this model's family (see numeric.heads.sources) in ``domain``
+    (``numeric.heads.domains``; ``""``: the model's primary domain).
 
     A ViT takes only its configured ``image_size`` (None: that size); a
     decoder only ``prefix + block`` within its positions.
     """
-    from numeric.heads.sources import digit_source, image_source, text_source
+    from numeric.heads.domains import domains_of
+    from numeric.heads.sources import SourceError, digit_source, image_source, text_source
 
+    modality = source_modality(loaded, image_dir)
+    names = [d.name for d in domains_of(modality)]
+    domain = domain or names[0]
+    if domain not in names:
+        raise SourceError(f"model {loaded.name} reads the domains {', '.join(names)}, not {domain!r}")
     if loaded.family == "vit":
         cfg = loaded.model.config
         size = int(cfg.image_size)
@@ -344,8 +361,8 @@ def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, pr
             patch = int(cfg.patch_size)
             raise ExtractionError(f"image size {image_size}: model {loaded.name} takes only {size} x {size} images "
                                   f"({(size // patch) ** 2} patches of {patch} px plus the class token)")
-        if image_dir is None and (loaded.extra.get("manifest") or {}).get("sources") == "digits":
-            return digit_source(index, size)
+        if modality == "digits":
+            return digit_source(index, size, domain)
         norm = {}
         pre = Path(loaded.path) / "preprocessor_config.json" if loaded.path else None
         if pre is not None and pre.is_file():  # the checkpoint's own normalisation
@@ -363,8 +380,8 @@ def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, pr
         if max_pos is not None and n > max_pos:
             raise ExtractionError(f"prefix {prefix} + block {block} = {n} tokens exceeds the model's "
                                   f"{max_pos} positions")
-        return text_source(loaded.processor, index, n, special_tokens=False)
+        return text_source(loaded.processor, index, n, special_tokens=False, domain=domain)
     n = length or ENCODER_LENGTH
     if max_pos is not None and n > max_pos:
         raise ExtractionError(f"sequence length {n} exceeds the model's {max_pos} positions")
-    return text_source(loaded.processor, index, n, special_tokens=True)
+    return text_source(loaded.processor, index, n, special_tokens=True, domain=domain)

@@ -8,12 +8,17 @@ token ``k * stride`` of the tokenised corpus, where the stride spreads
 whatever ``--sources N`` is, and a 2-source demo is a prefix of the 64-source
 study.
 
+Source ``k`` of the second text domain, ``code`` (``numeric.heads.domains``),
+is the same window rule on ``numeric/heads/corpus/stdlib_code.txt`` (the
+standard-library source code of the same modules), labelled ``code:k``.
+
 Image sources (ViT) are either the files of a user's image directory, in
 sorted name order, or deterministic synthetic images (smooth random fields from
 a seeded generator), labelled ``synthetic:k`` so they are never mistaken for
 ImageNet, or, for the ``digitvit`` preset, its held-out digits (``digits:k``,
 the k-th held-out image of scikit-learn's ``load_digits``, see
-:mod:`numeric.heads.zoo.digits`).
+:mod:`numeric.heads.zoo.digits`); their second domain ``digits-rot90:k`` is
+the same image rotated 90 degrees counter-clockwise before the pixel pipeline.
 """
 from __future__ import annotations
 
@@ -25,11 +30,14 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "CORPUS_PATH", "MAX_SOURCES", "SourceError", "TextSource", "ImageSource",
+    "CORPUS_PATH", "CODE_CORPUS_PATH", "TEXT_CORPORA", "MAX_SOURCES", "SourceError", "TextSource", "ImageSource",
     "corpus_text", "corpus_sha256", "text_source", "image_source", "digit_source",
 ]
 
 CORPUS_PATH = Path(__file__).resolve().parent / "corpus" / "stdlib_docstrings.txt"
+CODE_CORPUS_PATH = CORPUS_PATH.with_name("stdlib_code.txt")
+#: The text domains' shipped corpora (``numeric.heads.domains``).
+TEXT_CORPORA = {"docs": CORPUS_PATH, "code": CODE_CORPUS_PATH}
 MAX_SOURCES = 64  # the paper's source count per family (section 6)
 IMAGE_SEED = 20240501  # seed of the synthetic image generator (any fixed value)
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm")
@@ -66,18 +74,24 @@ class ImageSource:
     origin: str
 
 
-def corpus_text() -> str:
-    return CORPUS_PATH.read_text(encoding="utf-8")
+def _corpus(domain: str) -> Path:
+    if domain not in TEXT_CORPORA:
+        raise SourceError(f"no text corpus for domain {domain!r} (text domains: {', '.join(TEXT_CORPORA)})")
+    return TEXT_CORPORA[domain]
 
 
-@lru_cache(maxsize=1)
-def corpus_sha256() -> str:
-    return hashlib.sha256(CORPUS_PATH.read_bytes()).hexdigest()
+def corpus_text(domain: str = "docs") -> str:
+    return _corpus(domain).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=4)
+def corpus_sha256(domain: str = "docs") -> str:
+    return hashlib.sha256(_corpus(domain).read_bytes()).hexdigest()
 
 
 @lru_cache(maxsize=8)
-def _corpus_ids(tokenizer) -> tuple:
-    enc = tokenizer(corpus_text(), add_special_tokens=False, return_attention_mask=False,
+def _corpus_ids(tokenizer, domain: str = "docs") -> tuple:
+    enc = tokenizer(corpus_text(domain), add_special_tokens=False, return_attention_mask=False,
                     verbose=False)
     return tuple(enc["input_ids"])
 
@@ -97,16 +111,20 @@ def _special_frame(tokenizer) -> tuple[tuple, tuple]:
     raise SourceError("cannot locate the special-token frame of this tokeniser")
 
 
-def text_source(tokenizer, index: int, length: int, *, special_tokens: bool = True) -> TextSource:
-    """Source ``index`` as exactly ``length`` token ids.
+def text_source(tokenizer, index: int, length: int, *, special_tokens: bool = True,
+                domain: str = "docs") -> TextSource:
+    """Source ``index`` of text ``domain`` (``docs``: ``text:k``; ``code``: ``code:k``) as exactly
+    ``length`` token ids.
 
     With ``special_tokens`` (encoders) the model's own markers ([CLS] ... [SEP]
     for BERT) are added and count towards ``length``. Decoders take the raw
     window (GPT-2 and Qwen2 add no BOS by default).
     """
+    from numeric.heads.domains import DOMAINS
+
     if not 0 <= index < MAX_SOURCES:
         raise SourceError(f"source index {index} outside 0..{MAX_SOURCES - 1}")
-    ids = _corpus_ids(tokenizer)
+    ids = _corpus_ids(tokenizer, domain)
     head, tail = _special_frame(tokenizer) if special_tokens else ((), ())
     body = length - len(head) - len(tail)
     if body < 1:
@@ -119,8 +137,8 @@ def text_source(tokenizer, index: int, length: int, *, special_tokens: bool = Tr
     full = list(head) + window + list(tail)
     if len(full) != length:
         raise SourceError(f"tokeniser produced {len(full)} tokens, expected {length}")
-    return TextSource(source_id=f"text:{index}", input_ids=tuple(int(t) for t in full),
-                      span=(start, start + body), corpus_sha256=corpus_sha256())
+    return TextSource(source_id=f"{DOMAINS[domain].prefix}:{index}", input_ids=tuple(int(t) for t in full),
+                      span=(start, start + body), corpus_sha256=corpus_sha256(domain))
 
 
 def _synthetic_image(index: int, size: int, channels: int) -> np.ndarray:
@@ -160,15 +178,29 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
     return ImageSource(f"image:{files[index].name}", arr.transpose(2, 0, 1)[:channels].copy(), str(files[index]))
 
 
-def digit_source(index: int, size: int) -> ImageSource:
-    """Held-out digit ``index`` at ``size`` x ``size``, one channel, in [-1, 1]."""
-    from numeric.heads.zoo.corpus import DataError
-    from numeric.heads.zoo.digits import heldout_pixels
+#: The digit domains: the map applied to the 8 x 8 digits before the pixel pipeline (None: upright).
+DIGIT_DOMAINS = {"digits": None, "digits-rot90": "rot90"}
 
+
+def digit_source(index: int, size: int, domain: str = "digits") -> ImageSource:
+    """Held-out digit ``index`` at ``size`` x ``size``, one channel, in [-1, 1]; ``domain``
+    ``digits-rot90``: the 8 x 8 digit rotated 90 degrees counter-clockwise first (``numpy.rot90``,
+    the shift of the second ViT arm, ``numeric.heads.zoo.vit_shift``)."""
+    from numeric.heads.zoo.corpus import DataError
+    from numeric.heads.zoo.digits import digits, heldout_pixels, pixels
+
+    if domain not in DIGIT_DOMAINS:
+        raise SourceError(f"no digit domain {domain!r} (digit domains: {', '.join(DIGIT_DOMAINS)})")
     if index < 0:
         raise SourceError(f"source index {index} is negative")
     try:
         px, label, k = heldout_pixels(index, size)
+        shift = DIGIT_DOMAINS[domain]
+        if shift is not None:
+            from numeric.heads.zoo.vit_shift import shifted
+
+            px = pixels(shifted(digits()[0][k:k + 1], shift), size)[0]
     except DataError as e:
         raise SourceError(str(e)) from None
-    return ImageSource(f"digits:{index}", px, f"sklearn load_digits image {k} (label {label}, held out)")
+    how = "" if shift is None else f", {shift}"
+    return ImageSource(f"{domain}:{index}", px, f"sklearn load_digits image {k} (label {label}, held out{how})")

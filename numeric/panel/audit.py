@@ -242,11 +242,24 @@ def _family_label(prov: dict) -> str | None:
 
 
 def _key_labels(key: str) -> tuple | None:
-    """(layer, head, native) named by a record key ``[tag_]L<l>H<h>_s<nn>[_nc]``, or None."""
+    """(layer, head, native, domain) named by a record key ``[tag_]L<l>H<h>_s<nn>[_domain][_nc]``
+    (domain ``""``: the model's primary one, ``numeric.heads.domains``), or None."""
     import re
 
-    m = re.search(r"(?:^|_)L(\d+)H(\d+)_s\d+(_nc)?$", key)
-    return (int(m.group(1)), int(m.group(2)), bool(m.group(3))) if m else None
+    m = re.search(r"(?:^|_)L(\d+)H(\d+)_s\d+(?:_(?!nc$)([a-z0-9-]+))?(_nc)?$", key)
+    return (int(m.group(1)), int(m.group(2)), bool(m.group(4)), m.group(3) or "") if m else None
+
+
+def _domain_mismatch(r: dict, key_domain: str) -> bool:
+    """Whether the row's source, its ``domain`` column and its key's domain disagree."""
+    from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
+
+    dom = source_domain(r.get("source", ""))
+    if row_domain(r) != dom:
+        return True
+    if dom not in DOMAINS:          # a source id of no known domain: only under a primary key
+        return key_domain != ""
+    return key_domain != ("" if primary_domain(DOMAINS[dom].modality) == dom else dom)
 
 
 def bind_names(r: dict) -> str | None:
@@ -260,6 +273,8 @@ def bind_names(r: dict) -> str | None:
     labels = _key_labels(key)
     if labels is None or labels[:2] != (r["layer"], r["head"]) or labels[2] != (r.get("cell_kind") == NATIVE):
         return f"the row says layer {r['layer']} head {r['head']} ({r.get('cell_kind')}), its key {key} another head"
+    if _domain_mismatch(r, labels[3]):
+        return (f"the row says source {r.get('source')} (domain {r.get('domain')}), its key {key} another domain")
     return None
 
 

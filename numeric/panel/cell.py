@@ -60,10 +60,12 @@ class CellTask:
     native: bool = False     # decoders: the native-causal matrix of the window, not the prefix block
     tag: str = ""            # several models in one run: the model's name, prefixed to the key
     image_size: int | None = None
+    domain: str = ""         # the source's domain (numeric.heads.domains); "": the model's primary one
 
     @property
     def key(self) -> str:
-        base = f"L{self.layer}H{self.head}_s{self.source:02d}" + ("_nc" if self.native else "")
+        base = (f"L{self.layer}H{self.head}_s{self.source:02d}" + (f"_{self.domain}" if self.domain else "")
+                + ("_nc" if self.native else ""))
         return f"{self.tag}_{base}" if self.tag else base
 
     def signature(self) -> dict:
@@ -72,7 +74,8 @@ class CellTask:
             "model": self.model, "eps": list(self.eps), "prefix": self.prefix, "block": self.block,
             "length": self.length, "min_mass": self.min_mass, "screen": self.screen, "attack": self.attack,
             "geometry": self.geometry, "effort": self.effort, "identity": json.loads(self.identity),
-            "native": self.native, "image_size": self.image_size}))
+            "native": self.native, "image_size": self.image_size,
+            **({"domain": self.domain} if self.domain else {})}))   # a primary-domain cell keeps its signature
 
 
 _MODELS: dict = {}
@@ -193,6 +196,7 @@ def _verify(path: Path, out: Path) -> dict:
 
 def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
     """Search, export, verify: one row per tolerance, and the search's run provenance."""
+    from numeric.heads.domains import DOMAINS
     from numeric.search.driver import search_brackets, svd_budget
 
     out = Path(task.out)
@@ -229,6 +233,8 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
         row.update(geo)
         row.update(study)
         row.update(study_eps.get(e, {}))
+        if task.domain and "b0_domain" in row:   # B0's domain one-hot tells a second domain apart
+            row["b0_domain"] = DOMAINS[task.domain].b0_label
         rows.append(row)
         if rec.attack_success:
             raise SoundnessError(f"SOUNDNESS BUG: rank-{rec.lower - 1} attack succeeded on {task.key} "
@@ -238,11 +244,12 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
 
 def run_cell(task: CellTask) -> list[dict]:
     """Extract, search, export, verify one (head, source) cell; rows per eps."""
+    from numeric.heads.domains import source_domain
     from numeric.heads.extract import extract_heads, source_for
 
     lm = _model(task.model)
     src = source_for(lm, task.source, length=task.length, prefix=task.prefix, block=task.block,
-                     image_dir=task.image_dir, image_size=task.image_size)
+                     image_dir=task.image_dir, image_size=task.image_size, domain=task.domain)
     t0 = time.perf_counter()
     with _EXTRACT_LOCK:
         cap = extract_heads(lm, src, [(task.layer, task.head)], prefix=task.prefix, block=task.block,
@@ -250,7 +257,7 @@ def run_cell(task: CellTask) -> list[dict]:
     kind = ("native-causal",) if task.native else ()     # prefix-block and full cells keep their seeds
     seed = cell_seed(lm.weights_sha256, task.layer, task.head, src.source_id, *kind)
     base = {"family": family_label(lm), "model": lm.name, "cell_kind": cap.kind, "layer": task.layer,
-            "head": task.head, "source": src.source_id, "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
+            "head": task.head, "source": src.source_id, "domain": source_domain(src.source_id), "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
             "mass": cap.mass, "min_mass": cap.min_mass, "local_mass": cap.local_mass,
             "hf_max_abs_diff": cap.hf_max_abs_diff, "effort": task.effort, "seed": seed}
     status = _status(task, lm, cap)

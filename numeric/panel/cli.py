@@ -18,6 +18,7 @@ cluster instead.
   python -m numeric panel --model PATH --heads 0.1,3.5 --sources 8 --eps 0.25 --out DIR
   python -m numeric panel --preset common-shape --out runs/common      # every family at 128 x 128 (L.4)
   python -m numeric panel --model docgpt2,docqwen2 --heads 1.0 --native --eps 1/4 --out DIR
+  python -m numeric panel --model docgpt2 --heads 0.0,3.2 --sources 8 --domains all --out DIR  # docs and code
 
 ``--model`` takes a comma-separated list: the cells of every model go into one
 directory (file names prefixed with the model's name), and the report compares
@@ -37,7 +38,7 @@ from exact.errors import OneLineParser
 from numeric.panel.cell import CellTask
 from numeric.panel.presets import (COMMON_EPS, COMMON_LENGTH, COMMON_MODELS, COMMON_PER_FAMILY, COMMON_SOURCES,
                                    DEFAULT_EPS, DEMO_HEADS, DEMO_SOURCES, STUDY_EPS, STUDY_PER_LAYER, STUDY_SOURCES,
-                                   preflight, spread_roster, study_roster)
+                                   model_domains, preflight, spread_roster, study_roster)
 from numeric.panel.provenance import PanelError, check_resume, run_identity, write_run
 from numeric.panel.runner import run_panel
 from numeric.panel.table import read_rows, write_table
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                    f"{','.join(COMMON_MODELS)})")
     p.add_argument("--heads", help="LAYER.HEAD list, e.g. 0.1,3.5, for every model "
                    "(default with --demo: the demo roster)")
+    p.add_argument("--domains", help="source domains, comma separated (numeric.heads.domains: docs, code for "
+                   "text models; digits, digits-rot90 for digitvit), or 'all': each model's domains it reads; "
+                   "--sources sources in each (default: each model's primary domain)")
     p.add_argument("--sources", type=int, help=f"number of sources (default {DEMO_SOURCES}; --preset study "
                    f"{STUDY_SOURCES}; --preset common-shape {COMMON_SOURCES})")
     p.add_argument("--eps", help=f"tolerances (default {DEFAULT_EPS}; --preset study / common-shape: {STUDY_EPS})")
@@ -178,6 +182,32 @@ def _defaults(args) -> tuple[int, str, int]:
             args.length if args.length is not None else per[2])
 
 
+def _domain_names(args) -> list:
+    return [d.strip() for d in (args.domains or "").split(",") if d.strip()]
+
+
+def _domains(args, model: str) -> list:
+    """The model's domains of the run (``""``: its primary one, ``numeric.heads.domains``)."""
+    if args.domains is None:
+        return [""]
+    names = _domain_names(args)
+    if not names:
+        raise PanelError("--domains names no domain")
+    found = model_domains(model, names, args.images)
+    if not found:
+        raise PanelError(f"model {model} reads none of the domains {', '.join(names)}")
+    return found
+
+
+def _check_domains(args, plan) -> None:
+    """Every domain named must be read by some model of the run."""
+    from numeric.heads.domains import ALL
+
+    for name in _domain_names(args) if args.domains is not None else []:
+        if name != ALL and not any(model_domains(model, [name], args.images) for model, *_ in plan):
+            raise PanelError(f"no model of the run reads the domain {name!r}")
+
+
 def _tasks(args) -> tuple[list, dict, Path]:
     """Validate the arguments; the cell tasks, the run identity and the output directory."""
     from numeric.heads.sources import MAX_SOURCES
@@ -200,8 +230,9 @@ def _tasks(args) -> tuple[list, dict, Path]:
         heads = _heads(args, model)
         shape = preflight(model, heads, prefix=args.prefix, block=args.block, length=length,
                           image_size=args.image_size)
-        plan.append((model, heads, shape.family == "decoder"))
-    if args.native and not any(dec for _, _, dec in plan):
+        plan.append((model, heads, shape.family == "decoder", _domains(args, model)))
+    _check_domains(args, plan)
+    if args.native and not any(dec for _, _, dec, _ in plan):
         raise PanelError("--native is for decoders (GPT-2, Qwen2): no decoder among the models")
     out = Path(args.out)
     identity = run_identity(model=models[0] if len(models) == 1 else models, eps=eps, prefix=args.prefix,
@@ -213,9 +244,10 @@ def _tasks(args) -> tuple[list, dict, Path]:
                       block=args.block, length=length, min_mass=args.min_mass, screen=args.screen,
                       attack=args.attack, geometry=args.geometry, device=args.device, image_dir=args.images,
                       effort=effort, identity=ident, native=native, tag=_tag(model, len(models) > 1),
-                      image_size=args.image_size)
-             for model, heads, decoder in plan for native in ((False, True) if decoder and args.native else (False,))
-             for s in range(n_sources) for (l, h) in heads]
+                      image_size=args.image_size, domain=domain)
+             for model, heads, decoder, domains in plan
+             for native in ((False, True) if decoder and args.native else (False,))
+             for domain in domains for s in range(n_sources) for (l, h) in heads]
     return tasks, identity, out
 
 

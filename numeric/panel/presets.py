@@ -29,7 +29,8 @@ from numeric.panel.provenance import PanelError
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUDY_SOURCES", "STUDY_EPS",
            "COMMON_MODELS", "COMMON_PER_FAMILY", "COMMON_SOURCES", "COMMON_EPS", "COMMON_LENGTH",
            "VIT_ARMS", "ARMS_SOURCES", "ARMS_EPS", "ARMS_EFFORT",
-           "ModelShape", "read_config", "model_shape", "preflight", "study_roster", "spread_roster"]
+           "ModelShape", "read_config", "model_shape", "preflight", "study_roster", "spread_roster",
+           "model_domains"]
 
 # The demo roster: 8 MiniLM heads spread over all 6 layers (layers 0 and 5
 # twice), chosen once by hand before any result was seen.
@@ -77,6 +78,39 @@ def _check_manifest(path: Path) -> None:
             verify_manifest(path)
         except ManifestError as e:
             raise PanelError(str(e)) from None
+
+
+def _model_dir(model: str) -> Path:
+    from numeric.heads.models import PRESETS, preset_path
+
+    return preset_path(model) if model in PRESETS else Path(model).expanduser()
+
+
+def model_domains(model: str, names: list, image_dir=None) -> list:
+    """The domains (``numeric.heads.domains``) of ``names`` that ``model`` reads, in registry order,
+    with its primary domain as ``""`` (its cells keep their keys); ``[]`` when it reads none of them.
+    A ViT reads the held-out digits when its manifest says so (``numeric.heads.extract.source_modality``)."""
+    from numeric.heads.domains import DomainError, resolve_domains
+
+    family = model_shape(model).family
+    if family != "vit":
+        modality = "text"
+    elif image_dir is not None:
+        modality = "images"
+    else:
+        man = _model_dir(model) / "manifest.json"
+        try:
+            sources = json.loads(man.read_text()).get("sources") if man.is_file() else None
+        except ValueError:
+            raise PanelError(f"{man} is not JSON") from None
+        modality = "digits" if sources == "digits" else "synthetic"
+    try:
+        found = resolve_domains(names, modality)
+    except DomainError as e:
+        raise PanelError(str(e)) from None
+    from numeric.heads.domains import primary_domain
+
+    return ["" if d == primary_domain(modality) else d for d in found]
 
 
 def read_config(model: str) -> dict:

@@ -97,6 +97,7 @@ def check_row(r) -> None:
     for k in ("family", "model", "source"):
         _label(r, k)
     _label(r, "cell_kind", optional=True)
+    _label(r, "domain", optional=True)
     _int(r, "layer")
     _int(r, "head")
     _eps(r)

@@ -29,7 +29,7 @@ __all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError",
            "write_record", "read_record", "read_rows", "write_table", "sort_key", "jsonable"]
 
 BASE_COLUMNS = [
-    "family", "model", "cell_kind", "layer", "head", "source", "eps", "n_rows", "n_cols", "L", "U",
+    "family", "model", "cell_kind", "layer", "head", "source", "domain", "eps", "n_rows", "n_cols", "L", "U",
     "lower_witness", "upper_witness", "seconds", "slack", "mass", "min_mass", "local_mass",
     "status", "verified", "lower_verified", "upper_verified", "attack_run", "attack_success",
     "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "svd_budget", "effort", "seed", "capped",

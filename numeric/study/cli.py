@@ -48,6 +48,7 @@ from numeric.study.load import TARGETS, load_study, target_values
 from numeric.study.protocol import PRIMARY, comparisons, reading
 from numeric.study.svd_target import TableDisagreement
 from numeric.study.targets import other_targets
+from numeric.study.transfer import transfer_markdown, transfer_rows, transfer_section
 from numeric.study.write import check_outputs, write_outputs
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
@@ -153,7 +154,9 @@ def run(args, command: str) -> dict:
              "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
     verdicts = {b: reading(results, b) for b in ("G", "I")}
-    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts, targets) | {"out": str(out)}
+    transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
+    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts, targets,
+                         sections={"transfer": (transfer, transfer_markdown(transfer))}) | {"out": str(out)}
 
 
 def calibrate_main(args) -> int:

@@ -12,7 +12,7 @@ columns (the gauge audit) or selecting rows (the bootstrap).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -26,7 +26,8 @@ class StudyError(ValueError):
 @dataclass(frozen=True)
 class StudyData:
     """Rows of the study: ``numeric[col]`` and ``categorical[col]`` arrays, target ``y``,
-    clusters ``sources``, ``heads``, ``families``, and ``cell_ids`` for the predictions."""
+    clusters ``sources``, ``heads``, ``families``, ``cell_ids`` for the predictions, and each row's
+    source ``domains`` (``numeric.heads.domains``; None: not known, one domain)."""
 
     numeric: dict = field(repr=False)
     categorical: dict = field(repr=False)
@@ -35,14 +36,16 @@ class StudyData:
     heads: np.ndarray = field(repr=False)
     families: np.ndarray = field(repr=False)
     cell_ids: np.ndarray = field(repr=False)
+    domains: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, numeric, categorical, y, sources, heads, families, cell_ids=None) -> "StudyData":
+    def build(cls, numeric, categorical, y, sources, heads, families, cell_ids=None, domains=None) -> "StudyData":
         y = np.asarray(y, dtype=np.float64)
         ids = np.arange(y.size).astype(str) if cell_ids is None else np.asarray(cell_ids, dtype=str)
         return cls({k: np.asarray(v, dtype=np.float64) for k, v in numeric.items()},
                    {k: np.asarray(v, dtype=str) for k, v in categorical.items()}, y,
-                   np.asarray(sources, dtype=str), np.asarray(heads, dtype=str), np.asarray(families, dtype=str), ids)
+                   np.asarray(sources, dtype=str), np.asarray(heads, dtype=str), np.asarray(families, dtype=str), ids,
+                   None if domains is None else np.asarray(domains, dtype=str))
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -71,5 +74,4 @@ class StudyData:
 
     def with_column(self, name: str, values) -> "StudyData":
         """A copy with one more numeric column (the placebo block)."""
-        return StudyData({**self.numeric, name: np.asarray(values, dtype=np.float64)}, self.categorical, self.y,
-                         self.sources, self.heads, self.families, self.cell_ids)
+        return replace(self, numeric={**self.numeric, name: np.asarray(values, dtype=np.float64)})

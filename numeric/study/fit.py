@@ -58,7 +58,11 @@ def make_model():
 
 class FastRidgeCV:
     """Median imputation, standardisation and ridge with the leave-one-out-best
-    penalty of ``ALPHAS``, the intercept unpenalised (as ``make_model``)."""
+    penalty of ``ALPHAS``, the intercept unpenalised (as ``make_model``); ``alphas``: other
+    penalties to choose from (one: a fixed penalty, the domain transfer's deletions)."""
+
+    def __init__(self, alphas=None):
+        self.alphas = ALPHAS if alphas is None else tuple(alphas)
 
     def fit(self, X: np.ndarray, y: np.ndarray, copies=None) -> "FastRidgeCV":
         """``copies[i]``: how many rows of ``X`` are copies of row ``i`` (a bootstrap draw); the
@@ -80,12 +84,12 @@ class FastRidgeCV:
         lam = np.maximum(lam, 0.0)
         ZV = Z @ V                                             # = U diag(s): no division by small s
         vty = ZV.T @ yc
-        inv = 1.0 / (lam + np.asarray(ALPHAS)[:, None])        # [alpha, k]
+        inv = 1.0 / (lam + np.asarray(self.alphas)[:, None])   # [alpha, k]
         hat = inv @ (ZV**2).T + 1.0 / y.size                   # leverage, intercept included
         c = 1.0 if copies is None else np.asarray(copies, dtype=np.float64)
         loo = (yc - (inv * vty) @ ZV.T) / (1.0 - c * hat)
         best = int(np.argmin(np.mean(loo**2, axis=1)))
-        self.alpha_ = ALPHAS[best]
+        self.alpha_ = self.alphas[best]
         self.coef_ = V @ (inv[best] * vty)
         return self
 

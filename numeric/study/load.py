@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
+from numeric.heads.domains import row_domain
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import StudyData, StudyError
 
@@ -174,4 +175,4 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
     numeric = {c: [_number(r.get(c)) for r in rows] for c in cols if c not in CATEGORICAL}
     categorical = {c: [str(r.get(c, "")) for r in rows] for c in CATEGORICAL}
     return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads, families,
-                           [str(r.get("cell_id", "")) for r in rows])
+                           [str(r.get("cell_id", "")) for r in rows], [row_domain(r) for r in rows])

@@ -110,7 +110,7 @@ def _gauge_table(doc: dict) -> list:
     return lines
 
 
-def _markdown(doc: dict) -> str:
+def _markdown(doc: dict, extra: tuple = ()) -> str:
     s = doc["setup"]
     boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
             else "secondary bootstrap off; ")
@@ -135,7 +135,9 @@ def _markdown(doc: dict) -> str:
     if doc.get("gbm"):
         gbm = ["", f"## Robustness: gradient-boosted model ({s['gbm_replicates']} resamples, same seed)", ""]
         gbm += _table({"comparisons": doc["gbm"]})
-    return "\n".join(head + _table(doc) + _targets_section(doc) + gauge + _gauge_table(doc) + gbm
+    return "\n".join(head + _table(doc) + _targets_section(doc)
+                     + [line for lines in extra for line in [""] + list(lines)]
+                     + gauge + _gauge_table(doc) + gbm
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
@@ -206,14 +208,16 @@ def _targets_section(doc: dict) -> list:
 
 
 def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None,
-                  reading: dict | None = None, targets=None) -> dict:
+                  reading: dict | None = None, targets=None, sections: dict | None = None) -> dict:
     """Write the files under ``out`` (``numeric.safeio``, ``root=out``); return the JSON document (``gbm``: the
     boosted check, or None; ``reading``: the reading rule's verdict per block; ``targets``:
-    ``numeric.study.targets.other_targets``)."""
+    ``numeric.study.targets.other_targets``; ``sections``: further rows of the study,
+    ``{json key: (JSON value, Markdown lines)}``, e.g. the domain transfer, ``numeric.study.transfer``)."""
     out = Path(out)
     check_outputs(out)
     doc = {"command": command, "setup": setup, "reading": reading or {}, "comparisons": _results(results),
            "gauge": [asdict(g) for g in gauge]}
+    doc.update({k: v for k, (v, _) in (sections or {}).items()})
     if gbm is not None:
         doc["gbm"] = _results(gbm)
     if targets is not None:
@@ -225,5 +229,5 @@ def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: st
     write_text(out / "predictions.csv", _predictions_csv(data, preds), root=out)
     _figure(doc, out / "figures" / "gains.png", out)
     _scatter(data, preds, out / "figures" / "heldout.png", out)
-    write_text(out / "study.md", _markdown(doc), root=out)
+    write_text(out / "study.md", _markdown(doc, tuple(lines for _, lines in (sections or {}).values())), root=out)
     return doc
