@@ -74,10 +74,10 @@ def build_panel(out, heads=N_CELLS, seed=0):
         (out / "heads").mkdir(exist_ok=True)
         save_file({"logits": logits, "matrix": A, "Q": logits[:, :2].copy(), "K": logits[:, 2:4].copy()},
                   str(out / "heads" / f"{key}.safetensors"))
-        rows = [row(0, head, 0, c["eps"], c["lower"]["rank"], c["upper"]["rank"], n=8, cell_id=c["id"],
+        rows = [row(0, head, 0, c.eps, c.lower.rank, c.upper.rank, n=8, cell_id=c.id,
                     file=f"brackets/{key}.safetensors", cell_kind="full",
-                    lower_witness=c["lower"]["witness"]["kind"], upper_witness=c["upper"]["witness"]["kind"],
-                    slack=float(Fraction(c["target"]["slack"]))) for c in res.cells]
+                    lower_witness=c.lower.kind, upper_witness=c.upper.kind,
+                    slack=float(Fraction(c.target.slack))) for c in res.cells]
         write_record(out, key, {"signature": {"identity": IDENTITY}, "rows": rows})
     return out
 

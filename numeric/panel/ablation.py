@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
+
 __all__ = ["DECODED", "ABLATION_DIR", "Ablated", "ablated_lowers"]
 
 DECODED = "reconstruction/decoded"   # numeric.search.inverse.decoded's family name
@@ -47,13 +49,12 @@ def _family(cell) -> str | None:
     return ((cell.provenance or {}).get("search") or {}).get("lower_family")
 
 
-def _lower_json(c, prefix: str) -> tuple[dict, dict]:
-    if c.kind == "trivial":
-        return {"kind": "trivial"}, {}
-    if c.kind == "frobenius":
-        return {"kind": "frobenius", "k": int(c.k)}, {}
-    names = {k: f"{prefix}/{k}" for k in c.tensors}
-    return {"kind": c.kind, **names}, {names[k]: v for k, v in c.tensors.items()}
+def _lower_claim(c, prefix: str) -> tuple[Claim, dict]:
+    """The candidate's lower side (``numeric.search.driver.lower_claim``) and its tensors, named under ``prefix``."""
+    from numeric.search.driver import lower_claim
+
+    names = {} if c.kind in ("trivial", "frobenius") else {k: f"{prefix}/{k}" for k in c.tensors}
+    return lower_claim(c, names), {names[k]: v for k, v in c.tensors.items() if k in names}
 
 
 def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
@@ -75,17 +76,16 @@ def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
     if not cands:
         return 0, "none"
     tensors = {"A": A}
-    target = {"matrix": "A"}
+    target = TargetSpec("A")
     if cell.target.logits is not None:
         tensors["H"] = np.asarray(bf.tensors[cell.target.logits], dtype=np.float64)
-        target.update({"logits": "H", "slack": format_rational(slack)})
+        target = TargetSpec("A", "H", format_rational(slack))
     cells = []
     for i, c in enumerate(cands):
-        lower, extra = _lower_json(c, f"c{i}")
+        lower, extra = _lower_claim(c, f"c{i}")
         tensors.update(extra)
-        cells.append({"id": f"{cell.id}/without-decoded/{c.family}", "eps": cell.eps_text, "target": target,
-                      "lower": {"rank": int(c.rank), "witness": lower},
-                      "upper": {"rank": int(min(A.shape)), "witness": {"kind": "trivial"}}})
+        cells.append(CellSpec(f"{cell.id}/without-decoded/{c.family}", cell.eps_text, target, lower,
+                              Claim.of(int(min(A.shape)), "trivial")))
     # verified from a private copy, then written into DIR (numeric.safeio: never over a link or a non-file)
     tmp = Path(tmpdir) / f"{len(list(Path(tmpdir).iterdir()))}.safetensors"
     write_bracket_file(tmp, cells, tensors)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from exact.cellspec import CellSpec
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, cell_seed
 from numeric.panel.table import atomic_write, read_record, record_path, write_record
@@ -117,21 +118,20 @@ def _study_columns(lm, cap, task: CellTask) -> tuple[dict, dict]:
         return {"study_error": f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"}, {}
 
 
-def direct_upper_check(cell: dict, tensors: dict) -> bool | None:
+def direct_upper_check(cell: CellSpec, tensors: dict) -> bool | None:
     """||A - P Q^T||_row1 <= eps - slack, recomputed exactly from the file's tensors
     (K.1 with the slack of K.5), outside the certificate code. None when the
     upper witness is not a factorisation."""
-    up = cell.get("upper", {}).get("witness", {})
-    if up.get("kind") != "factors":
+    if cell.upper.kind != "factors":
         return None
     from exact.matrix import ExactMatrix
     from exact.norms import row_l1_norm
     from exact.rational import parse_rational
 
-    A = ExactMatrix.from_float64(tensors[cell["target"]["matrix"]])
-    P = ExactMatrix.from_float64(tensors[up["P"]])
-    Q = ExactMatrix.from_float64(tensors[up["Q"]])
-    bound = parse_rational(cell["eps"]) - parse_rational(cell["target"].get("slack", "0"))
+    A = ExactMatrix.from_float64(tensors[cell.target.matrix])
+    P = ExactMatrix.from_float64(tensors[cell.upper.fields["P"]])
+    Q = ExactMatrix.from_float64(tensors[cell.upper.fields["Q"]])
+    bound = parse_rational(cell.eps) - parse_rational(cell.target.slack or "0")
     return bool(row_l1_norm(A - P @ Q.T) <= bound)
 
 
@@ -207,14 +207,14 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     geometry = task.geometry and not task.native
     geo = _geometry_columns(cap) if geometry else {}
     study, study_eps = _study_columns(lm, cap, task) if geometry else ({}, {})
-    by_eps = {_eps_key(c["eps"]): c for c in res.cells}
+    by_eps = {_eps_key(c.eps): c for c in res.cells}
     rows = []
     for rec in res.results:
         e = _eps_key(rec.eps)
         cell = by_eps.get(e)
-        rep = reports.get(cell["id"]) if cell else None
+        rep = reports.get(cell.id) if cell else None
         direct = direct_upper_check(cell, res.tensors) if cell else None
-        search_prov = (cell or {}).get("provenance", {}).get("search", {})
+        search_prov = (cell.provenance or {}).get("search", {}) if cell else {}
         row = dict(base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
                    upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
                    slack=float(rec.slack) if rec.slack is not None else None, status="ok",
@@ -224,7 +224,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
                    attack_success=bool(rec.attack_success),
                    direct_checked=direct is not None, direct_passed=bool(direct),
                    capped=bool(getattr(rec, "capped", False) or search_prov.get("capped", False)),
-                   cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank)
+                   cell_id=cell.id if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank)
         row.update(geo)
         row.update(study)
         row.update(study_eps.get(e, {}))
