@@ -114,27 +114,27 @@ def _ablated(out: Path, rows: list, eps: Fraction, family: str, tmpdir: str) -> 
     from numeric.panel.audit import BRACKET_BYTES
     from numeric.safeio import snapshot
 
-    verified = [r for r in rows if r.get("status") == "ok" and r.get("verified")]
+    verified = [r for r in rows if r.status == "ok" and r.verified]
     result = {}
     files: dict = {}
     work = Path(tmpdir) / "work"
     work.mkdir()
     for r in verified:
-        if Fraction(r["eps"]) != eps:
+        if Fraction(r.eps) != eps:
             continue
-        if r["file"] not in files:
+        if r.file not in files:
             copy = Path(tmpdir) / f"in{len(files)}.safetensors"
-            snapshot(out / r["file"], copy, limit=BRACKET_BYTES, root=out)
+            snapshot(out / r.file, copy, limit=BRACKET_BYTES, root=out)
             bf = read_bracket_file(copy)
-            files[r["file"]] = (bf, {c.id: c for c in bf.cells})
-        bf, cells = files[r["file"]]
-        cell = cells[r["cell_id"]]
+            files[r.file] = (bf, {c.id: c for c in bf.cells})
+        bf, cells = files[r.file]
+        cell = cells[r.cell_id]
         if _family(cell) != family:
-            result[r["cell_id"]] = Ablated(int(r["L"]), "kept")
+            result[r.cell_id] = Ablated(int(r.L), "kept")
             continue
-        others = [int(o["L"]) for o in verified if o["file"] == r["file"] and o["cell_id"] != r["cell_id"]
-                  and Fraction(o["eps"]) >= eps and _family(cells[o["cell_id"]]) != family]
+        others = [int(o.L) for o in verified if o.file == r.file and o.cell_id != r.cell_id
+                  and Fraction(o.eps) >= eps and _family(cells[o.cell_id]) != family]
         best = Ablated(max(others), "other tolerance") if others else Ablated(0, "none")
         L, how = _fallback(out, bf, cell, work)
-        result[r["cell_id"]] = best if best.L >= L else Ablated(L, how)
+        result[r.cell_id] = best if best.L >= L else Ablated(L, how)
     return result

@@ -27,7 +27,8 @@ from pathlib import Path
 from exact.cellspec import CellSpec
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, cell_seed
-from numeric.panel.table import atomic_write, read_record, record_path, write_record
+from numeric.panel.schema import ROW_SCHEMA, PanelRow
+from numeric.panel.table import RecordError, atomic_write, read_record, record_path, write_record
 
 __all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check", "family_label"]
 
@@ -191,7 +192,7 @@ def _verify(path: Path, out: Path) -> dict:
     return {r.id: r for r in reports}
 
 
-def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
+def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[PanelRow], dict]:
     """Search, export, verify: one row per tolerance, and the search's run provenance."""
     from numeric.search.driver import search_brackets
 
@@ -215,19 +216,17 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
         rep = reports.get(cell.id) if cell else None
         direct = direct_upper_check(cell, res.tensors) if cell else None
         search_prov = (cell.provenance or {}).get("search", {}) if cell else {}
-        row = dict(base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
-                   upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
-                   slack=float(rec.slack) if rec.slack is not None else None, status="ok",
-                   verified=bool(rep and rep.verified), lower_verified=bool(rep and rep.lower.verified),
-                   upper_verified=bool(rep and rep.upper.verified),
-                   attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
-                   attack_success=bool(rec.attack_success),
-                   direct_checked=direct is not None, direct_passed=bool(direct),
-                   capped=bool(getattr(rec, "capped", False) or search_prov.get("capped", False)),
-                   cell_id=cell.id if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank)
-        row.update(geo)
-        row.update(study)
-        row.update(study_eps.get(e, {}))
+        row = PanelRow(**base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
+                       upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
+                       slack=float(rec.slack) if rec.slack is not None else None, status="ok",
+                       verified=bool(rep and rep.verified), lower_verified=bool(rep and rep.lower.verified),
+                       upper_verified=bool(rep and rep.upper.verified),
+                       attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
+                       attack_success=bool(rec.attack_success),
+                       direct_checked=direct is not None, direct_passed=bool(direct),
+                       capped=bool(rec.capped or search_prov.get("capped", False)),
+                       cell_id=cell.id if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank,
+                       descriptors={**geo, **study, **study_eps.get(e, {})})
         rows.append(row)
         if rec.attack_success:
             raise SoundnessError(f"SOUNDNESS BUG: rank-{rec.lower - 1} attack succeeded on {task.key} "
@@ -235,7 +234,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     return rows, dict(res.provenance)
 
 
-def run_cell(task: CellTask) -> list[dict]:
+def run_cell(task: CellTask) -> list[PanelRow]:
     """Extract, search, export, verify one (head, source) cell; rows per eps."""
     from numeric.heads.extract import extract_heads, source_for
 
@@ -254,23 +253,24 @@ def run_cell(task: CellTask) -> list[dict]:
             "hf_max_abs_diff": cap.hf_max_abs_diff, "effort": task.effort, "seed": seed}
     status = _status(task, lm, cap)
     if status != "ok":
-        rows, search = [dict(base, eps=e, status=status) for e in task.eps], {}
+        rows, search = [PanelRow(**base, eps=e, status=status) for e in task.eps], {}
     else:
         rows, search = _search_rows(task, lm, cap, base, seed)
-    write_record(task.out, task.key, {"signature": task.signature(), "rows": rows, "search": search,
-                                      "seed": seed, "seconds": time.perf_counter() - t0})
+    write_record(task.out, task.key, {"schema": ROW_SCHEMA, "signature": task.signature(),
+                                      "rows": [r.to_json() for r in rows], "search": search, "seed": seed,
+                                      "seconds": time.perf_counter() - t0})
     return rows
 
 
-def finished_rows(task: CellTask) -> list[dict] | None:
+def finished_rows(task: CellTask) -> list[PanelRow] | None:
     """The rows of a finished cell with the task's signature, or None (to be run)."""
     try:
-        doc = read_record(record_path(task.out, task.key))
-    except ValueError:
+        doc, rows = read_record(record_path(task.out, task.key))
+    except RecordError:
         return None
-    if doc.get("signature") != task.signature():
+    if doc["signature"] != task.signature():
         return None
-    for r in doc["rows"]:
-        if r.get("status") == "ok" and not (Path(task.out) / r.get("file", "")).is_file():
+    for r in rows:
+        if r.ok and not (Path(task.out) / (r.file or "")).is_file():
             return None
-    return doc["rows"]
+    return rows
