@@ -314,8 +314,9 @@ def _cell(obj, index: int, layout: dict) -> Cell:
         _odd_map_shapes(lower.fields, layout[tgt.matrix][0], layout, f"{what} lower witness")
     upper = _claim(obj["upper"], f"{what} upper", UPPER_KINDS, layout)
     # every field is validated: only now the cell's typed spec is built
-    spec = CellSpec(obj["id"], obj["eps"], TargetSpec(tgt.matrix, tgt.logits, target["slack"] if tgt.logits is not None else None),
-                    lower, upper, obj.get("provenance"))
+    slack = target["slack"] if tgt.logits is not None else None
+    spec = CellSpec(obj["id"], obj["eps"], TargetSpec(tgt.matrix, tgt.logits, slack), lower, upper,
+                    obj.get("provenance"))
     return Cell(spec, eps, tgt)
 
 

@@ -74,9 +74,9 @@ def decoded_cell(cid: str, H: np.ndarray, eps: fmpq, tensors: dict, provenance: 
         upper = Claim.of(P.shape[1], "factors", P=f"P_{cid}", Q=f"Q_{cid}")
     else:
         upper = Claim.of(min(m, n), "trivial")
+    lemma = "separated subset, decoded witness (K.4); truncated Fourier factors (K.1)"
     return CellSpec(cid, rational_string(_frac(eps)), TargetSpec(f"A_{cid}", f"H_{cid}", rational_string(_frac(slack))),
-                    lower, upper, dict(provenance, source="proofs_checks",
-                                       lemma="separated subset, decoded witness (K.4); truncated Fourier factors (K.1)"))
+                    lower, upper, dict(provenance, source="proofs_checks", lemma=lemma))
 
 
 # ------------------------------------------------------------------ circle (I.1)

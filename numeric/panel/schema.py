@@ -122,9 +122,21 @@ def _eps(d: JSON, k: str = "eps") -> None:
     _need(0 < q <= 1, f"{k} is not in (0, 1]")
 
 
+#: The keys of every row, and those a row of status ``ok`` has besides.
+REQUIRED = ("status", "family", "model", "layer", "head", "source", "eps")
+REQUIRED_OK = ("cell_id", "file", "L", "U", "n_rows", "n_cols", "lower_witness", "upper_witness", "seconds", "verified",
+               "lower_verified", "upper_verified", "attack_run", "attack_success", "direct_checked", "direct_passed")
+
+
+def _present(r: JSON, keys: tuple[str, ...]) -> None:
+    missing = next((k for k in keys if k not in r), None)
+    _need(missing is None, f"missing key {missing!r}")
+
+
 def check_row(r: Any) -> None:
     """One row of a cell record (``numeric.panel.cell``): ``SchemaError`` on the first field that does not fit."""
     _need(isinstance(r, dict), "a row is not an object")
+    _present(r, REQUIRED)
     _need(_at(r, "status") in STATUSES, f"status is not one of {', '.join(STATUSES)}")
     for k in ("family", "model", "source"):
         _label(r, k)
@@ -136,6 +148,7 @@ def check_row(r: Any) -> None:
         _num(r, k)
     if r["status"] != "ok":
         return
+    _present(r, REQUIRED_OK)
     _label(r, "cell_id")
     _label(r, "file")
     _int(r, "L")
