@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
+from numeric.panel.provenance import CellProvenance
 
 __all__ = ["DECODED", "ABLATION_DIR", "Ablated", "ablated_lowers"]
 
@@ -46,7 +47,7 @@ class Ablated:
 
 def _family(cell) -> str | None:
     """The lower family a bracket cell's certificate came from (its search provenance)."""
-    return ((cell.provenance or {}).get("search") or {}).get("lower_family")
+    return CellProvenance.from_json(cell.provenance).search.lower_family
 
 
 def _lower_claim(c, prefix: str) -> tuple[Claim, dict]:

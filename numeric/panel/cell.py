@@ -215,7 +215,6 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[P
         cell = by_eps.get(e)
         rep = reports.get(cell.id) if cell else None
         direct = direct_upper_check(cell, res.tensors) if cell else None
-        search_prov = (cell.provenance or {}).get("search", {}) if cell else {}
         row = PanelRow(**base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
                        upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
                        slack=float(rec.slack) if rec.slack is not None else None, status="ok",
@@ -224,7 +223,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[P
                        attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
                        attack_success=bool(rec.attack_success),
                        direct_checked=direct is not None, direct_passed=bool(direct),
-                       capped=bool(rec.capped or search_prov.get("capped", False)),
+                       capped=bool(rec.capped),      # the search provenance's "capped" (the same flag)
                        cell_id=cell.id if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank,
                        descriptors={**geo, **study, **study_eps.get(e, {})})
         rows.append(row)
