@@ -39,7 +39,7 @@ ROW_SCHEMA = 1
 #: study's (``numeric.panel.features``: b0/b1/b2 blocks and the gauge audit ``iaudit_*``) and their
 #: ``*_error`` columns. A new descriptor family is one more prefix here.
 DESCRIPTOR_PREFIXES = ("b0_", "b1_", "b2_", "c_", "canon_", "gamma_", "geom_", "geometry_", "iaudit_", "intrinsic_",
-                       "kappa_", "log1p_", "logit_change_", "native_", "q_residual", "softmax_mismatch", "study_",
+                       "kappa_", "log1p_", "logit_change_", "native_", "profile_", "q_residual", "softmax_mismatch", "study_",
                        "svd_r", "svd_interaction_", "tau0", "width_spectrum_gap")
 _DESCRIPTOR_NAME = re.compile(r"[a-z][a-z0-9_]{0,127}")
 #: A JSON object, as read.
