@@ -47,6 +47,7 @@ def make_logits(n: int, seed: int) -> np.ndarray:
 
 def write_frobenius(path: Path, n: int) -> None:
     """One Frobenius-tail cell (K.2) on an n x n random stochastic matrix: k = n/4, eps 0.9 of the threshold."""
+    from exact.cellspec import CellSpec, Claim, TargetSpec
     from numeric.bracketwriter import write_bracket_file
 
     rng = np.random.default_rng(n)
@@ -55,9 +56,8 @@ def write_frobenius(path: Path, n: int) -> None:
     s = np.linalg.svd(A, compute_uv=False)
     k = n // 4
     eps = 0.9 * np.sqrt((s[k:] ** 2).sum() / n)
-    write_bracket_file(path, [{"id": f"frobenius{n}", "eps": repr(float(eps)), "target": {"matrix": "A"},
-                               "lower": {"rank": k + 1, "witness": {"kind": "frobenius", "k": k}},
-                               "upper": {"rank": n, "witness": {"kind": "trivial"}}}], {"A": A})
+    write_bracket_file(path, [CellSpec(f"frobenius{n}", repr(float(eps)), TargetSpec("A"),
+                                       Claim.of(k + 1, "frobenius", k=k), Claim.of(n, "trivial"))], {"A": A})
 
 
 def make(out: Path, minilm: bool) -> None:

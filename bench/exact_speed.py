@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.verify import verify_file
 from numeric.bracketwriter import rational_string, write_bracket_file
 
@@ -77,13 +78,13 @@ def make_cell(n: int, k_up: int, d_low: int, seed: int = 0, slack_mode: str = "f
     assert up_err + float(slack) < eps, (up_err, eps)
     tensors = {"A": A, "H": H, "P": P, "Q": Q, "R": R, "X": X, "L": X.T.copy(), "G": G, "Z": Z,
                "M": Z.T.copy()}
-    target = {"matrix": "A", "logits": "H", "slack": rational_string(slack)}
-    upper = {"rank": k_up, "witness": {"kind": "factors", "P": "P", "Q": "Q"}}
+    target = TargetSpec("A", "H", rational_string(slack))
+    upper = Claim.of(k_up, "factors", P="P", Q="Q")
     cells = [
-        {"id": "column-side", "eps": rational_string(eps), "target": target, "upper": upper,
-         "lower": {"rank": d_low, "witness": {"kind": "reconstruction", "R": "R", "X": "X", "L": "L"}}},
-        {"id": "row-side", "eps": rational_string(eps), "target": target, "upper": upper,
-         "lower": {"rank": d_low, "witness": {"kind": "row_reconstruction", "G": "G", "Z": "Z", "M": "M"}}},
+        CellSpec("column-side", rational_string(eps), target, Claim.of(d_low, "reconstruction", R="R", X="X", L="L"),
+                 upper),
+        CellSpec("row-side", rational_string(eps), target, Claim.of(d_low, "row_reconstruction", G="G", Z="Z", M="M"),
+                 upper),
     ]
     return cells, tensors, eps, slack
 
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
     all_ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for cell in cells:
-            path = os.path.join(tmp, cell["id"] + ".safetensors")
+            path = os.path.join(tmp, cell.id + ".safetensors")
             write_bracket_file(path, [cell], tensors)
             exact_times, float_times = [], []
             for _ in range(args.repeat):
@@ -138,12 +139,12 @@ def main(argv=None) -> int:
                 exact_times.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 bf = read_bracket_file(path)          # the float check reads the same file
-                ok = float_checks(bf.tensors, eps, slack, cell["id"] == "row-side")
+                ok = float_checks(bf.tensors, eps, slack, cell.id == "row-side")
                 float_times.append(time.perf_counter() - t0)
             te, tf = min(exact_times), min(float_times)
             verdict = (report.lower.verified, report.upper.verified, ok)
             all_ok &= all(verdict)
-            print(f"{cell['id']:<12} {te * 1e3:9.1f} {tf * 1e3:11.1f} {te / tf:7.1f}  {verdict}")
+            print(f"{cell.id:<12} {te * 1e3:9.1f} {tf * 1e3:11.1f} {te / tf:7.1f}  {verdict}")
     return 0 if all_ok else 1
 
 

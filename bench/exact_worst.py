@@ -47,11 +47,11 @@ from flint import fmpz_mat
 from exact.bracketfile import read_bracket_file
 from exact.limits import MAX_WORK, work_limit
 from exact.matrix import ExactMatrix
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.slack import softmax_slack_bound
 from exact.verify import judge_file
 from numeric.bracketwriter import rational_string, write_bracket_file
 
-TRIVIAL = {"lower": {"rank": 0, "witness": {"kind": "trivial"}}}
 
 
 def _softmax(H):
@@ -60,8 +60,7 @@ def _softmax(H):
 
 
 def _cell(i, target, n, eps="1/4"):
-    return {"id": f"c{i}", "eps": eps, "target": target, **TRIVIAL,
-            "upper": {"rank": n, "witness": {"kind": "trivial"}}}
+    return CellSpec(f"c{i}", eps, target, Claim.of(0, "trivial"), Claim.of(n, "trivial"))
 
 
 def _file(tmp, name, cells, tensors):
@@ -101,14 +100,14 @@ def cases(quick: bool):
     m, n = 1024 // s, 1024
     H = rng.normal(scale=3.0, size=(m, n))
     A = _softmax(H)
-    path = _file(tmp, "float", [_cell(0, {"matrix": "A", "logits": "H", "slack": "1/1000000000000"}, m)],
+    path = _file(tmp, "float", [_cell(0, TargetSpec("A", "H", "1/1000000000000"), m)],
                  {"A": A, "H": H})
     out.append(("float slack", f"{m} x {n}, slack 1e-12 (float bound only)", lambda: _judge(path)))
 
     m2 = 64 // s
     H2, A2 = H[:m2], np.nextafter(A[:m2], 1.0)
     q = softmax_slack_bound(H2, A2)
-    tight = _file(tmp, "arb", [_cell(0, {"matrix": "A", "logits": "H", "slack": rational_string(Fraction(int(q.p), int(q.q)))}, m2)],
+    tight = _file(tmp, "arb", [_cell(0, TargetSpec("A", "H", rational_string(Fraction(int(q.p), int(q.q)))), m2)],
                   {"A": A2, "H": H2})
     out.append(("arb slack", f"{m2} x {n}, slack at the arb bound (every row by arb)", lambda: _judge(tight)))
 
@@ -116,7 +115,7 @@ def cases(quick: bool):
     Hs = [rng.normal(scale=3.0, size=(mk, nk)) for _ in range(k)]
     As = [_softmax(h) for h in Hs]
     tensors = {**{f"H{i}": h for i, h in enumerate(Hs)}, **{f"A{j}": a for j, a in enumerate(As)}}
-    zero = [_cell(i * k + j, {"matrix": f"A{j}", "logits": f"H{i}", "slack": "0"}, mk) for i in range(k) for j in range(k)]
+    zero = [_cell(i * k + j, TargetSpec(f"A{j}", f"H{i}", "0"), mk) for i in range(k) for j in range(k)]
     attack = _file(tmp, "zero", zero, tensors)
     out.append(("slack 0, k x k", f"{k} logits x {k} matrices of {mk} x {nk}, {k * k} cells, slack 0",
                 lambda: _judge(attack)))
@@ -130,7 +129,7 @@ def cases(quick: bool):
     pairs = []
     for j, a in enumerate(Ak):
         b = softmax_slack_bound(Hk, a)
-        pairs.append(_cell(j, {"matrix": f"A{j}", "logits": "H", "slack": rational_string(Fraction(int(b.p), int(b.q)))}, 32))
+        pairs.append(_cell(j, TargetSpec(f"A{j}", "H", rational_string(Fraction(int(b.p), int(b.q)))), 32))
     shared = _file(tmp, "shared", pairs, {"H": Hk, **{f"A{j}": a for j, a in enumerate(Ak)}})
     out.append(("arb, 1 x k", f"1 logits x {k3} matrices of 32 x 256, {k3} cells at their arb bounds (every row by arb)",
                 lambda: _judge(shared)))
@@ -140,9 +139,8 @@ def cases(quick: bool):
     As_[0, 0] = 5e-324
     R = np.eye(ns)
     R[0, 1] = 1e300
-    spread = _file(tmp, "spread", [{"id": "s", "eps": "1/4", "target": {"matrix": "A"},
-                                    "lower": {"rank": ns, "witness": {"kind": "reconstruction", "R": "R", "X": "I", "L": "I"}},
-                                    "upper": {"rank": ns, "witness": {"kind": "trivial"}}}],
+    spread = _file(tmp, "spread", [CellSpec("s", "1/4", TargetSpec("A"), Claim.of(ns, "reconstruction", R="R", X="I", L="I"),
+                                            Claim.of(ns, "trivial"))],
                    {"A": As_, "R": R, "I": np.eye(ns)})
     out.append(("exponent spread", f"{ns} x {ns} reconstruction, a subnormal in A and 1e300 in R", lambda: _judge(spread)))
     return out

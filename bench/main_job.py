@@ -36,7 +36,7 @@ def timed(cmd: list) -> tuple[float, int]:
 
 
 def _max(rows, key):
-    vals = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    vals = [float(r.column(key)) for r in rows if r.column(key) not in (None, "")]
     return max(vals) if vals else None
 
 

@@ -94,13 +94,13 @@ def run_case(name, A, H, eps, out_dir, device, effort="default"):
         control = None
         if rec.lower == rec.upper and rec.upper_witness.startswith("factors"):
             # closed control: the attack machinery (fresh, from the SVD) at rank U and eps - slack
-            e = float(Fraction(cell["eps"])) - (rec.slack or 0.0)
+            e = float(Fraction(cell.eps)) - (rec.slack or 0.0)
             control = bool(attack_rank(A, rec.upper, e * (1 - 1e-6), svd, device=device).success)
-        rows.append({"case": name, "group": name.split("/")[0], "eps": cell["eps"], "L": rec.lower,
+        rows.append({"case": name, "group": name.split("/")[0], "eps": cell.eps, "L": rec.lower,
                      "U": rec.upper, "svd": rec.svd_rank, "lower_witness": rec.lower_witness,
                      "upper_witness": rec.upper_witness, "seconds": rec.seconds, "capped": rec.capped,
                      "attack_success": rec.attack_success, "control_reached_U": control,
-                     "verified": bool(reports[cell["id"]].verified)})
+                     "verified": bool(reports[cell.id].verified)})
     return rows, seconds
 
 

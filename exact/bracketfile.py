@@ -23,32 +23,26 @@ import json
 import math
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from flint import fmpq
 
+from .cellspec import LOWER_KINDS, UPPER_KINDS, CellSpec, Claim, TargetSpec
 from .errors import LimitExceeded, MalformedInput
 from .limits import (MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, MAX_TENSOR_BYTES,
                      MAX_TENSORS)
 from .oddmap import MAX_ODDMAP_DIM, dimension, labels_of
 from .rational import parse_nonnegative
 
-__all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "BracketFile", "read_bracket_file", "header_facts",
-           "show", "UPPER_KINDS", "LOWER_KINDS"]
+__all__ = ["FORMAT", "VERSION", "Target", "Claim", "Cell", "CellSpec", "BracketFile", "read_bracket_file",
+           "header_facts", "show", "UPPER_KINDS", "LOWER_KINDS"]
 
 FORMAT = "softrank-brackets"
 VERSION = 1
 
-#: Witness kinds and the fields each must have: tensor names, or ints.
-UPPER_KINDS = {"trivial": {}, "factors": {"P": "tensor", "Q": "tensor"}}
-LOWER_KINDS = {
-    "trivial": {},
-    "reconstruction": {"R": "tensor", "X": "tensor", "L": "tensor"},
-    "row_reconstruction": {"G": "tensor", "Z": "tensor", "M": "tensor"},
-    "frobenius": {"k": "int"},
-    "odd_map": {"labels": "tensor", "points": "tensor"},
-}
+#: Witness kinds and the fields each must have (tensor names, or ints): ``exact.cellspec``, the one
+#: definition the producers and this reader share (``UPPER_KINDS``, ``LOWER_KINDS``).
 #: Bytes read at a time when an unreferenced tensor is checked for NaN and Inf.
 _CHUNK = 2**24
 
@@ -71,23 +65,32 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Claim:
-    """One side of a bracket: a rank and its witness (kind plus fields)."""
-
-    rank: int
-    kind: str
-    fields: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class Cell:
-    id: str
+    """A validated cell: ``spec`` as the file writes it (``exact.cellspec``), with its tolerance and slack parsed."""
+
+    spec: CellSpec
     eps: fmpq
-    eps_text: str
     target: Target
-    lower: Claim
-    upper: Claim
-    provenance: dict
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def eps_text(self) -> str:
+        return self.spec.eps
+
+    @property
+    def lower(self) -> Claim:
+        return self.spec.lower
+
+    @property
+    def upper(self) -> Claim:
+        return self.spec.upper
+
+    @property
+    def provenance(self) -> dict:
+        return dict(self.spec.provenance or {})
 
 
 @dataclass(frozen=True)
@@ -309,8 +312,12 @@ def _cell(obj, index: int, layout: dict) -> Cell:
     lower = _claim(obj["lower"], f"{what} lower", LOWER_KINDS, layout)
     if lower.kind == "odd_map":
         _odd_map_shapes(lower.fields, layout[tgt.matrix][0], layout, f"{what} lower witness")
-    return Cell(obj["id"], eps, obj["eps"], tgt, lower,
-                _claim(obj["upper"], f"{what} upper", UPPER_KINDS, layout), provenance)
+    upper = _claim(obj["upper"], f"{what} upper", UPPER_KINDS, layout)
+    # every field is validated: only now the cell's typed spec is built
+    slack = target["slack"] if tgt.logits is not None else None
+    spec = CellSpec(obj["id"], obj["eps"], TargetSpec(tgt.matrix, tgt.logits, slack), lower, upper,
+                    obj.get("provenance"))
+    return Cell(spec, eps, tgt)
 
 
 def _odd_map_shapes(fields: dict, target: tuple, layout: dict, what: str) -> None:

@@ -1,8 +1,10 @@
 """Write bracket files (format version 1, ``docs/bracket-format.md``): the producers' side.
 
 The format is defined in one place, the trusted core's ``exact.bracketfile``
-(``FORMAT``, ``VERSION``, the reader); this writer takes its constants from
-there. Writing is not checking, so it lives outside the trusted core: a bug
+(``FORMAT``, ``VERSION``, the reader) and its typed cell ``exact.cellspec.CellSpec``;
+this writer takes its constants from there, and every producer hands it
+``CellSpec`` objects (a plain JSON object passes through unchanged: the
+tests' hand-made, deliberately malformed files). Writing is not checking, so it lives outside the trusted core: a bug
 here makes a file the reader refuses or a claim it refutes, never a false
 claim verified. It needs only numpy, safetensors and ``numeric.safeio`` (the
 standard library), so every producer may import it: the float tier,
@@ -14,12 +16,15 @@ node is refused with ``numeric.safeio.SafeIOError``, issue 25).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from exact.bracketfile import FORMAT, VERSION
+from exact.cellspec import CellSpec
 from numeric.safeio import write_bytes
 
 __all__ = ["FORMAT", "VERSION", "write_bracket_file", "rational_string"]
@@ -43,8 +48,9 @@ def rational_string(x) -> str:
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
-def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray], *, root=None) -> Path:
-    """Write ``cells`` (CELL dicts of format v1) and their 2-D float64 tensors.
+def write_bracket_file(path, cells: Sequence[CellSpec | Mapping[str, Any]], tensors: dict[str, np.ndarray], *,
+                       root=None) -> Path:
+    """Write ``cells`` (``CellSpec``; a raw CELL object of format v1 only in tests) and their 2-D float64 tensors.
 
     Every tensor name a cell refers to must be in ``tensors``; tensors are
     written C-contiguous as float64. ``root``: no symbolic link is followed
@@ -61,5 +67,6 @@ def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray], 
         if not np.isfinite(a).all():
             raise ValueError(f"tensor {name!r} has NaN or Inf")
         out[name] = a
-    doc = {"format": FORMAT, "version": VERSION, "cells": cells}
+    doc = {"format": FORMAT, "version": VERSION,
+           "cells": [c.to_json() if isinstance(c, CellSpec) else c for c in cells]}
     return write_bytes(Path(path), save(out, metadata={"softrank": json.dumps(doc)}), root=root)

@@ -28,6 +28,7 @@ from flint import fmpq, fmpz
 
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, TrivialLower, TrivialUpper,
                                 UpperFactors, check_lower, check_upper)
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.errors import MalformedInput
 from exact.matrix import ExactMatrix
 from exact.norms import row_l1_norm
@@ -551,22 +552,22 @@ def export_cells(path, cells: list[CellResult]) -> None:
             raise ExportRefused(f"cell {name}: A did not round-trip through float64")
         uc = cell.upper_candidate
         if uc.kind == "trivial":
-            upper = {"kind": "trivial"}
+            upper = Claim.of(cell.upper, "trivial")
         else:
             P, Q = _to_exact_image(uc.witness.P), _to_exact_image(uc.witness.Q)
             if not check_upper(A, UpperFactors(P, Q), cell.eps, uc.rank).verified:
                 raise ExportRefused(f"cell {name}: the float64 image of the upper witness does not verify")
             tensors[f"c{n}.P"], tensors[f"c{n}.Q"] = P.to_float64(), Q.to_float64()
-            upper = {"kind": "factors", "P": f"c{n}.P", "Q": f"c{n}.Q"}
+            upper = Claim.of(cell.upper, "factors", P=f"c{n}.P", Q=f"c{n}.Q")
         lower = None
         candidates = [x for x in cell.lower_tests if x.rank == cell.lower and x.verified]
         if cell.lower == 0 or not candidates:
-            lower = {"kind": "trivial"}
+            lower = Claim.of(cell.lower, "trivial")
         for test in candidates:
             if test.kind == "trivial":
-                lower = {"kind": "trivial"}
+                lower = Claim.of(cell.lower, "trivial")
             elif test.kind == "frobenius":
-                lower = {"kind": "frobenius", "k": test.witness.k}
+                lower = Claim.of(cell.lower, "frobenius", k=test.witness.k)
             else:
                 w = test.witness
                 R, X, L = (_to_exact_image(m) for m in (w.R, w.X, w.L))
@@ -574,16 +575,13 @@ def export_cells(path, cells: list[CellResult]) -> None:
                     continue
                 tensors[f"c{n}.R"], tensors[f"c{n}.X"], tensors[f"c{n}.L"] = (
                     R.to_float64(), X.to_float64(), L.to_float64())
-                lower = {"kind": "reconstruction", "R": f"c{n}.R", "X": f"c{n}.X", "L": f"c{n}.L"}
+                lower = Claim.of(cell.lower, "reconstruction", R=f"c{n}.R", X=f"c{n}.X", L=f"c{n}.L")
             break
         if lower is None:
             raise ExportRefused(f"cell {name}: no lower witness survives float64 rounding")
-        out.append({"id": f"twobit {name}", "eps": format_rational(cell.eps),
-                    "target": {"matrix": a_name},
-                    "lower": {"rank": cell.lower, "witness": lower},
-                    "upper": {"rank": cell.upper, "witness": upper},
-                    "provenance": {"oracle": "oracles.twobit", "t": _fmt(cell.t), "s": _fmt(cell.s),
-                                   "lower_test": cell.lower_test.test, "upper_witness": uc.kind}})
+        out.append(CellSpec(f"twobit {name}", format_rational(cell.eps), TargetSpec(a_name), lower, upper,
+                            {"oracle": "oracles.twobit", "t": _fmt(cell.t), "s": _fmt(cell.s),
+                             "lower_test": cell.lower_test.test, "upper_witness": uc.kind}))
     assert all(isinstance(v, np.ndarray) for v in tensors.values())
     write_bracket_file(path, out, tensors)
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from flint import fmpq
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from numeric.bracketwriter import rational_string, write_bracket_file
 from exact.slack import _float_row_bounds, softmax_slack_bound
 
@@ -72,8 +73,8 @@ def slack_bound(H: np.ndarray, A0: np.ndarray) -> fmpq:
     return SLACK_GRID * steps
 
 
-def neumann_cell(cell_id: str, H: np.ndarray, eps: fmpq, tensors: dict, provenance: dict) -> dict:
-    """A CELL claiming ``r_eps(softmax_row(H)) = n`` with R = X = L = I_n; adds its tensors."""
+def neumann_cell(cell_id: str, H: np.ndarray, eps: fmpq, tensors: dict, provenance: dict) -> CellSpec:
+    """A cell claiming ``r_eps(softmax_row(H)) = n`` with R = X = L = I_n; adds its tensors."""
     n = H.shape[0]
     A0 = float_softmax(H)
     slack = slack_bound(H, A0)
@@ -81,14 +82,10 @@ def neumann_cell(cell_id: str, H: np.ndarray, eps: fmpq, tensors: dict, provenan
     tensors.setdefault(ident, np.eye(n))
     tensors[f"H_{cell_id}"] = H
     tensors[f"A_{cell_id}"] = A0
-    return {
-        "id": cell_id, "eps": rational_string(_frac(eps)),
-        "target": {"matrix": f"A_{cell_id}", "logits": f"H_{cell_id}",
-                   "slack": rational_string(_frac(slack))},
-        "lower": {"rank": n, "witness": {"kind": "reconstruction", "R": ident, "X": ident, "L": ident}},
-        "upper": {"rank": n, "witness": {"kind": "trivial"}},
-        "provenance": dict(provenance, source="proofs_checks", lemma="G.1 Neumann, K.3 with R=X=L=I"),
-    }
+    return CellSpec(cell_id, rational_string(_frac(eps)),
+                    TargetSpec(f"A_{cell_id}", f"H_{cell_id}", rational_string(_frac(slack))),
+                    Claim.of(n, "reconstruction", R=ident, X=ident, L=ident), Claim.of(n, "trivial"),
+                    dict(provenance, source="proofs_checks", lemma="G.1 Neumann, K.3 with R=X=L=I"))
 
 
 def _frac(q: fmpq):

@@ -223,7 +223,7 @@ def check_i2():
             cells.append(cell)
             expect[cid] = (M or 1, U)
             uppers.setdefault(beta, []).append(U)
-            table.append({"disc": f"spacing 1/{cell['provenance']['G']}", "beta_unit": beta,
+            table.append({"disc": f"spacing 1/{cell.provenance['G']}", "beta_unit": beta,
                           "eps": qstr(I2_FINE_EPS), "n": n, "id": cid})
     got = _verify_cells(rec, "I.2", cells, tensors, {})
     for row in table:
@@ -259,7 +259,7 @@ def check_i3():
         rec.require(M is not None, f"{cid}: no separated subset passes the float test")
         cells.append(cell)
         expect[cid] = M
-        table.append({"id": cid, "keys": n, "beta": cell["provenance"]["beta"], "spacing": f"1/{G}"})
+        table.append({"id": cid, "keys": n, "beta": cell.provenance["beta"], "spacing": f"1/{G}"})
     got = _verify_cells(rec, "I.3", cells, tensors, {})
     for row in table:
         c = got.get(row["id"], {})

@@ -38,6 +38,7 @@ from flint import arb, fmpq, fmpq_mat
 
 from ._core import Recorder, qstr, register, workprec
 from ._export import float_softmax, slack_bound, write_and_verify
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from numeric.bracketwriter import rational_string
 
 __all__ = ["HardCore", "hard_core", "channel_bound", "certify", "largest_m", "core_cell",
@@ -187,13 +188,10 @@ def core_cell(cid: str, core: HardCore, r: int, eps: fmpq, tensors: dict, proven
     tensors[f"R_{cid}"] = X * lam_f
     tensors[f"L_{cid}"] = X.T / float(core.c ** r)
     Mr = core.M ** r
-    return {"id": cid, "eps": rational_string(_frac(eps)),
-            "target": {"matrix": f"A_{cid}", "logits": f"H_{cid}", "slack": rational_string(_frac(slack))},
-            "lower": {"rank": Mr, "witness": {"kind": "reconstruction", "R": f"R_{cid}", "X": f"X_{cid}",
-                                              "L": f"L_{cid}"}},
-            "upper": {"rank": Mr, "witness": {"kind": "trivial"}},
-            "provenance": dict(provenance, source="proofs_checks",
-                               lemma="I.4 hard core: decoded witness R = X D, L = cell averages (K.3/K.4)")}
+    return CellSpec(cid, rational_string(_frac(eps)), TargetSpec(f"A_{cid}", f"H_{cid}", rational_string(_frac(slack))),
+                    Claim.of(Mr, "reconstruction", R=f"R_{cid}", X=f"X_{cid}", L=f"L_{cid}"), Claim.of(Mr, "trivial"),
+                    dict(provenance, source="proofs_checks",
+                         lemma="I.4 hard core: decoded witness R = X D, L = cell averages (K.3/K.4)"))
 
 
 def _frac(q: fmpq):

@@ -21,6 +21,7 @@ import numpy as np
 from flint import fmpq
 
 from ._export import float_softmax, slack_bound
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from numeric.bracketwriter import rational_string
 
 __all__ = ["decoded_cell", "circle_logits", "fourier_factors", "largest_separated", "disc_points"]
@@ -65,20 +66,17 @@ def decoded_cell(cid: str, H: np.ndarray, eps: fmpq, tensors: dict, provenance: 
     if S is not None:
         R, X, L = selection_witness(n, m, S, cell_of_key)
         tensors[f"R_{cid}"], tensors[f"X_{cid}"], tensors[f"L_{cid}"] = R, X, L
-        lower = {"rank": len(S), "witness": {"kind": "reconstruction", "R": f"R_{cid}", "X": f"X_{cid}",
-                                             "L": f"L_{cid}"}}
+        lower = Claim.of(len(S), "reconstruction", R=f"R_{cid}", X=f"X_{cid}", L=f"L_{cid}")
     else:
-        lower = {"rank": 1, "witness": {"kind": "trivial"}}
+        lower = Claim.of(1, "trivial")
     if P is not None:
         tensors[f"P_{cid}"], tensors[f"Q_{cid}"] = P, Q
-        upper = {"rank": P.shape[1], "witness": {"kind": "factors", "P": f"P_{cid}", "Q": f"Q_{cid}"}}
+        upper = Claim.of(P.shape[1], "factors", P=f"P_{cid}", Q=f"Q_{cid}")
     else:
-        upper = {"rank": min(m, n), "witness": {"kind": "trivial"}}
-    return {"id": cid, "eps": rational_string(_frac(eps)),
-            "target": {"matrix": f"A_{cid}", "logits": f"H_{cid}", "slack": rational_string(_frac(slack))},
-            "lower": lower, "upper": upper,
-            "provenance": dict(provenance, source="proofs_checks",
-                               lemma="separated subset, decoded witness (K.4); truncated Fourier factors (K.1)")}
+        upper = Claim.of(min(m, n), "trivial")
+    lemma = "separated subset, decoded witness (K.4); truncated Fourier factors (K.1)"
+    return CellSpec(cid, rational_string(_frac(eps)), TargetSpec(f"A_{cid}", f"H_{cid}", rational_string(_frac(slack))),
+                    lower, upper, dict(provenance, source="proofs_checks", lemma=lemma))
 
 
 # ------------------------------------------------------------------ circle (I.1)

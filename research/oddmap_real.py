@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from fractions import Fraction
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -55,6 +56,7 @@ from scipy.optimize import linprog
 
 from bench.quality import MINILM_HEADS
 from research import oddmap_geom as geom
+from exact.cellspec import TargetSpec
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
 from numeric.bracketwriter import write_bracket_file
 from numeric.search.driver import LOWER_SAFETY
@@ -95,13 +97,13 @@ def brackets(name: str, A, H, effort: str, eps: list[str]) -> list[dict]:
     out = search_brackets(A, eps, logits=H, id_prefix=name, effort=effort, seed=0)
     cells = []
     for cell, res in zip(out.cells, out.results):
-        w = cell["lower"]["witness"]
+        w = cell.lower.fields
         rows = [int(i) for i in np.argmax(out.tensors[w["Z"]], axis=0)] if "Z" in w else []
-        up = cell["upper"]["witness"]
-        upper = ({"rank": res.upper, "P": out.tensors[up["P"]], "Q": out.tensors[up["Q"]]}
-                 if up["kind"] == "factors" else None)
-        cells.append({"name": name, "eps": cell["eps"], "L": res.lower, "U": res.upper,
-                      "lower_family": res.lower_witness, "rows": rows, "slack": cell["target"].get("slack"),
+        up = cell.upper
+        upper = ({"rank": res.upper, "P": out.tensors[up.fields["P"]], "Q": out.tensors[up.fields["Q"]]}
+                 if up.kind == "factors" else None)
+        cells.append({"name": name, "eps": cell.eps, "L": res.lower, "U": res.upper,
+                      "lower_family": res.lower_witness, "rows": rows, "slack": cell.target.slack,
                       "upper": upper})
     return cells
 
@@ -160,7 +162,7 @@ def export_and_verify(A, H, cell: dict, d: int, pool: list[int], codes, faces, o
     c, tensors = odd_map_cell(cid, A, Fraction(cell["eps"]), d, labels, points, upper=cell["upper"])
     if H is not None:
         tensors["logits"] = H
-        c["target"].update({"logits": "logits", "slack": cell["slack"]})
+        c = replace(c, target=TargetSpec(c.target.matrix, "logits", cell["slack"]))
     path = os.path.join(out_dir, f"{cell['name']}_eps{cell['eps']}.st".replace("/", "_").replace(":", ""))
     write_bracket_file(path, [c], tensors)
     rep = verify_file(path)[0]

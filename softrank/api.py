@@ -140,7 +140,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     for out in outputs:
         for cell, res in zip(out.cells, out.results):
             if res.attack_success:
-                raise SoundnessError(f"a rank-{res.lower - 1} attack beat the verified lower bound of {cell['id']}")
+                raise SoundnessError(f"a rank-{res.lower - 1} attack beat the verified lower bound of {cell.id}")
     return Brackets._from_own_file(bf, [checked.reports[c.id] for c in bf.cells], data)
 
 

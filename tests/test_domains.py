@@ -89,8 +89,8 @@ def test_domain_registry_and_row_accessor():
     with pytest.raises(ValueError, match="unknown domain"):
         resolve_domains(["prose"], "text")
     # rows of panels written before the column existed get their domain from the source id
-    assert row_domain({"source": "digits:4"}) == "digits" and row_domain({"source": "x:1"}) == ""
-    assert row_domain({"source": "code:0", "domain": "code"}) == "code"
+    assert row_domain(None, "digits:4") == "digits" and row_domain(None, "x:1") == ""
+    assert row_domain("code", "code:0") == "code"
     assert len({d.prefix for d in DOMAINS.values()}) == len(DOMAINS)
 
 

@@ -5,6 +5,7 @@ import numpy as np
 
 from numeric.geometry import cell_descriptors, native_features
 from numeric.panel.report_geometry import geometry_section, spearman
+from numeric.panel.schema import PanelRow
 
 
 def _rows():
@@ -18,8 +19,9 @@ def _rows():
             K = rng.standard_normal((9, 4))
             geo = cell_descriptors(0.5 * Q @ K.T, None, ranks=(1, 2))
             nat = native_features(Q, K, 0.5)
-            for eps in (0.1, 0.25):
-                rows.append(dict(geo, **nat, family=fam, layer=layer, head=0, eps=eps, L=1 + layer, U=3 + 2 * layer))
+            for eps in ("1/10", "1/4"):
+                rows.append(PanelRow(family=fam, model=fam, layer=layer, head=0, source="text:0", eps=eps, status="ok",
+                                     L=1 + layer, U=3 + 2 * layer, descriptors={**geo, **nat}))
     return rows
 
 
@@ -38,7 +40,7 @@ def test_section_writes_plots_and_tables(tmp_path):
 
 
 def test_section_without_geometry_columns(tmp_path):
-    md = geometry_section([dict(family="bert", L=1, U=2, eps=0.25)], tmp_path)
+    md = geometry_section([PanelRow("bert", "bert", 0, 0, "text:0", "1/4", "ok", L=1, U=2)], tmp_path)
     assert "nothing to plot" in md
     assert not list(tmp_path.glob("*.png"))
 

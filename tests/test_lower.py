@@ -124,7 +124,7 @@ def test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps(eps):
     A = sink_head(3, n=32)
     out = search_brackets(A, eps, attack=False, effort="quick")
     assert [r.eps for r in out.results] == eps
-    assert [c["id"] for c in out.cells] == [f"cell/eps={e}" for e in eps]
+    assert [c.id for c in out.cells] == [f"cell/eps={e}" for e in eps]
     by_eps = sorted(out.results, key=lambda r: r.eps)
     assert all(a.lower >= b.lower for a, b in zip(by_eps, by_eps[1:]))
     assert all(r.lower <= r.upper for r in out.results)

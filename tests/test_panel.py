@@ -218,7 +218,7 @@ def test_dask_backend_local_cluster(tmp_path, tiny_bert):
     assert counts == {"cells": 2, "run": 2, "skipped": 0}
     assert torch.get_num_threads() == threads
     rows = read_rows(tmp_path)
-    assert [(r["head"], r["n_rows"], r["verified"]) for r in rows] == [(0, 32, True), (3, 32, True)]
+    assert [(r.head, r.n_rows, r.verified) for r in rows] == [(0, 32, True), (3, 32, True)]
 
 
 def test_vit_panel(tmp_path, capsys):

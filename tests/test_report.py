@@ -24,6 +24,7 @@ pytest.importorskip("matplotlib")
 from numeric.panel.provenance import write_run  # noqa: E402
 from numeric.search.effort import package_versions  # noqa: E402
 from numeric.panel.report import main, summarise, write_report  # noqa: E402
+from numeric.panel.schema import PanelRow  # noqa: E402
 from numeric.panel.table import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,10 +75,10 @@ def build_panel(out, heads=N_CELLS, seed=0):
         (out / "heads").mkdir(exist_ok=True)
         save_file({"logits": logits, "matrix": A, "Q": logits[:, :2].copy(), "K": logits[:, 2:4].copy()},
                   str(out / "heads" / f"{key}.safetensors"))
-        rows = [row(0, head, 0, c["eps"], c["lower"]["rank"], c["upper"]["rank"], n=8, cell_id=c["id"],
+        rows = [row(0, head, 0, c.eps, c.lower.rank, c.upper.rank, n=8, cell_id=c.id,
                     file=f"brackets/{key}.safetensors", cell_kind="full",
-                    lower_witness=c["lower"]["witness"]["kind"], upper_witness=c["upper"]["witness"]["kind"],
-                    slack=float(Fraction(c["target"]["slack"]))) for c in res.cells]
+                    lower_witness=c.lower.kind, upper_witness=c.upper.kind,
+                    slack=float(Fraction(c.target.slack))) for c in res.cells]
         write_record(out, key, {"signature": {"identity": IDENTITY}, "rows": rows})
     return out
 
@@ -168,9 +169,9 @@ def test_summarise_counts_and_medians():
             row(1, 2, 1, "1/4", 7, 9, verified=False, capped=True),  # excluded from the medians
             row(0, 1, 0, "1/2", 1, 1), row(1, 2, 0, "1/2", 1, 2),
             row(2, 0, 0, "1/4", None, None, status="dropped_mass", family="decoder", mass=0.01)]
-    s = summarise(rows)
+    s = summarise([PanelRow.from_json(r) for r in rows])
     assert s["brackets"] == 6 and s["verified"] == 5 and len(s["unverified"]) == 1 and len(s["dropped"]) == 1
-    assert [r["cell_id"] for r in s["capped"]] == ["L1H2-1/4"]
+    assert [r.cell_id for r in s["capped"]] == ["L1H2-1/4"]
     q = s["per_eps"][Fraction(1, 4)]
     assert q["brackets"] == 3 and q["closed"] == 1
     assert q["median_U_over_L"] == 2.0          # ratios 1, 2, 2.5

@@ -227,11 +227,11 @@ def substitute(out) -> None:
     path.unlink()
     write_bracket_file(path, res.cells, res.tensors)
     p, doc = record(out)
-    by_eps = {str(Fraction(c["eps"])): c for c in res.cells}
+    by_eps = {str(Fraction(c.eps)): c for c in res.cells}
     for r in doc["rows"]:
         c = by_eps[r["eps"]]
-        r.update(L=c["lower"]["rank"], U=c["upper"]["rank"], lower_witness=c["lower"]["witness"]["kind"],
-                 upper_witness=c["upper"]["witness"]["kind"], slack=float(Fraction(c["target"]["slack"])))
+        r.update(L=c.lower.rank, U=c.upper.rank, lower_witness=c.lower.kind,
+                 upper_witness=c.upper.kind, slack=float(Fraction(c.target.slack)))
     p.write_text(json.dumps(doc))
 
 

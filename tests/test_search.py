@@ -38,7 +38,7 @@ def _search_and_verify(tmp_path, A, eps, name="cell", **kw):
         assert rep.lower.verified, rep.lower.reason
         assert rep.upper.verified, rep.upper.reason
     for rec, cell in zip(out.results, out.cells):
-        assert cell["lower"]["rank"] == rec.lower <= rec.upper == cell["upper"]["rank"]
+        assert cell.lower.rank == rec.lower <= rec.upper == cell.upper.rank
         assert rec.attack_success in (None, False)
     return out
 
@@ -75,7 +75,7 @@ def test_finite_grid_gaussian_is_full_rank(tmp_path):
     assert np.abs(A - np.eye(12)).sum(1).max() < (1 - max(eps)) / 2
     out = _search_and_verify(tmp_path, A, eps, logits=H, name="grid")
     assert all((r.lower, r.upper) == (12, 12) for r in out.results)
-    assert all(c["target"]["logits"] == "grid/logits" and "slack" in c["target"] for c in out.cells)
+    assert all(c.target.logits == "grid/logits" and c.target.slack is not None for c in out.cells)
     assert all(r.slack is not None and r.slack < 1e-12 for r in out.results)
 
 
@@ -135,12 +135,12 @@ def test_several_searches_share_one_file(tmp_path):
     path = write_bracket_file(tmp_path / "ab.safetensors", a.cells + b.cells, {**a.tensors, **b.tensors})
     reps = verify_file(path)
     assert [r.id for r in reps] == ["a/eps=0.25", "b/eps=0.625"] and all(r.verified for r in reps)
-    assert a.cells[0]["eps"] == "1/4" and b.cells[0]["eps"] == "5/8"
+    assert a.cells[0].eps == "1/4" and b.cells[0].eps == "5/8"
 
 
 def test_provenance_is_merged():
     out = search_brackets(twobit(0.75, 0.5), [0.25], provenance={"model": "m", "layer": 3}, attack=False)
-    prov = out.cells[0]["provenance"]
+    prov = out.cells[0].provenance
     assert prov["model"] == "m" and prov["layer"] == 3
     assert prov["search"]["lower_family"] == out.results[0].lower_witness
 
@@ -250,7 +250,7 @@ def test_the_safety_cap_stops_the_search_and_the_cell_says_so(tmp_path):
         out = _search_and_verify(tmp_path, A, [0.25], name="capped", effort="quick")
     finally:
         clear_stop()
-    assert out.results[0].capped and out.cells[0]["provenance"]["search"]["capped"] is True
+    assert out.results[0].capped and out.cells[0].provenance["search"]["capped"] is True
     assert out.provenance["capped"] == ["capped/eps=0.25"]
     free = search_brackets(A, [0.25], effort="quick", attack=False)
     assert not free.results[0].capped and free.provenance["capped"] == []

@@ -65,8 +65,8 @@ def test_a_larger_tolerance_takes_a_smaller_ones_upper_witness(tmp_path, monkeyp
     out = search_brackets(A, [0.25, 0.5], logits=H, effort="quick", attack=False)
     quarter, half = out.results
     assert half.upper == quarter.upper < A.shape[0]
-    assert out.cells[1]["provenance"]["search"]["upper_from_eps"] == "1/4"
-    assert out.cells[0]["provenance"]["search"]["upper_from_eps"] is None
+    assert out.cells[1].provenance["search"]["upper_from_eps"] == "1/4"
+    assert out.cells[0].provenance["search"]["upper_from_eps"] is None
     path = _export_and_verify(tmp_path, out, "carried-upper")
     cli = subprocess.run([sys.executable, "-m", "exact", "verify", str(path)], capture_output=True, text=True)
     assert cli.returncode == 0, cli.stdout + cli.stderr
@@ -86,7 +86,7 @@ def test_a_smaller_tolerance_takes_a_larger_ones_lower_witness(tmp_path, monkeyp
     out = search_brackets(A, [0.1, 0.25], logits=H, effort="quick", attack=False)
     tenth, quarter = out.results
     assert quarter.lower >= 2 and tenth.lower == quarter.lower
-    assert out.cells[0]["provenance"]["search"]["lower_from_eps"] == "1/4"
+    assert out.cells[0].provenance["search"]["lower_from_eps"] == "1/4"
     assert tenth.lower_witness == quarter.lower_witness
     path = _export_and_verify(tmp_path, out, "carried-lower")
     cli = subprocess.run([sys.executable, "-m", "exact", "verify", str(path)], capture_output=True, text=True)
@@ -114,7 +114,7 @@ def test_same_brackets_twice():
     A, H = head(5, n=16)
 
     def strip(out):
-        return [{**c, "provenance": {k: v for k, v in c["provenance"]["search"].items() if k != "seconds"}}
+        return [{**c.to_json(), "provenance": {k: v for k, v in c.provenance["search"].items() if k != "seconds"}}
                 for c in out.cells]
 
     a = search_brackets(A, [0.25, 0.5], logits=H, effort="quick", seed=4, attack=False)

@@ -155,6 +155,14 @@ def test_bad_input(panel, tmp_path, capsys):
             r.pop("b1_logit_rank", None)
         p.write_text(json.dumps(doc))
     bad(capsys, "b1_logit_rank", missing)
+    for name, change in (("misspelt", lambda r: r.update(lowr_witness=r["lower_witness"])),
+                         ("dropped", lambda r: r.pop("U"))):      # an unknown key, a missing key: named, exit 2
+        damaged = shutil.copytree(out, tmp_path / name)
+        rec = sorted((damaged / "cells").glob("*.json"))[0]
+        doc = json.loads(rec.read_text())
+        change(doc["rows"][0])
+        rec.write_text(json.dumps(doc))
+        bad(capsys, "unknown key 'lowr_witness'" if name == "misspelt" else "missing key 'U'", damaged)
     forged = shutil.copytree(out, tmp_path / "f")
     rec = sorted((forged / "cells").glob("*.json"))[0]
     doc = json.loads(rec.read_text())

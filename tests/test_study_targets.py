@@ -112,11 +112,11 @@ def test_native_cells_verify_exactly(panel):
 
     a = audit(panel, workers=1)
     assert not a.errors
-    native = [r for r in a.rows if r.get("cell_kind") == "native-causal"]
-    assert len(native) == 4 and all(r["verified"] and r["n_rows"] == r["n_cols"] == 16 for r in native)
+    native = [r for r in a.rows if r.native]
+    assert len(native) == 4 and all(r.verified and r.n_rows == r.n_cols == 16 for r in native)
     for r in native:
-        rep = {x.id: x for x in verify_file(panel / r["file"])}[r["cell_id"]]
-        assert rep.verified and (rep.lower.rank, rep.upper.rank) == (r["L"], r["U"])
+        rep = {x.id: x for x in verify_file(panel / r.file)}[r.cell_id]
+        assert rep.verified and (rep.lower.rank, rep.upper.rank) == (r.L, r.U)
 
 
 def test_study_reports_both_targets(panel, tmp_path, capsys):
@@ -145,10 +145,10 @@ def test_svd_targets_are_recomputed_and_checked_against_the_table(panel):
     audited: list = []
     data = load_study(panel, workers=1, audited=audited)
     got = svd_data(data, audited, "1/4")
-    rows = {r["cell_id"]: r for _, r in audited}
+    rows = {r.cell_id: r for _, r in audited}
     for cid, y in zip(got.cell_ids, got.y):
         k = recorded_svd_budget(rows[cid])
-        assert k is not None and y == k / rows[cid]["n_cols"]
+        assert k is not None and y == k / rows[cid].n_cols
 
 
 def _copy(panel, dst, edit=None, drop=None):

@@ -97,8 +97,9 @@ def test_damaged_base_refused(tmp_path, monkeypatch, capsys):
 
 
 def _row(layer, head, src, L, U, verified=True, eps="1/4"):
-    return {"layer": layer, "head": head, "source": src, "eps": eps, "L": L, "U": U, "status": "ok",
-            "verified": verified}
+    from numeric.panel.schema import PanelRow
+
+    return PanelRow("vit", "digitvit", layer, head, src, eps, "ok", L=L, U=U, verified=verified)
 
 
 def test_compare_arms_counts():
@@ -138,7 +139,7 @@ def test_two_arm_run(tmp_path, capsys):
 
     for arm in doc["arms"]:     # never pooled: one model per directory, every row verified
         rows = read_rows(arms.arm_dir(tmp_path, arm))
-        assert {r["model"] for r in rows} == {arm} and len(rows) == 3 and all(r["verified"] for r in rows)
+        assert {r.model for r in rows} == {arm} and len(rows) == 3 and all(r.verified for r in rows)
 
 
 @pytest.mark.parametrize("arm_list, message", [("digitvit,digitvit", "two different models"),

@@ -29,7 +29,7 @@ panels written before the column existed get theirs from the source id.
 
 >>> [d.name for d in domains_of("text")]
 ['docs', 'code']
->>> row_domain({"source": "code:3", "domain": "code"}), row_domain({"source": "text:0"})
+>>> row_domain("code", "code:3"), row_domain(None, "text:0")
 ('code', 'docs')
 """
 from __future__ import annotations
@@ -94,8 +94,7 @@ def source_domain(source_id: str) -> str:
     return _BY_PREFIX.get(str(source_id).split(":", 1)[0], "")
 
 
-def row_domain(row) -> str:
-    """A panel row's domain: its ``domain`` column, or (rows written before the column existed)
-    the domain of its source id."""
-    d = row.get("domain")
-    return str(d) if d else source_domain(row.get("source", ""))
+def row_domain(domain: str | None, source: str) -> str:
+    """A panel row's domain from its ``domain`` column and its source id: the column, or (rows written
+    before the column existed, ``domain`` None) the domain of its source id."""
+    return str(domain) if domain else source_domain(source)

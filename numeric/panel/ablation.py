@@ -26,6 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
+from numeric.panel.provenance import CellProvenance
+
 __all__ = ["DECODED", "ABLATION_DIR", "Ablated", "ablated_lowers"]
 
 DECODED = "reconstruction/decoded"   # numeric.search.inverse.decoded's family name
@@ -44,16 +47,15 @@ class Ablated:
 
 def _family(cell) -> str | None:
     """The lower family a bracket cell's certificate came from (its search provenance)."""
-    return ((cell.provenance or {}).get("search") or {}).get("lower_family")
+    return CellProvenance.from_json(cell.provenance).search.lower_family
 
 
-def _lower_json(c, prefix: str) -> tuple[dict, dict]:
-    if c.kind == "trivial":
-        return {"kind": "trivial"}, {}
-    if c.kind == "frobenius":
-        return {"kind": "frobenius", "k": int(c.k)}, {}
-    names = {k: f"{prefix}/{k}" for k in c.tensors}
-    return {"kind": c.kind, **names}, {names[k]: v for k, v in c.tensors.items()}
+def _lower_claim(c, prefix: str) -> tuple[Claim, dict]:
+    """The candidate's lower side (``numeric.search.driver.lower_claim``) and its tensors, named under ``prefix``."""
+    from numeric.search.driver import lower_claim
+
+    names = {} if c.kind in ("trivial", "frobenius") else {k: f"{prefix}/{k}" for k in c.tensors}
+    return lower_claim(c, names), {names[k]: v for k, v in c.tensors.items() if k in names}
 
 
 def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
@@ -75,17 +77,16 @@ def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
     if not cands:
         return 0, "none"
     tensors = {"A": A}
-    target = {"matrix": "A"}
+    target = TargetSpec("A")
     if cell.target.logits is not None:
         tensors["H"] = np.asarray(bf.tensors[cell.target.logits], dtype=np.float64)
-        target.update({"logits": "H", "slack": format_rational(slack)})
+        target = TargetSpec("A", "H", format_rational(slack))
     cells = []
     for i, c in enumerate(cands):
-        lower, extra = _lower_json(c, f"c{i}")
+        lower, extra = _lower_claim(c, f"c{i}")
         tensors.update(extra)
-        cells.append({"id": f"{cell.id}/without-decoded/{c.family}", "eps": cell.eps_text, "target": target,
-                      "lower": {"rank": int(c.rank), "witness": lower},
-                      "upper": {"rank": int(min(A.shape)), "witness": {"kind": "trivial"}}})
+        cells.append(CellSpec(f"{cell.id}/without-decoded/{c.family}", cell.eps_text, target, lower,
+                              Claim.of(int(min(A.shape)), "trivial")))
     # verified from a private copy, then written into DIR (numeric.safeio: never over a link or a non-file)
     tmp = Path(tmpdir) / f"{len(list(Path(tmpdir).iterdir()))}.safetensors"
     write_bracket_file(tmp, cells, tensors)
@@ -114,27 +115,27 @@ def _ablated(out: Path, rows: list, eps: Fraction, family: str, tmpdir: str) -> 
     from numeric.panel.audit import BRACKET_BYTES
     from numeric.safeio import snapshot
 
-    verified = [r for r in rows if r.get("status") == "ok" and r.get("verified")]
+    verified = [r for r in rows if r.status == "ok" and r.verified]
     result = {}
     files: dict = {}
     work = Path(tmpdir) / "work"
     work.mkdir()
     for r in verified:
-        if Fraction(r["eps"]) != eps:
+        if Fraction(r.eps) != eps:
             continue
-        if r["file"] not in files:
+        if r.file not in files:
             copy = Path(tmpdir) / f"in{len(files)}.safetensors"
-            snapshot(out / r["file"], copy, limit=BRACKET_BYTES, root=out)
+            snapshot(out / r.file, copy, limit=BRACKET_BYTES, root=out)
             bf = read_bracket_file(copy)
-            files[r["file"]] = (bf, {c.id: c for c in bf.cells})
-        bf, cells = files[r["file"]]
-        cell = cells[r["cell_id"]]
+            files[r.file] = (bf, {c.id: c for c in bf.cells})
+        bf, cells = files[r.file]
+        cell = cells[r.cell_id]
         if _family(cell) != family:
-            result[r["cell_id"]] = Ablated(int(r["L"]), "kept")
+            result[r.cell_id] = Ablated(int(r.L), "kept")
             continue
-        others = [int(o["L"]) for o in verified if o["file"] == r["file"] and o["cell_id"] != r["cell_id"]
-                  and Fraction(o["eps"]) >= eps and _family(cells[o["cell_id"]]) != family]
+        others = [int(o.L) for o in verified if o.file == r.file and o.cell_id != r.cell_id
+                  and Fraction(o.eps) >= eps and _family(cells[o.cell_id]) != family]
         best = Ablated(max(others), "other tolerance") if others else Ablated(0, "none")
         L, how = _fallback(out, bf, cell, work)
-        result[r["cell_id"]] = best if best.L >= L else Ablated(L, how)
+        result[r.cell_id] = best if best.L >= L else Ablated(L, how)
     return result

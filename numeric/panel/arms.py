@@ -90,7 +90,7 @@ def _eps_key(e) -> str:
 
 
 def _verified(r: dict) -> bool:
-    return r.get("status") == "ok" and bool(r.get("verified"))
+    return r.status == "ok" and bool(r.verified)
 
 
 def _frac(n: int, d: int) -> float:
@@ -115,7 +115,7 @@ def compare_arms(rows_a: list, rows_b: list, cells: list, eps: list) -> list[Arm
     from numeric.panel.report_geometry import spearman
 
     def index(rows):
-        return {(int(r["layer"]), int(r["head"]), str(r["source"]), _eps_key(r["eps"])): r for r in rows}
+        return {(int(r.layer), int(r.head), str(r.source), _eps_key(r.eps)): r for r in rows}
 
     ia, ib = index(rows_a), index(rows_b)
     out = []
@@ -126,7 +126,7 @@ def compare_arms(rows_a: list, rows_b: list, cells: list, eps: list) -> list[Arm
             if ra is None or rb is None or not (_verified(ra) and _verified(rb)):
                 excluded += 1
                 continue
-            pairs.append((layer, int(ra["L"]), int(ra["U"]), int(rb["L"]), int(rb["U"])))
+            pairs.append((layer, int(ra.L), int(ra.U), int(rb.L), int(rb.U)))
         n = len(pairs)
         layers = sorted({p[0] for p in pairs})
         by_layer = tuple(LayerShare(l, sum(p[0] == l for p in pairs),

@@ -39,12 +39,12 @@ import multiprocessing as mp
 import os
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
-from numeric.panel.provenance import RUN_BYTES
-from numeric.panel.schema import SchemaError, check_record, check_run, record_key_ok
+from numeric.panel.provenance import RUN_BYTES, CellProvenance, CodeVersion, PanelRun
+from numeric.panel.schema import PanelRow, SchemaError, check_record, check_run, record_key_ok
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
 from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json, snapshot
 
@@ -66,9 +66,9 @@ class Audit:
     its schema, else None), the number of bracket files whose pass came from a record, and per head key the
     SHA-256 of its logits."""
 
-    rows: list
+    rows: list[PanelRow]
     errors: list
-    run: dict | None
+    run: PanelRun | None
     from_records: int = 0
     heads: dict = field(default_factory=dict)
     files: int = 0
@@ -100,7 +100,7 @@ def verify_files(paths, workers: int | None = None) -> dict:
         return dict(zip(named, pool.map(_verify_one, map(str, named.values()))))
 
 
-def _read_run(out: Path, errors: list) -> dict | None:
+def _read_run(out: Path, errors: list) -> PanelRun | None:
     path = out / RUN_NAME
     try:
         doc = read_json(path, limit=RUN_BYTES, root=out)
@@ -112,12 +112,12 @@ def _read_run(out: Path, errors: list) -> dict | None:
     except SchemaError as e:
         errors.append(f"{RUN_NAME}: not a panel run record ({e})")
         return None
-    return doc
+    return PanelRun.from_json(doc)
 
 
-def _records(out: Path, run: dict | None, errors: list) -> list:
-    """All rows of the records whose identity is the run's (each with its record's key); the others are errors."""
-    identity = (run or {}).get("identity")
+def _records(out: Path, run: PanelRun | None, errors: list) -> list[tuple[str, PanelRow]]:
+    """All rows of the records whose identity is the run's, each with its record's key; the others are errors."""
+    identity = run.identity if run is not None else None
     rows = []
     try:
         names = list_dir(out / CELLS_DIR, root=out, suffix=".json")
@@ -142,7 +142,7 @@ def _records(out: Path, run: dict | None, errors: list) -> list:
         if identity is not None and doc["signature"].get("identity") != identity:
             errors.append(f"{rel}: record of another run identity than panel.json")
             continue
-        rows.extend(dict(r, _key=key) for r in record_rows)
+        rows.extend((key, r) for r in record_rows)
     return rows
 
 
@@ -229,16 +229,16 @@ def _head(out: Path, key: str) -> dict:
     return out_
 
 
-def _family_label(prov: dict) -> str | None:
+def _family_label(prov: CellProvenance) -> str | None:
     """The row's family of a provenance (``numeric.panel.cell.family_label``)."""
     from types import SimpleNamespace
 
     from numeric.panel.cell import family_label
 
-    fam = prov.get("family")
+    fam = prov.label("family")
     if not isinstance(fam, str):
         return None
-    return family_label(SimpleNamespace(family=fam, model_type=prov.get("model_type")))
+    return family_label(SimpleNamespace(family=fam, model_type=prov.label("model_type")))
 
 
 def _key_labels(key: str) -> tuple | None:
@@ -250,70 +250,68 @@ def _key_labels(key: str) -> tuple | None:
     return (int(m.group(1)), int(m.group(2)), bool(m.group(4)), m.group(3) or "") if m else None
 
 
-def _domain_mismatch(r: dict, key_domain: str) -> bool:
+def _domain_mismatch(r: PanelRow, key_domain: str) -> bool:
     """Whether the row's source, its ``domain`` column and its key's domain disagree."""
     from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
-    dom = source_domain(r.get("source", ""))
-    if row_domain(r) != dom:
+    dom = source_domain(r.source)
+    if row_domain(r.domain, r.source) != dom:
         return True
     if dom not in DOMAINS:          # a source id of no known domain: only under a primary key
         return key_domain != ""
     return key_domain != ("" if primary_domain(DOMAINS[dom].modality) == dom else dom)
 
 
-def bind_names(r: dict) -> str | None:
-    """Why the row ``r`` (of record ``r["_key"]``) does not name its own file, cell and head, or None."""
-    key = r["_key"]
-    eps = str(Fraction(r["eps"]))
-    if r["file"] != f"{BRACKETS_DIR}/{key}.safetensors":
-        return f"the record {key} names the file {r['file']}, not {BRACKETS_DIR}/{key}.safetensors"
-    if r["cell_id"] != f"{key}/eps={eps}":
-        return f"the record {key} names the cell {r['cell_id']}, not {key}/eps={eps}"
+def bind_names(key: str, r: PanelRow) -> str | None:
+    """Why the row ``r`` of record ``key`` does not name its own file, cell and head, or None."""
+    eps = str(Fraction(r.eps))
+    if r.file != f"{BRACKETS_DIR}/{key}.safetensors":
+        return f"the record {key} names the file {r.file}, not {BRACKETS_DIR}/{key}.safetensors"
+    if r.cell_id != f"{key}/eps={eps}":
+        return f"the record {key} names the cell {r.cell_id}, not {key}/eps={eps}"
     labels = _key_labels(key)
-    if labels is None or labels[:2] != (r["layer"], r["head"]) or labels[2] != (r.get("cell_kind") == NATIVE):
-        return f"the row says layer {r['layer']} head {r['head']} ({r.get('cell_kind')}), its key {key} another head"
+    if labels is None or labels[:2] != (r.layer, r.head) or labels[2] != (r.cell_kind == NATIVE):
+        return f"the row says layer {r.layer} head {r.head} ({r.cell_kind}), its key {key} another head"
     if _domain_mismatch(r, labels[3]):
-        return (f"the row says source {r.get('source')} (domain {r.get('domain')}), its key {key} another domain")
+        return f"the row says source {r.source} (domain {r.domain}), its key {key} another domain"
     return None
 
 
-def bind_row(r: dict, rep: dict, head: dict, run: dict | None) -> str | None:
-    """Why the row ``r`` (of record ``r["_key"]``) is not bound to its head and run, or None.
+def bind_row(key: str, r: PanelRow, rep: dict, head: dict, run: PanelRun | None) -> str | None:
+    """Why the row ``r`` of record ``key`` is not bound to its head and run, or None.
 
     ``rep``: the exact pass's report of the row's cell; ``head``: the hashes of ``heads/<key>``."""
-    key = r["_key"]
-    eps = str(Fraction(r["eps"]))
+    eps = str(Fraction(r.eps))
     if "error" in head:
         return head["error"]
     if rep.get("logits_sha256") != head["logits"]:
         return f"the exact pass's logits are not those of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
     if rep.get("target_sha256") != head["matrix"]:
         return f"the exact pass's target matrix is not that of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
-    prov = rep.get("provenance") or {}
-    expected = {"model": prov.get("model"), "family": _family_label(prov), "cell_kind": prov.get("cell_kind"),
-                "layer": prov.get("layer"), "head": prov.get("head"), "source": prov.get("source")}
-    for k, v in expected.items():
-        if v is not None and r.get(k) != v:
-            return f"the row says {k} = {r.get(k)!r}, the file's provenance {v!r}"
-    ident = (run or {}).get("identity")
-    if ident is not None:
-        search = prov.get("search") or {}
-        code = search.get("code") or {}
-        for what, mine, theirs in (("effort", ident.get("effort"), search.get("effort")),
-                                   ("package versions", ident.get("versions"), search.get("versions")),
-                                   ("project version", (ident.get("code") or {}).get("version"), code.get("version"))):
+    prov = CellProvenance.from_json(rep["provenance"])
+    expected = {k: prov.label(k) for k in ("model", "cell_kind", "layer", "head", "source")}
+    expected["family"] = _family_label(prov)
+    for k in ("model", "family", "cell_kind", "layer", "head", "source"):
+        v = expected[k]
+        if v is not None and r.column(k) != v:
+            return f"the row says {k} = {r.column(k)!r}, the file's provenance {v!r}"
+    if run is not None:
+        search = prov.search
+        code = search.code or CodeVersion()
+        for what, mine, theirs in (("effort", run.effort, search.effort),
+                                   ("package versions", run.versions, search.versions),
+                                   ("project version", run.project_version, code.version)):
             if mine != theirs:
                 return f"panel.json's {what} ({mine}) is not that of the file's provenance ({theirs})"
-        if not any(Fraction(eps) == Fraction(e) for e in ident.get("eps") or []):
+        if not any(Fraction(eps) == Fraction(e) for e in run.eps or []):
             return f"eps {eps} is not a tolerance of panel.json"
     return None
 
 
-def _check_row(r: dict, verdicts: dict, heads: dict, run, errors: list) -> dict | None:
+def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, run, errors: list) -> PanelRow | None:
     """The row with the exact pass's ranks, verdicts, shape, witness kinds and slack, or None (an error)."""
-    cid, f = r["cell_id"], r["file"]
-    why = bind_names(r)
+    cid, f = r.cell_id, r.file
+    why = bind_names(key, r)
     if why is not None:
         errors.append(f"{cid}: not bound to its head: {why}")
         return None
@@ -328,29 +326,29 @@ def _check_row(r: dict, verdicts: dict, heads: dict, run, errors: list) -> dict 
     if rep is None:
         errors.append(f"{cid}: no such cell in {f}")
         return None
-    if Fraction(rep["eps"]) != Fraction(r["eps"]):
-        errors.append(f"{cid}: the record says eps = {r['eps']}, the file {rep['eps']}")
+    if Fraction(rep["eps"]) != Fraction(r.eps):
+        errors.append(f"{cid}: the record says eps = {r.eps}, the file {rep['eps']}")
         return None
-    if r["_key"] not in heads:
-        heads[r["_key"]] = _head(Path(r["_out"]), r["_key"])
-    why = bind_row(r, rep, heads[r["_key"]], run)
+    if key not in heads:
+        heads[key] = _head(out, key)
+    why = bind_row(key, r, rep, heads[key], run)
     if why is not None:
         errors.append(f"{cid}: not bound to its head: {why}")
         return None
     slack = rep.get("slack")
-    checked = dict(r, L=rep["lower"], U=rep["upper"], lower_verified=rep["lower_verified"],
-                   upper_verified=rep["upper_verified"], verified=bool(rep["lower_verified"] and rep["upper_verified"]),
-                   n_rows=rep["shape"][0], n_cols=rep["shape"][1],
-                   lower_witness=rep["lower_witness"], upper_witness=rep["upper_witness"],
-                   slack=None if slack is None else float(Fraction(slack)), slack_exact=slack,
-                   logits_sha256=rep.get("logits_sha256"), target_sha256=rep["target_sha256"])
+    checked = replace(r, L=rep["lower"], U=rep["upper"], lower_verified=rep["lower_verified"],
+                      upper_verified=rep["upper_verified"], verified=bool(rep["lower_verified"] and rep["upper_verified"]),
+                      n_rows=rep["shape"][0], n_cols=rep["shape"][1],
+                      lower_witness=rep["lower_witness"], upper_witness=rep["upper_witness"],
+                      slack=None if slack is None else float(Fraction(slack)), slack_exact=slack,
+                      logits_sha256=rep.get("logits_sha256"), target_sha256=rep["target_sha256"])
     for k in ("L", "U", "verified", "lower_verified", "upper_verified", "n_rows", "n_cols", "slack"):
-        if r.get(k) != checked[k]:
-            errors.append(f"{cid}: the record says {k} = {r.get(k)!r}, the exact pass {checked[k]!r}")
+        if r.column(k) != checked.column(k):
+            errors.append(f"{cid}: the record says {k} = {r.column(k)!r}, the exact pass {checked.column(k)!r}")
             return None
     for k in ("lower_witness", "upper_witness"):
-        if r[k].split("/")[0] != checked[k]:
-            errors.append(f"{cid}: the record says {k} = {r[k]!r}, the exact pass {checked[k]!r}")
+        if r.column(k).split("/")[0] != checked.column(k):
+            errors.append(f"{cid}: the record says {k} = {r.column(k)!r}, the exact pass {checked.column(k)!r}")
             return None
     return checked
 
@@ -379,19 +377,17 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
     if second is not None:
         errors.extend(f"independent checker: {line}" for line in second["disagreements"])
     checked, named, heads = [], set(), {}
-    for r in rows:
-        if r.get("status") != "ok":
-            checked.append({k: v for k, v in r.items() if k != "_key"})
+    for key, r in rows:
+        if not r.ok:
+            checked.append(r)
             continue
-        key = (r["file"], r["cell_id"])
-        if key in named:
-            errors.append(f"{r['cell_id']}: named by two rows")
+        name = (r.file, r.cell_id)
+        if name in named:
+            errors.append(f"{r.cell_id}: named by two rows")
             continue
-        named.add(key)
-        c = _check_row(dict(r, _out=str(out)), verdicts, heads, run, errors)
+        named.add(name)
+        c = _check_row(out, key, r, verdicts, heads, run, errors)
         if c is not None:
-            c.pop("_out")
-            c.pop("_key")
             checked.append(c)
     _duplicate_heads(heads, errors)
     for f, v in sorted(verdicts.items()):
@@ -405,9 +401,9 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
                  {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts), second)
 
 
-def run_summary(run: dict | None) -> dict:
+def run_summary(run: PanelRun | None) -> dict:
     """Effort, versions and code of ``panel.json`` (checked against its schema) for the report's header."""
-    ident = (run or {}).get("identity") or {}
-    return {"effort": ident.get("effort"), "versions": ident.get("versions") or {},
-            "code": dict((run or {}).get("code_version") or {}, **(ident.get("code") or {})), "eps": ident.get("eps"),
-            "tolerances": ident.get("tolerances"), "summary": (run or {}).get("summary")}
+    run = run if run is not None else PanelRun({})
+    return {"effort": run.effort, "versions": dict(run.versions),
+            "code": dict(run.code_version or {}, **run.code), "eps": run.eps,
+            "tolerances": run.tolerances, "summary": run.summary}

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from exact.cellspec import CellSpec
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, cell_seed
-from numeric.panel.table import atomic_write, read_record, record_path, write_record
+from numeric.panel.schema import ROW_SCHEMA, PanelRow
+from numeric.panel.table import RecordError, atomic_write, read_record, record_path, write_record
 
 __all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check", "family_label"]
 
@@ -120,21 +122,20 @@ def _study_columns(lm, cap, task: CellTask) -> tuple[dict, dict]:
         return {"study_error": f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"}, {}
 
 
-def direct_upper_check(cell: dict, tensors: dict) -> bool | None:
+def direct_upper_check(cell: CellSpec, tensors: dict) -> bool | None:
     """||A - P Q^T||_row1 <= eps - slack, recomputed exactly from the file's tensors
     (K.1 with the slack of K.5), outside the certificate code. None when the
     upper witness is not a factorisation."""
-    up = cell.get("upper", {}).get("witness", {})
-    if up.get("kind") != "factors":
+    if cell.upper.kind != "factors":
         return None
     from exact.matrix import ExactMatrix
     from exact.norms import row_l1_norm
     from exact.rational import parse_rational
 
-    A = ExactMatrix.from_float64(tensors[cell["target"]["matrix"]])
-    P = ExactMatrix.from_float64(tensors[up["P"]])
-    Q = ExactMatrix.from_float64(tensors[up["Q"]])
-    bound = parse_rational(cell["eps"]) - parse_rational(cell["target"].get("slack", "0"))
+    A = ExactMatrix.from_float64(tensors[cell.target.matrix])
+    P = ExactMatrix.from_float64(tensors[cell.upper.fields["P"]])
+    Q = ExactMatrix.from_float64(tensors[cell.upper.fields["Q"]])
+    bound = parse_rational(cell.eps) - parse_rational(cell.target.slack or "0")
     return bool(row_l1_norm(A - P @ Q.T) <= bound)
 
 
@@ -194,7 +195,7 @@ def _verify(path: Path, out: Path) -> dict:
     return {r.id: r for r in reports}
 
 
-def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
+def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[PanelRow], dict]:
     """Search, export, verify: one row per tolerance, and the search's run provenance."""
     from numeric.heads.domains import DOMAINS
     from numeric.search.driver import search_brackets, svd_budget
@@ -211,30 +212,27 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     geometry = task.geometry and not task.native
     geo = _geometry_columns(cap) if geometry else {}
     study, study_eps = _study_columns(lm, cap, task) if geometry else ({}, {})
-    by_eps = {_eps_key(c["eps"]): c for c in res.cells}
+    by_eps = {_eps_key(c.eps): c for c in res.cells}
     rows = []
     for rec in res.results:
         e = _eps_key(rec.eps)
         cell = by_eps.get(e)
-        rep = reports.get(cell["id"]) if cell else None
+        rep = reports.get(cell.id) if cell else None
         direct = direct_upper_check(cell, res.tensors) if cell else None
-        search_prov = (cell or {}).get("provenance", {}).get("search", {})
-        row = dict(base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
-                   upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
-                   slack=float(rec.slack) if rec.slack is not None else None, status="ok",
-                   verified=bool(rep and rep.verified), lower_verified=bool(rep and rep.lower.verified),
-                   upper_verified=bool(rep and rep.upper.verified),
-                   attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
-                   attack_success=bool(rec.attack_success),
-                   direct_checked=direct is not None, direct_passed=bool(direct),
-                   capped=bool(getattr(rec, "capped", False) or search_prov.get("capped", False)),
-                   cell_id=cell["id"] if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank,
-                   svd_budget=svd_budget(cap.matrix, rec.eps, logits=cap.logits))
-        row.update(geo)
-        row.update(study)
-        row.update(study_eps.get(e, {}))
-        if task.domain and "b0_domain" in row:   # B0's domain one-hot tells a second domain apart
-            row["b0_domain"] = DOMAINS[task.domain].b0_label
+        descriptors = {**geo, **study, **study_eps.get(e, {})}
+        if task.domain and "b0_domain" in descriptors:   # B0's domain one-hot tells a second domain apart
+            descriptors["b0_domain"] = DOMAINS[task.domain].b0_label
+        row = PanelRow(**base, eps=e, L=rec.lower, U=rec.upper, lower_witness=rec.lower_witness,
+                       upper_witness=rec.upper_witness, seconds=round(float(rec.seconds), SECONDS_DIGITS),
+                       slack=float(rec.slack) if rec.slack is not None else None, status="ok",
+                       verified=bool(rep and rep.verified), lower_verified=bool(rep and rep.lower.verified),
+                       upper_verified=bool(rep and rep.upper.verified),
+                       attack_run=bool(task.attack and rec.lower >= 2 and rec.attack_success is not None),
+                       attack_success=bool(rec.attack_success),
+                       direct_checked=direct is not None, direct_passed=bool(direct),
+                       capped=bool(rec.capped),      # the search provenance's "capped" (the same flag)
+                       cell_id=cell.id if cell else "", file=str(path.relative_to(out)), svd_rank=rec.svd_rank,
+                       svd_budget=svd_budget(cap.matrix, rec.eps, logits=cap.logits), descriptors=descriptors)
         rows.append(row)
         if rec.attack_success:
             raise SoundnessError(f"SOUNDNESS BUG: rank-{rec.lower - 1} attack succeeded on {task.key} "
@@ -242,7 +240,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
     return rows, dict(res.provenance)
 
 
-def run_cell(task: CellTask) -> list[dict]:
+def run_cell(task: CellTask) -> list[PanelRow]:
     """Extract, search, export, verify one (head, source) cell; rows per eps."""
     from numeric.heads.domains import source_domain
     from numeric.heads.extract import extract_heads, source_for
@@ -257,28 +255,30 @@ def run_cell(task: CellTask) -> list[dict]:
     kind = ("native-causal",) if task.native else ()     # prefix-block and full cells keep their seeds
     seed = cell_seed(lm.weights_sha256, task.layer, task.head, src.source_id, *kind)
     base = {"family": family_label(lm), "model": lm.name, "cell_kind": cap.kind, "layer": task.layer,
-            "head": task.head, "source": src.source_id, "domain": source_domain(src.source_id), "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
+            "head": task.head, "source": src.source_id, "domain": source_domain(src.source_id),
+            "n_rows": cap.matrix.shape[0], "n_cols": cap.matrix.shape[1],
             "mass": cap.mass, "min_mass": cap.min_mass, "local_mass": cap.local_mass,
             "hf_max_abs_diff": cap.hf_max_abs_diff, "effort": task.effort, "seed": seed}
     status = _status(task, lm, cap)
     if status != "ok":
-        rows, search = [dict(base, eps=e, status=status) for e in task.eps], {}
+        rows, search = [PanelRow(**base, eps=e, status=status) for e in task.eps], {}
     else:
         rows, search = _search_rows(task, lm, cap, base, seed)
-    write_record(task.out, task.key, {"signature": task.signature(), "rows": rows, "search": search,
-                                      "seed": seed, "seconds": time.perf_counter() - t0})
+    write_record(task.out, task.key, {"schema": ROW_SCHEMA, "signature": task.signature(),
+                                      "rows": [r.to_json() for r in rows], "search": search, "seed": seed,
+                                      "seconds": time.perf_counter() - t0})
     return rows
 
 
-def finished_rows(task: CellTask) -> list[dict] | None:
+def finished_rows(task: CellTask) -> list[PanelRow] | None:
     """The rows of a finished cell with the task's signature, or None (to be run)."""
     try:
-        doc = read_record(record_path(task.out, task.key))
-    except ValueError:
+        doc, rows = read_record(record_path(task.out, task.key))
+    except RecordError:
         return None
-    if doc.get("signature") != task.signature():
+    if doc["signature"] != task.signature():
         return None
-    for r in doc["rows"]:
-        if r.get("status") == "ok" and not (Path(task.out) / r.get("file", "")).is_file():
+    for r in rows:
+        if r.ok and not (Path(task.out) / (r.file or "")).is_file():
             return None
-    return doc["rows"]
+    return rows

@@ -41,7 +41,7 @@ from numeric.panel.presets import (COMMON_EPS, COMMON_LENGTH, COMMON_MODELS, COM
                                    model_domains, preflight, spread_roster, study_roster)
 from numeric.panel.provenance import PanelError, check_resume, run_identity, write_run
 from numeric.panel.runner import run_panel
-from numeric.panel.table import read_rows, write_table
+from numeric.panel.table import RecordError, read_rows, write_table
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, EFFORTS, parse_effort
 
@@ -264,20 +264,20 @@ def _user_errors():
 def _summary(out: Path, counts: dict, seconds: float) -> tuple[dict, list]:
     rows = read_rows(out)
     table = write_table(out, rows)
-    ok = [r for r in rows if r.get("status") == "ok"]
+    ok = [r for r in rows if r.ok]
     return {"out": str(out), "cells": counts["cells"], "run": counts["run"], "skipped": counts["skipped"],
-            "brackets": len(ok), "verified": sum(bool(r.get("verified")) for r in ok),
-            "dropped": len(rows) - len(ok), "capped": [r["cell_id"] for r in ok if r.get("capped")],
+            "brackets": len(ok), "verified": sum(bool(r.verified) for r in ok),
+            "dropped": len(rows) - len(ok), "capped": [r.cell_id for r in ok if r.capped],
             "seeds": _seeds(rows),
-            "all_verified": all(r.get("verified") for r in ok), "seconds": round(seconds, 2),
+            "all_verified": all(r.verified for r in ok), "seconds": round(seconds, 2),
             "table": str(table)}, ok
 
 
 def _seeds(rows) -> dict:
     """The cells' seeds by cell (the model's name first when several models share the run)."""
-    several = len({r.get("model") for r in rows}) > 1
-    return {(f"{r.get('model')} " if several else "") + f"L{r['layer']}H{r['head']} {r['source']}"
-            + (" native" if r.get("cell_kind") == "native-causal" else ""): r.get("seed") for r in rows}
+    several = len({r.model for r in rows}) > 1
+    return {(f"{r.model} " if several else "") + f"L{r.layer}H{r.head} {r.source}"
+            + (" native" if r.native else ""): r.seed for r in rows}
 
 
 def main(argv=None) -> int:
@@ -304,7 +304,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted (finished cells are kept)", file=sys.stderr)
         return EXIT_INTERRUPTED
-    summary, ok = _summary(out, counts, seconds)
+    try:
+        summary, ok = _summary(out, counts, seconds)
+    except RecordError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     write_run(out, identity, argv=argv, summary=summary)
     if args.report if args.report is not None else (args.demo or args.preset == "common-shape"):
         from numeric.panel.report import ReportError, write_report
@@ -329,14 +333,14 @@ def main(argv=None) -> int:
 
 
 def _print_rows(rows) -> None:
-    w = max([len(str(r.get("model", ""))) for r in rows] + [5])
+    w = max([len(r.model) for r in rows] + [5])
     print(f"{'model':<{w}} {'head':>6} {'source':>10} {'eps':>6} {'L':>4} {'U':>4}  {'lower':<30} {'upper':<18} "
           f"{'s':>7} ok")
     for r in rows:
-        print(f"{str(r.get('model', '')):<{w}} {r['layer']:>3}.{r['head']:<2} {r['source']:>10} {r['eps']:>6} "
-              f"{r['L']:>4} {r['U']:>4}  "
-              f"{str(r['lower_witness']):<30} {str(r['upper_witness']):<18} {r['seconds']:>7.1f} "
-              f"{'yes' if r['verified'] else 'NO'}" + ("  CAPPED" if r.get("capped") else ""))
+        print(f"{r.model:<{w}} {r.layer:>3}.{r.head:<2} {r.source:>10} {r.eps:>6} "
+              f"{r.L:>4} {r.U:>4}  "
+              f"{str(r.lower_witness):<30} {str(r.upper_witness):<18} {r.seconds:>7.1f} "
+              f"{'yes' if r.verified else 'NO'}" + ("  CAPPED" if r.capped else ""))
 
 
 if __name__ == "__main__":

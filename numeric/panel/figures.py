@@ -45,17 +45,17 @@ def _save(fig, path: Path, root) -> Path:
 
 
 def _brackets(plt, rows, eps_values, colours, path, root):
-    heads = sorted({(r["family"], r["layer"], r["head"]) for r in rows})
+    heads = sorted({(r.family, r.layer, r.head) for r in rows})
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_HEAD * len(heads) + 2), HEIGHT))
     width = GROUP_WIDTH / max(1, len(eps_values))
     for k, e in enumerate(eps_values):
         for i, h in enumerate(heads):
-            rs = [r for r in rows if (r["family"], r["layer"], r["head"]) == h and Fraction(r["eps"]) == e]
+            rs = [r for r in rows if (r.family, r.layer, r.head) == h and Fraction(r.eps) == e]
             for j, r in enumerate(rs):
                 x = i - GROUP_WIDTH / 2 + width * (k + 0.5) + (j - (len(rs) - 1) / 2) * width / (len(rs) + 1)
-                ax.vlines(x, r["L"], r["U"], color=colours[e], lw=2.5,
+                ax.vlines(x, r.L, r.U, color=colours[e], lw=2.5,
                           label=f"eps = {_eps_label(e)}" if (i == 0 and j == 0) else None)
-                ax.plot([x, x], [r["L"], r["U"]], "_", color=colours[e], ms=6)
+                ax.plot([x, x], [r.L, r.U], "_", color=colours[e], ms=6)
     ax.set_xticks(range(len(heads)))
     ax.set_xticklabels([f"{f[:3]} {l}.{h}" for f, l, h in heads], rotation=45, ha="right")
     ax.set_ylabel("certified bracket [L, U]")
@@ -69,7 +69,7 @@ def _brackets(plt, rows, eps_values, colours, path, root):
 def _ratio(plt, rows, eps_values, colours, path, root):
     fig, ax = plt.subplots(figsize=(MIN_WIDTH, HEIGHT))
     for e in eps_values:
-        ratios = [r["U"] / r["L"] for r in rows if Fraction(r["eps"]) == e and r["L"] > 0]
+        ratios = [r.U / r.L for r in rows if Fraction(r.eps) == e and r.L > 0]
         if ratios:
             ax.hist(ratios, bins=RATIO_BINS, alpha=0.6, color=colours[e], label=f"eps = {_eps_label(e)}")
     ax.set_xlabel("U / L")
@@ -80,14 +80,14 @@ def _ratio(plt, rows, eps_values, colours, path, root):
 
 
 def _resolved(plt, rows, eps_values, colours, path, root):
-    layers = sorted({(r["family"], r["layer"]) for r in rows})
+    layers = sorted({(r.family, r.layer) for r in rows})
     width = GROUP_WIDTH / max(1, len(eps_values))
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, WIDTH_PER_BAR * len(layers) * len(eps_values)), HEIGHT))
     for k, e in enumerate(eps_values):
         fr = []
         for fl in layers:
-            rs = [r for r in rows if (r["family"], r["layer"]) == fl and Fraction(r["eps"]) == e]
-            fr.append(sum(r["L"] == r["U"] for r in rs) / len(rs) if rs else 0.0)
+            rs = [r for r in rows if (r.family, r.layer) == fl and Fraction(r.eps) == e]
+            fr.append(sum(r.L == r.U for r in rs) / len(rs) if rs else 0.0)
         ax.bar([i + (k - (len(eps_values) - 1) / 2) * width for i in range(len(layers))], fr, width=width,
                color=colours[e], label=f"eps = {_eps_label(e)}")
     ax.set_xticks(range(len(layers)))
@@ -101,12 +101,12 @@ def _resolved(plt, rows, eps_values, colours, path, root):
 
 def _u_over_n(plt, rows, eps_values, colours, path, root):
     """U / min(m, n) per family, each family at its own common shape."""
-    fams = sorted({(r["family"], r["n_rows"], r["n_cols"]) for r in rows})
+    fams = sorted({(r.family, r.n_rows, r.n_cols) for r in rows})
     width = GROUP_WIDTH / max(1, len(eps_values))
     fig, ax = plt.subplots(figsize=(max(MIN_WIDTH - 1, WIDTH_PER_BOX * len(fams) * len(eps_values)), HEIGHT))
     for k, e in enumerate(eps_values):
-        data = [[r["U"] / min(r["n_rows"], r["n_cols"]) for r in rows
-                 if (r["family"], r["n_rows"], r["n_cols"]) == f and Fraction(r["eps"]) == e] for f in fams]
+        data = [[r.U / min(r.n_rows, r.n_cols) for r in rows
+                 if (r.family, r.n_rows, r.n_cols) == f and Fraction(r.eps) == e] for f in fams]
         pos = [i + (k - (len(eps_values) - 1) / 2) * width for i in range(len(fams))]
         bp = ax.boxplot([d or [float("nan")] for d in data], positions=pos, widths=width * 0.9,
                         patch_artist=True, manage_ticks=False)
@@ -131,7 +131,7 @@ def plot_all(rows: list[dict], figdir: Path, root=None) -> dict:
 
     root = figdir.parent if root is None else root
     make_dirs(figdir, root=root)
-    eps_values = sorted({Fraction(r["eps"]) for r in rows})
+    eps_values = sorted({Fraction(r.eps) for r in rows})
     shades = [CMAP_LOW + CMAP_SPAN * i / max(1, len(eps_values) - 1) for i in range(len(eps_values))]
     colours = dict(zip(eps_values, plt.cm.viridis(shades)))
     args = (plt, rows, eps_values, colours)

@@ -11,16 +11,26 @@ git commit of the last run (``code_version``) and the last run's summary.
 Resuming into a directory whose identity differs is refused (``PanelError``,
 exit 2): cells from two identities are never mixed in one table. Choose a new
 ``--out`` to run with other settings, code or packages.
+
+Read back, the provenance is typed: :class:`PanelRun` is ``panel.json``
+(after ``numeric.panel.schema.check_run``), :class:`CellProvenance` the part
+of a bracket cell's provenance that the report checks rows against (its
+labels, and under ``search`` the effort, lower family, package versions and
+code version of the search, :class:`SearchProvenance`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from numeric.panel.table import RUN_NAME, atomic_write
 
-__all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run"]
+__all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run",
+           "PanelRun", "CellProvenance", "SearchProvenance", "CodeVersion"]
 
 #: The packages whose sources make up the code identity.
 SOURCE_PACKAGES = ("numeric", "exact")
@@ -42,7 +52,7 @@ def source_digest() -> str:
     return sources_sha256(SOURCE_PACKAGES)
 
 
-def sources_sha256(packages, prefix: bytes = b"") -> str:
+def sources_sha256(packages: Iterable[str], prefix: bytes = b"") -> str:
     """SHA-256 of ``prefix`` and the Python sources of ``packages`` (path and bytes, sorted)."""
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256(prefix)
@@ -52,30 +62,31 @@ def sources_sha256(packages, prefix: bytes = b"") -> str:
     return h.hexdigest()
 
 
-def _search_tolerances() -> dict:
+def _search_tolerances() -> dict[str, float]:
     """The search driver's named tolerances (``numeric.search.driver``)."""
     from numeric.search import driver
 
     return {name: getattr(driver, name) for name in ("STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY")}
 
 
-def run_identity(*, model, eps, prefix: int, block: int, length: int, min_mass: float, screen: bool,
-                 attack: bool, geometry: bool, effort: str, native: bool = False,
-                 image_size: int | None = None) -> dict:
+def run_identity(*, model: str | list[str], eps: Iterable[str], prefix: int, block: int, length: int,
+                 min_mass: float, screen: bool, attack: bool, geometry: bool, effort: str, native: bool = False,
+                 image_size: int | None = None) -> dict[str, Any]:
     """The identity every cell of a directory shares (JSON-normalised); ``model`` is one
     spec, or the list of them when several models share the directory."""
     from numeric.search.effort import package_versions
 
     versions = package_versions()
     code = {"version": versions.get("softrank-verify"), "source_sha256": source_digest()}
-    return json.loads(json.dumps({
+    identity: dict[str, Any] = json.loads(json.dumps({
         "model": model, "eps": list(eps), "prefix": prefix, "block": block, "length": length,
         "min_mass": min_mass, "screen": screen, "attack": attack, "geometry": geometry, "effort": effort,
         "native": native, "image_size": image_size,
         "tolerances": _search_tolerances(), "versions": versions, "code": code}))
+    return identity
 
 
-def read_run(out) -> dict | None:
+def read_run(out: str | Path) -> dict[str, Any] | None:
     """``panel.json`` of a directory; None when absent; ``PanelError`` when unreadable."""
     from numeric.safeio import SafeIOError, read_json
 
@@ -91,7 +102,7 @@ def read_run(out) -> dict | None:
     return doc
 
 
-def _first_difference(a, b, path="") -> str:
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             if a.get(k) != b.get(k):
@@ -99,7 +110,7 @@ def _first_difference(a, b, path="") -> str:
     return f"{path}: {json.dumps(a)} before, {json.dumps(b)} now"
 
 
-def check_resume(out, identity: dict) -> None:
+def check_resume(out: str | Path, identity: dict[str, Any]) -> None:
     """Refuse to add cells of another identity to a directory (``PanelError``).
 
     A directory with cell records but no ``panel.json`` has an unknown
@@ -111,16 +122,142 @@ def check_resume(out, identity: dict) -> None:
             raise PanelError(f"{out} holds cells but no {RUN_NAME}: their settings are unknown; "
                              f"choose a new --out")
         return
-    before = doc.get("identity")
+    before = PanelRun.from_json(doc).identity
     if before != identity:
-        raise PanelError(f"{out} was produced by another run identity ({_first_difference(before or {}, identity)}); "
+        raise PanelError(f"{out} was produced by another run identity ({_first_difference(before, identity)}); "
                          f"choose a new --out")
 
 
-def write_run(out, identity: dict, *, argv=None, summary: dict | None = None) -> Path:
+def write_run(out: str | Path, identity: dict[str, Any], *, argv: Iterable[str] | None = None,
+              summary: dict[str, Any] | None = None) -> Path:
     """Write ``panel.json``: the identity, the command, the git commit and the last summary."""
     from numeric.search.effort import code_version
 
     doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "code_version": code_version(),
            "summary": summary}
     return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True), root=out)
+
+
+def _scalar(v: object) -> bool:
+    return v is None or type(v) in (str, int, bool)
+
+
+def _obj(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``doc[key]`` when it is a JSON object, else an empty one."""
+    value = doc[key] if key in doc else None
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """The project version, and the git commit and dirtiness of the checkout (``numeric.search.effort.code_version``)."""
+
+    version: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+
+
+@dataclass(frozen=True)
+class SearchProvenance:
+    """What the search of one bracket cell ran with (``numeric.search.driver``): the fields the report checks."""
+
+    effort: str | None = None
+    lower_family: str | None = None
+    versions: Mapping[str, Any] | None = None     # package -> version (None: absent)
+    code: CodeVersion | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields that are set (an absent field and a null one read alike)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in ("effort", "lower_family") if getattr(self, k) is not None}
+        if self.versions is not None:
+            out["versions"] = dict(self.versions)
+        if self.code is not None:
+            out["code"] = {k: v for k, v in vars(self.code).items() if v is not None}
+        return out
+
+
+#: The labels of a bracket cell's provenance that a row must repeat (``numeric.heads.extract``).
+CELL_LABELS = ("model", "model_type", "family", "cell_kind", "layer", "head", "source")
+
+
+@dataclass(frozen=True)
+class CellProvenance:
+    """The provenance fields of a bracket cell kept with its exact pass (``numeric.panel.vcache``): the labels
+    the report checks rows against (scalars only) and the search's run identity."""
+
+    labels: Mapping[str, str | int | bool | None] = field(default_factory=dict)
+    search: SearchProvenance = field(default_factory=SearchProvenance)
+
+    @classmethod
+    def from_json(cls, prov: object) -> CellProvenance:
+        """The fields of a provenance object (anything else: none), scalars only; never raises."""
+        prov = prov if isinstance(prov, dict) else {}
+        labels = {k: prov[k] for k in CELL_LABELS if k in prov and _scalar(prov[k])}
+        search = _obj(prov, "search")
+        versions = search["versions"] if "versions" in search else None
+        if not (isinstance(versions, dict) and all(isinstance(k, str) and _scalar(v) for k, v in versions.items())):
+            versions = None
+        code = None
+        if "code" in search and isinstance(search["code"], dict):
+            c = search["code"]
+            code = CodeVersion(**{k: c[k] for k in ("version", "commit", "dirty") if k in c and _scalar(c[k])})
+        found = SearchProvenance(**{k: search[k] for k in ("effort", "lower_family") if k in search
+                                    and _scalar(search[k])},
+                                 versions=dict(versions) if versions is not None else None, code=code)
+        return cls(labels, found)
+
+    def label(self, key: str) -> str | int | bool | None:
+        """A label (``CELL_LABELS``), None when the file's provenance has none."""
+        return self.labels[key] if key in self.labels else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.labels, "search": self.search.to_json()}
+
+
+@dataclass(frozen=True)
+class PanelRun:
+    """``panel.json`` of a directory, read back after ``numeric.panel.schema.check_run``: the run identity
+    (as written, for comparisons) and its fields the report and the audit use."""
+
+    identity: Mapping[str, Any]
+    code_version: Mapping[str, Any] | None = None
+    summary: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> PanelRun:
+        cv = doc["code_version"] if "code_version" in doc else None
+        summary = doc["summary"] if "summary" in doc else None
+        return cls(_obj(doc, "identity"), cv if isinstance(cv, dict) else None,
+                   summary if isinstance(summary, dict) else None)
+
+    def _field(self, key: str) -> Any:
+        return self.identity[key] if key in self.identity else None
+
+    @property
+    def effort(self) -> str | None:
+        effort: str | None = self._field("effort")
+        return effort
+
+    @property
+    def versions(self) -> Mapping[str, Any]:
+        return _obj(self.identity, "versions")
+
+    @property
+    def code(self) -> Mapping[str, Any]:
+        """The identity's code (project version, sources digest)."""
+        return _obj(self.identity, "code")
+
+    @property
+    def project_version(self) -> str | None:
+        version: str | None = self.code["version"] if "version" in self.code else None
+        return version
+
+    @property
+    def eps(self) -> list[str] | None:
+        """The run's tolerances (rational text), None when ``panel.json`` has none."""
+        eps: list[str] | None = self._field("eps")
+        return eps
+
+    @property
+    def tolerances(self) -> Any:
+        return self._field("tolerances")

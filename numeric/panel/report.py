@@ -33,7 +33,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -42,6 +42,7 @@ import crosscheck
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
 from numeric.panel.report_families import GATE
+from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
 from numeric.safeio import SafeIOError, escape, list_dir, write_text
 
@@ -90,8 +91,8 @@ def md(x, limit: int | None = None) -> str:
     return (escape(x) if limit is None else escape(x, limit)).replace("|", "\\|")
 
 
-def _shown(r: dict) -> dict:
-    return dict(r, **{k: md(r[k]) for k in LABELS if isinstance(r.get(k), str)})
+def _shown(r: PanelRow) -> PanelRow:
+    return replace(r, **{k: md(r.column(k)) for k in LABELS if isinstance(r.column(k), str)})
 
 
 def _fmt(x, digits=2) -> str:
@@ -109,37 +110,37 @@ def _slack(x) -> str:
 def _per_eps(verified: list) -> dict:
     by_eps = defaultdict(list)
     for r in verified:
-        by_eps[Fraction(r["eps"])].append(r)
+        by_eps[Fraction(r.eps)].append(r)
     per_eps = {}
     for e in sorted(by_eps):
         rs = by_eps[e]
-        ratios = [r["U"] / r["L"] for r in rs if r["L"] > 0]
+        ratios = [r.U / r.L for r in rs if r.L > 0]
         per_eps[e] = {
-            "brackets": len(rs), "closed": sum(r["L"] == r["U"] for r in rs),
-            "median_L": statistics.median(r["L"] for r in rs), "median_U": statistics.median(r["U"] for r in rs),
+            "brackets": len(rs), "closed": sum(r.L == r.U for r in rs),
+            "median_L": statistics.median(r.L for r in rs), "median_U": statistics.median(r.U for r in rs),
             "median_U_over_L": statistics.median(ratios) if ratios else None,
-            "median_seconds": statistics.median(float(r["seconds"]) for r in rs),
+            "median_seconds": statistics.median(float(r.seconds) for r in rs),
         }
     return per_eps
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise(rows: list[PanelRow]) -> dict:
     """Per-eps figures over verified brackets, and the integrity counts.
 
     ``rows`` are checked rows (``numeric.panel.audit``): their ranks and
     verdicts are those of the exact pass.
     """
-    ok = [r for r in rows if r.get("status") == "ok"]
-    verified = [r for r in ok if r.get("verified")]
+    ok = [r for r in rows if r.ok]
+    verified = [r for r in ok if r.verified]
     return {
         "rows": len(rows), "brackets": len(ok), "verified": len(verified),
-        "unverified": [r for r in ok if not r.get("verified")],
-        "dropped": [r for r in rows if r.get("status") != "ok"],
-        "capped": [r for r in ok if r.get("capped")],
-        "attacks_run": sum(bool(r.get("attack_run")) for r in ok),
-        "attack_successes": sum(bool(r.get("attack_success")) for r in ok),
-        "direct_checked": sum(bool(r.get("direct_checked")) for r in ok),
-        "direct_passed": sum(bool(r.get("direct_checked")) and bool(r.get("direct_passed")) for r in ok),
+        "unverified": [r for r in ok if not r.verified],
+        "dropped": [r for r in rows if not r.ok],
+        "capped": [r for r in ok if r.capped],
+        "attacks_run": sum(bool(r.attack_run) for r in ok),
+        "attack_successes": sum(bool(r.attack_success) for r in ok),
+        "direct_checked": sum(bool(r.direct_checked) for r in ok),
+        "direct_passed": sum(bool(r.direct_checked) and bool(r.direct_passed) for r in ok),
         "per_eps": _per_eps(verified),
         "verified_rows": verified,
     }
@@ -155,14 +156,14 @@ def _trust_line(checked, trusted: bool) -> str:
 
 
 def _header(rows, s, run) -> list:
-    models = sorted({(r["family"], r["model"]) for r in rows})
+    models = sorted({(r.family, r.model) for r in rows})
     shape = []
     for f, m in models:
-        rs = [r for r in rows if (r["family"], r["model"]) == (f, m)]
-        kinds = sorted({str(r.get("cell_kind") or "") for r in rs} - {""})
-        heads = len({(r["layer"], r["head"]) for r in rs})
+        rs = [r for r in rows if (r.family, r.model) == (f, m)]
+        kinds = sorted({r.cell_kind or "" for r in rs} - {""})
+        heads = len({(r.layer, r.head) for r in rs})
         shape.append(f"{m} ({f}{'; ' + ', '.join(kinds) if kinds else ''}): {heads} heads x "
-                     f"{len({r['source'] for r in rs})} sources")
+                     f"{len({r.source for r in rs})} sources")
     L = ["# Learned-head panel report\n",
          f"Models: {'; '.join(shape)}. {s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass "
          "or locality screen.\n"]
@@ -191,11 +192,11 @@ def integrity_errors(s) -> list:
     """The integrity table's failures as errors: a successful rank-(L-1) attack, a failed direct check."""
     errs = []
     for r in s["verified_rows"] + s["unverified"]:
-        if r.get("attack_success"):
-            errs.append(f"{r['cell_id']}: a rank-{r['L'] - 1} attack succeeded where L = {r['L']} was verified "
+        if r.attack_success:
+            errs.append(f"{r.cell_id}: a rank-{r.L - 1} attack succeeded where L = {r.L} was verified "
                         "(the panel's own record)")
-        if r.get("direct_checked") and not r.get("direct_passed"):
-            errs.append(f"{r['cell_id']}: the upper factorisation failed its direct check (the panel's own record)")
+        if r.direct_checked and not r.direct_passed:
+            errs.append(f"{r.cell_id}: the upper factorisation failed its direct check (the panel's own record)")
     return errs
 
 
@@ -219,8 +220,8 @@ def _integrity(s, errors) -> list:
                          "but not reproducible)", s["capped"])):
         if rows:
             L.append(f"{title}:\n")
-            L.extend(f"- {r['cell_id']} ({r['file']}): lower verified {r['lower_verified']}, "
-                     f"upper verified {r['upper_verified']}" for r in rows)
+            L.extend(f"- {r.cell_id} ({r.file}): lower verified {r.lower_verified}, "
+                     f"upper verified {r.upper_verified}" for r in rows)
             L.append("")
     return L
 
@@ -233,14 +234,14 @@ def _tables(s) -> list:
         L.append(f"| {e} | {d['brackets']} | {d['closed']} | {_fmt(d['median_L'], 1)} | "
                  f"{_fmt(d['median_U'], 1)} | {_fmt(d['median_U_over_L'])} | {_fmt(d['median_seconds'])} |")
     L.append("")
-    ref = [r for r in s["verified_rows"] if Fraction(r["eps"]) == REFERENCE_EPS]
+    ref = [r for r in s["verified_rows"] if Fraction(r.eps) == REFERENCE_EPS]
     if ref:
         L += [f"## Brackets at eps = {REFERENCE_EPS} (the paper's table tolerance)\n",
               "| family | head | source | n | L | U | lower witness | upper witness | slack | mass |",
               "|---|---|---|---:|---:|---:|---|---|---:|---:|"]
-        L.extend(f"| {r['family']} | {r['layer']}.{r['head']} | {r['source']} | {r['n_rows']}x{r['n_cols']} | "
-                 f"{r['L']} | {r['U']} | {r['lower_witness']} | {r['upper_witness']} | {_slack(r.get('slack'))} | "
-                 f"{_fmt(r.get('mass'), MASS_DIGITS)} |" for r in ref)
+        L.extend(f"| {r.family} | {r.layer}.{r.head} | {r.source} | {r.n_rows}x{r.n_cols} | "
+                 f"{r.L} | {r.U} | {r.lower_witness} | {r.upper_witness} | {_slack(r.slack)} | "
+                 f"{_fmt(r.mass, MASS_DIGITS)} |" for r in ref)
         L.append("")
     return L
 
@@ -253,8 +254,8 @@ def _figures_and_drops(s, out: Path) -> list:
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
     if s["dropped"]:
         L.append("## Dropped cells\n")
-        seen = sorted({(str(r.get("model", "")), r["layer"], r["head"], r["source"], r["status"],
-                        round(r.get("mass") or 0, MASS_DIGITS), _fmt(r.get("local_mass"), MASS_DIGITS))
+        seen = sorted({(r.model, r.layer, r.head, r.source, r.status,
+                        round(r.mass or 0, MASS_DIGITS), _fmt(r.local_mass, MASS_DIGITS))
                        for r in s["dropped"]})
         L.extend(f"- {model} {layer}.{head} on {src}: {status} (retained mass {mass}, local mass {local})"
                  for model, layer, head, src, status, mass, local in seen)
@@ -266,10 +267,9 @@ def _geometry_section(rows, out: Path) -> str:
     """The geometry section (``numeric.panel.report_geometry``) on the verified rows."""
     from numeric.panel.report_geometry import geometry_section
 
-    # the section takes eps as a number and writes its PNGs next to report.md
-    geo_rows = [dict(r, eps=float(Fraction(r["eps"])), eps_exact=r["eps"]) for r in rows]
+    # the section writes its PNGs next to report.md
     try:
-        return geometry_section(geo_rows, out)
+        return geometry_section(rows, out)
     except SafeIOError:
         raise
     except Exception as e:  # noqa: BLE001 - a plotting failure is reported, the brackets stay

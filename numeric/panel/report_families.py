@@ -45,7 +45,7 @@ PAPER_RESOLVED = {"encoder": "219/512 (43 %), below the gate"}
 
 
 def _label(r) -> str:
-    return f"{r.get('family', '?')} ({r.get('model', '?')})"
+    return f"{r.family} ({r.model})"
 
 
 def _paper_key(family: str) -> str:
@@ -90,9 +90,9 @@ def _by_family(rows) -> dict:
 def _screens(all_rows) -> list:
     cells = {}
     for r in all_rows:
-        if r.get("cell_kind") == NATIVE:
+        if r.cell_kind == NATIVE:
             continue
-        cells[(_label(r), r["layer"], r["head"], str(r["source"]))] = r.get("status")
+        cells[(_label(r), r.layer, r.head, str(r.source))] = r.status
     counts = defaultdict(lambda: defaultdict(int))
     for (fam, *_), status in cells.items():
         counts[fam][status] += 1
@@ -116,13 +116,13 @@ def _audit(fams: dict, rng) -> list:
          "| family | shape | cells | sources | median U/n | median L/n | paper U/128 |",
          "|---|---|---:|---:|---:|---:|---|"]
     for fam, rs in fams.items():
-        shapes = sorted({f"{r['n_rows']} x {r['n_cols']}" for r in rs})
+        shapes = sorted({f"{r.n_rows} x {r.n_cols}" for r in rs})
         by_src_u, by_src_l = defaultdict(list), defaultdict(list)
         for r in rs:
-            n = min(int(r["n_rows"]), int(r["n_cols"]))
-            by_src_u[str(r["source"])].append(r["U"] / n)
-            by_src_l[str(r["source"])].append(r["L"] / n)
-        paper = PAPER_U_OVER_N.get(_paper_key(rs[0].get("family", "")), "not given")
+            n = min(int(r.n_rows), int(r.n_cols))
+            by_src_u[str(r.source)].append(r.U / n)
+            by_src_l[str(r.source)].append(r.L / n)
+        paper = PAPER_U_OVER_N.get(_paper_key(rs[0].family), "not given")
         u, l_ = bootstrap_median(by_src_u, rng), bootstrap_median(by_src_l, rng)
         L.append(f"| {fam} | {', '.join(shapes)} | {len(rs)} | {len(by_src_u)} | {_ci(u)} | {_ci(l_)} | {paper} |")
     return L + [""]
@@ -133,19 +133,19 @@ def gate_table(fams: dict, gate: float = GATE, lowers: dict | None = None) -> li
     family when ``lowers`` {cell_id: Ablated} is given), ties, median U/L, gate."""
     out = []
     for fam, rs in fams.items():
-        pairs, disjoint, ties = ordering([(r["L"], r["U"]) for r in rs])
-        resolved = sum(r["L"] == r["U"] for r in rs)
-        ratios = [r["U"] / r["L"] for r in rs if r["L"] > 0]
+        pairs, disjoint, ties = ordering([(r.L, r.U) for r in rs])
+        resolved = sum(r.L == r.U for r in rs)
+        ratios = [r.U / r.L for r in rs if r.L > 0]
         cov = disjoint / pairs if pairs else None
         row = {"family": fam, "cells": len(rs), "resolved": resolved, "resolved_fraction": resolved / len(rs),
                "pairs": pairs, "disjoint": disjoint, "ties": ties, "coverage": cov,
                "median_U_over_L": statistics.median(ratios) if ratios else None,
-               "decoded": sum(1 for r in rs if lowers and lowers[r["cell_id"]].source != "kept"),
+               "decoded": sum(1 for r in rs if lowers and lowers[r.cell_id].source != "kept"),
                "gate": cov is not None and resolved / len(rs) >= gate and cov >= gate}
         if lowers is not None:
-            _, d2, _ = ordering([(lowers[r["cell_id"]].L, r["U"]) for r in rs])
+            _, d2, _ = ordering([(lowers[r.cell_id].L, r.U) for r in rs])
             row["coverage_without_decoded"] = d2 / pairs if pairs else None
-            row["resolved_without_decoded"] = sum(lowers[r["cell_id"]].L == r["U"] for r in rs)
+            row["resolved_without_decoded"] = sum(lowers[r.cell_id].L == r.U for r in rs)
         out.append(row)
     return out
 
@@ -193,22 +193,22 @@ def _without_decoded(table: list) -> list:
 
 
 def _native(all_rows, eps) -> list:
-    nat = [r for r in all_rows if r.get("cell_kind") == NATIVE and r.get("status") == "ok"]
+    nat = [r for r in all_rows if r.cell_kind == NATIVE and r.status == "ok"]
     if not nat:
         return []
     L = ["### Native-causal cells (integrity cells, paper L.1)\n",
          "| family | brackets | verified | median U/n at this eps |", "|---|---:|---:|---:|"]
     for fam, rs in _by_family(nat).items():
-        at = [r["U"] / min(int(r["n_rows"]), int(r["n_cols"])) for r in rs
-              if r.get("verified") and Fraction(r["eps"]) == eps]
-        L.append(f"| {fam} | {len(rs)} | {sum(bool(r.get('verified')) for r in rs)} | "
+        at = [r.U / min(int(r.n_rows), int(r.n_cols)) for r in rs
+              if r.verified and Fraction(r.eps) == eps]
+        L.append(f"| {fam} | {len(rs)} | {sum(bool(r.verified) for r in rs)} | "
                  f"{f'{statistics.median(at):.3f}' if at else '-'} |")
     return L + [""]
 
 
 def families_section(out, all_rows: list, verified_rows: list, eps: Fraction, gate: float = GATE) -> str:
     """The section's Markdown ('' when the rows have no verified cell at ``eps``)."""
-    rows = [r for r in verified_rows if Fraction(r["eps"]) == eps and r.get("cell_kind") != NATIVE]
+    rows = [r for r in verified_rows if Fraction(r.eps) == eps and r.cell_kind != NATIVE]
     if not rows:
         return ""
     fams = _by_family(rows)

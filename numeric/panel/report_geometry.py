@@ -1,6 +1,6 @@
 """The report section on interaction geometry (issue 7).
 
-``geometry_section(rows, outdir)`` takes the panel table rows (dicts with the
+``geometry_section(rows, outdir)`` takes the panel table rows (``PanelRow``: the descriptor
 columns of ``numeric.geometry.cell_descriptors`` and
 ``numeric.geometry.native_features`` next to ``L``, ``U``, ``family``, ``layer``,
 ``head``, ``eps``), writes PNG plots into ``outdir`` and returns Markdown.
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.geometry import intrinsic_profile_score
+from numeric.panel.schema import PanelRow
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -36,6 +37,11 @@ _NATIVE = (
     ("svd_interaction_dim", "normalised native SVD dimension", False),
     ("width_spectrum_gap", "width-vs-spectrum gap", False),
 )
+
+
+def _col(r: PanelRow, name: str):
+    """A column of a row (``PanelRow.column``); ``eps`` as a float."""
+    return float(Fraction(r.eps)) if name == "eps" else r.column(name)
 
 
 def _num(x):
@@ -77,7 +83,7 @@ def spearman(x, y) -> float:
 
 
 def _pick_eps(rows) -> float | None:
-    eps = sorted({_num(r.get("eps")) for r in rows if math.isfinite(_num(r.get("eps")))})
+    eps = sorted({_num(_col(r, "eps")) for r in rows if math.isfinite(_num(_col(r, "eps")))})
     if not eps:
         return None
     for e in eps:
@@ -106,15 +112,15 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - formatters below
 
-    families = sorted({str(r.get("family", "?")) for r in rows})
+    families = sorted({r.family for r in rows})
     fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 4), squeeze=False)
     drew = False
     for ax, (col, label, logx) in zip(axes[0], columns):
         for k, fam in enumerate(families):
-            sel = [r for r in rows if str(r.get("family", "?")) == fam]
-            x = np.array([_num(r.get(col)) for r in sel])
-            U = np.array([_num(r.get("U")) for r in sel])
-            L = np.array([_num(r.get("L")) for r in sel])
+            sel = [r for r in rows if r.family == fam]
+            x = np.array([_num(_col(r, col)) for r in sel])
+            U = np.array([_num(_col(r, "U")) for r in sel])
+            L = np.array([_num(_col(r, "L")) for r in sel])
             ok = np.isfinite(x) & np.isfinite(U)
             if logx:
                 ok &= x > 0
@@ -150,15 +156,15 @@ def _family_curves(path: Path, rows, eps) -> bool:
 
     from numeric.geometry import SVD_RANKS
 
-    families = sorted({str(r.get("family", "?")) for r in rows})
+    families = sorted({r.family for r in rows})
     fig, ax = plt.subplots(figsize=(6, 4.5))
     drew = False
     for k, fam in enumerate(families):
         first = True
         for r in rows:
-            if str(r.get("family", "?")) != fam:
+            if r.family != fam:
                 continue
-            pts = [(_num(r.get(f"svd_r{q}_kappa")), _num(r.get(f"svd_r{q}_tau"))) for q in SVD_RANKS]
+            pts = [(_num(_col(r, f"svd_r{q}_kappa")), _num(_col(r, f"svd_r{q}_tau"))) for q in SVD_RANKS]
             pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b) and a > 0]
             if len(pts) < 2:
                 continue
@@ -183,22 +189,22 @@ def _family_curves(path: Path, rows, eps) -> bool:
 def _family_table(sel, eps) -> list:
     """Medians and Spearman correlations of U with the descriptors, per family."""
     lines = []
-    families = sorted({str(r.get("family", "?")) for r in sel})
+    families = sorted({r.family for r in sel})
     lines += [
         "| family | cells | median kappa lower | median kappa upper | median tau0 | "
         "Spearman(U, kappa) | Spearman(U, tau0) | Spearman(U, profile) | Spearman(U, Gamma) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for fam in families:
-        fr = [r for r in sel if str(r.get("family", "?")) == fam]
-        med = lambda c: float(np.nanmedian([_num(r.get(c)) for r in fr])) if fr else math.nan  # noqa: E731
-        U = [r.get("U") for r in fr]
+        fr = [r for r in sel if r.family == fam]
+        med = lambda c: float(np.nanmedian([_num(_col(r, c)) for r in fr])) if fr else math.nan  # noqa: E731
+        U = [_col(r, "U") for r in fr]
         lines.append(
             f"| {fam} | {len(fr)} | {_fmt(med('kappa_lower'))} | {_fmt(med('kappa_upper'))} | "
-            f"{_fmt(med('tau0'))} | {_fmt(spearman(U, [r.get('kappa_upper') for r in fr]), 2)} | "
-            f"{_fmt(spearman(U, [r.get('tau0') for r in fr]), 2)} | "
-            f"{_fmt(spearman(U, [intrinsic_profile_score(r, eps) for r in fr]), 2)} | "
-            f"{_fmt(spearman(U, [r.get('gamma_native') for r in fr]), 2)} |"
+            f"{_fmt(med('tau0'))} | {_fmt(spearman(U, [_col(r, 'kappa_upper') for r in fr]), 2)} | "
+            f"{_fmt(spearman(U, [_col(r, 'tau0') for r in fr]), 2)} | "
+            f"{_fmt(spearman(U, [intrinsic_profile_score(r.descriptors, eps) for r in fr]), 2)} | "
+            f"{_fmt(spearman(U, [_col(r, 'gamma_native') for r in fr]), 2)} |"
         )
     lines += [
         "",
@@ -214,7 +220,7 @@ def _gauge_audit(have) -> list:
     """Appendix L.7: diagonal Q/K gauges move the native features, never the intrinsic ones."""
     lines = []
     ratios = sorted(
-        {k.split("_g")[-1] for r in have for k in r if k.startswith("gamma_native_move_g")},
+        {k.split("_g")[-1] for r in have for k in r.descriptors if k.startswith("gamma_native_move_g")},
         key=lambda s: _num(s),
     )
     if ratios:
@@ -227,7 +233,7 @@ def _gauge_audit(have) -> list:
             "|---:|---:|---:|---:|---:|---:|",
         ]
         for g in ratios:
-            col = lambda c: [_num(r.get(f"{c}_g{g}")) for r in have]  # noqa: E731
+            col = lambda c: [_num(_col(r, f"{c}_g{g}")) for r in have]  # noqa: E731
             lines.append(
                 f"| {g} | {_fmt(np.nanmax(col('logit_change')))} | {_fmt(np.nanmax(col('intrinsic_move')))} | "
                 f"{_fmt(np.nanmedian(col('gamma_native_move')))} | "
@@ -241,9 +247,9 @@ def _gauge_audit(have) -> list:
 def _cert_summary(have) -> list:
     """How far the rigorous descriptor bounds lie from the float ones."""
     lines = []
-    cert = [r for r in have if math.isfinite(_num(r.get("kappa_upper_cert")))]
+    cert = [r for r in have if math.isfinite(_num(_col(r, "kappa_upper_cert")))]
     if cert:
-        worst = max(_num(r["kappa_upper_cert"]) / _num(r["kappa_upper"]) - 1 for r in cert if _num(r["kappa_upper"]) > 0)
+        worst = max(_num(_col(r, "kappa_upper_cert")) / _num(_col(r, "kappa_upper")) - 1 for r in cert if _num(_col(r, "kappa_upper")) > 0)
         lines += [
             f"Rigorous versions: {len(cert)} of {len(have)} cells carry exact/arb bounds; the largest "
             f"relative excess of the certified kappa upper bound over the float one is {_fmt(worst)}.",
@@ -252,18 +258,17 @@ def _cert_summary(have) -> list:
     return lines
 
 
-def geometry_section(rows, outdir) -> str:
+def geometry_section(rows: list[PanelRow], outdir) -> str:
     """Markdown for the interaction-geometry section; PNGs written to ``outdir``."""
-    rows = [dict(r) for r in rows]
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     lines = ["## Interaction geometry (issue 7)", ""]
-    have = [r for r in rows if math.isfinite(_num(r.get("kappa_upper")))]
+    have = [r for r in rows if math.isfinite(_num(_col(r, "kappa_upper")))]
     if not have:
         lines.append("No cell carries geometry columns (kappa_upper missing); nothing to plot.")
         return "\n".join(lines) + "\n"
     eps = _pick_eps(have)
-    sel = [r for r in have if eps is None or abs(_num(r.get("eps")) - eps) < EPS_MATCH]
+    sel = [r for r in have if eps is None or abs(_num(_col(r, "eps")) - eps) < EPS_MATCH]
     eps = eps if eps is not None else math.nan
     lines += [
         f"Certified brackets [L, U] at eps = {eps:g} against the intrinsic profile of each cell "
@@ -283,7 +288,7 @@ def geometry_section(rows, outdir) -> str:
             "![J.2 family: kappa(T_r) against tau(T_r)](geometry_family.png)",
             "",
         ]
-    if any(math.isfinite(_num(r.get("gamma_native"))) for r in sel):
+    if any(math.isfinite(_num(_col(r, "gamma_native"))) for r in sel):
         if _scatter(outdir / "geometry_native.png", sel, _NATIVE, eps):
             lines += ["![U and L against native features](geometry_native.png)", ""]
 

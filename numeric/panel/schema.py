@@ -4,10 +4,19 @@ A panel directory is untrusted input. Its JSON documents are read through
 ``numeric.safeio.read_json`` (regular files only, size and depth limits) and
 then checked here: types, lengths and ranges of every field the report,
 the audit or the study uses. A document that fails is an error of the report
-(listed, exit 1), never a traceback. Fields not named here pass through as
-descriptive columns; the depth limit bounds them.
+(listed, exit 1), never a traceback.
 
-- a cell record (``cells/<key>.json``): :func:`check_record`, its rows :func:`check_row`;
+A row of the panel's table is a :class:`PanelRow`: the typed columns every
+reader uses by attribute, and the descriptor columns of the geometry and the
+study (``numeric.geometry``, ``numeric.panel.features``) in ``descriptors``,
+each named by one of :data:`DESCRIPTOR_PREFIXES`. A key that is neither is an
+error naming it, and so is a column asked for by a name that is neither
+(:meth:`PanelRow.column`): a misspelt key never reads as None. The rows of the
+records written since the typed rows (and before them, by the code of commit
+8cb9f0b: the same layout, without the record's ``schema`` key) are
+:data:`ROW_SCHEMA` 1.
+
+- a cell record (``cells/<key>.json``): :func:`check_record`, its rows :func:`check_row` and :meth:`PanelRow.from_json`;
 - ``panel.json``: :func:`check_run`;
 - a record of the exact pass (``verified/<sha256>.json``, only with ``--trust-records``): :func:`check_result`.
 """
@@ -15,10 +24,28 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
+from typing import Any, Union
 
-__all__ = ["SchemaError", "STATUSES", "MAX_LABEL", "MAX_ROWS", "check_record", "check_row", "check_run",
-           "check_result", "record_key_ok"]
+__all__ = ["SchemaError", "STATUSES", "MAX_LABEL", "MAX_ROWS", "ROW_SCHEMA", "DESCRIPTOR_PREFIXES", "Scalar", "PanelRow", "COLUMNS",
+           "check_record", "check_row", "check_run", "check_result", "record_key_ok"]
+
+#: The layout of a row (``PanelRow``) and of its record; a record without a ``schema`` key is version 1
+#: (every record written before the typed rows). Bump only with a reader of the older versions.
+ROW_SCHEMA = 1
+#: The descriptor columns: the geometry's (``numeric.geometry.cell_descriptors``, ``native_features``), the
+#: study's (``numeric.panel.features``: b0/b1/b2 blocks and the gauge audit ``iaudit_*``) and their
+#: ``*_error`` columns. A new descriptor family is one more prefix here.
+DESCRIPTOR_PREFIXES = ("b0_", "b1_", "b2_", "c_", "canon_", "gamma_", "geom_", "geometry_", "iaudit_", "intrinsic_",
+                       "kappa_", "log1p_", "logit_change_", "native_", "profile_", "q_residual", "softmax_mismatch", "study_",
+                       "svd_r", "svd_interaction_", "tau0", "width_spectrum_gap")
+_DESCRIPTOR_NAME = re.compile(r"[a-z][a-z0-9_]{0,127}")
+#: A JSON object, as read.
+JSON = dict[str, Any]
+#: A JSON scalar: the value of a descriptor column.
+Scalar = Union[str, int, float, bool, None]
 
 #: Longest label (ids, file names, model names, sources) accepted.
 MAX_LABEL = 256
@@ -41,12 +68,17 @@ def record_key_ok(key: str) -> bool:
     return 0 < len(key) <= MAX_KEY and key[0] != "." and all(c.isalnum() or c in "._+=-" for c in key)
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> bool:
     return type(x) is int
 
 
-def _is_num(x) -> bool:
+def _is_num(x: object) -> bool:
     return type(x) in (int, float)
+
+
+def _at(d: JSON, k: str) -> Any:
+    """The value of key ``k`` of a JSON object, None when absent (a missing key reads as a missing value)."""
+    return d[k] if k in d else None
 
 
 def _need(cond: bool, what: str) -> None:
@@ -54,34 +86,34 @@ def _need(cond: bool, what: str) -> None:
         raise SchemaError(what)
 
 
-def _label(d: dict, k: str, optional: bool = False, limit: int = MAX_LABEL) -> None:
-    v = d.get(k)
+def _label(d: JSON, k: str, optional: bool = False, limit: int = MAX_LABEL) -> None:
+    v: Any = d.get(k)
     if optional and v is None:
         return
     _need(isinstance(v, str) and 0 < len(v) <= limit, f"{k} is not a string of 1 to {limit} characters")
 
 
-def _int(d: dict, k: str, optional: bool = False, low: int = 0) -> None:
-    v = d.get(k)
+def _int(d: JSON, k: str, optional: bool = False, low: int = 0) -> None:
+    v: Any = d.get(k)
     if optional and v is None:
         return
     _need(_is_int(v) and low <= v <= MAX_INT, f"{k} is not an integer in [{low}, {MAX_INT}]")
 
 
-def _bool(d: dict, k: str, optional: bool = False) -> None:
-    v = d.get(k)
+def _bool(d: JSON, k: str, optional: bool = False) -> None:
+    v: Any = d.get(k)
     if optional and v is None:
         return
     _need(type(v) is bool, f"{k} is not true or false")
 
 
-def _num(d: dict, k: str) -> None:
-    v = d.get(k)
+def _num(d: JSON, k: str) -> None:
+    v: Any = d.get(k)
     _need(v is None or _is_num(v), f"{k} is not a number")
 
 
-def _eps(d: dict, k: str = "eps") -> None:
-    v = d.get(k)
+def _eps(d: JSON, k: str = "eps") -> None:
+    v: Any = d.get(k)
     _need(isinstance(v, str) and 0 < len(v) <= MAX_EPS_TEXT, f"{k} is not a rational text")
     try:
         q = Fraction(v)
@@ -90,10 +122,22 @@ def _eps(d: dict, k: str = "eps") -> None:
     _need(0 < q <= 1, f"{k} is not in (0, 1]")
 
 
-def check_row(r) -> None:
+#: The keys of every row, and those a row of status ``ok`` has besides.
+REQUIRED = ("status", "family", "model", "layer", "head", "source", "eps")
+REQUIRED_OK = ("cell_id", "file", "L", "U", "n_rows", "n_cols", "lower_witness", "upper_witness", "seconds", "verified",
+               "lower_verified", "upper_verified", "attack_run", "attack_success", "direct_checked", "direct_passed")
+
+
+def _present(r: JSON, keys: tuple[str, ...]) -> None:
+    missing = next((k for k in keys if k not in r), None)
+    _need(missing is None, f"missing key {missing!r}")
+
+
+def check_row(r: Any) -> None:
     """One row of a cell record (``numeric.panel.cell``): ``SchemaError`` on the first field that does not fit."""
     _need(isinstance(r, dict), "a row is not an object")
-    _need(r.get("status") in STATUSES, f"status is not one of {', '.join(STATUSES)}")
+    _present(r, REQUIRED)
+    _need(_at(r, "status") in STATUSES, f"status is not one of {', '.join(STATUSES)}")
     for k in ("family", "model", "source"):
         _label(r, k)
     _label(r, "cell_kind", optional=True)
@@ -105,6 +149,7 @@ def check_row(r) -> None:
         _num(r, k)
     if r["status"] != "ok":
         return
+    _present(r, REQUIRED_OK)
     _label(r, "cell_id")
     _label(r, "file")
     _int(r, "L")
@@ -113,7 +158,7 @@ def check_row(r) -> None:
     _int(r, "n_cols", low=1)
     _label(r, "lower_witness")
     _label(r, "upper_witness")
-    _need(_is_num(r.get("seconds")) and math.isfinite(r["seconds"]) and r["seconds"] >= 0,
+    _need(_is_num(_at(r, "seconds")) and math.isfinite(r["seconds"]) and r["seconds"] >= 0,
           "seconds is not a finite number >= 0")
     for k in ("verified", "lower_verified", "upper_verified", "attack_run", "attack_success", "direct_checked",
               "direct_passed"):
@@ -122,27 +167,146 @@ def check_row(r) -> None:
     _int(r, "svd_budget", optional=True)     # the attention-SVD constructive budget (absent in older panels)
 
 
-def check_record(doc) -> list:
-    """A cell record: an object with ``rows`` (a list of rows) and a ``signature`` object; its rows."""
+def is_descriptor(name: str) -> bool:
+    """A descriptor column's name: a lower-case identifier of a :data:`DESCRIPTOR_PREFIXES` family, or ``*_error``.
+
+    >>> [is_descriptor(k) for k in ("kappa_upper", "b1_logit_rank", "study_error", "kapa_upper", "L")]
+    [True, True, True, False, False]
+    """
+    return bool(_DESCRIPTOR_NAME.fullmatch(name)) and (name.startswith(DESCRIPTOR_PREFIXES) or name.endswith("_error"))
+
+
+@dataclass(frozen=True)
+class PanelRow:
+    """One row of the panel's table: a (head, source) cell at one tolerance (``numeric.panel.cell``).
+
+    Every row has the cell's labels, its tolerance and its status; a row of status ``ok`` has its bracket
+    (``L``, ``U``, witnesses, verdicts, checks, ``cell_id`` and ``file``). The audit
+    (``numeric.panel.audit``) fills ``slack_exact``, ``logits_sha256`` and ``target_sha256`` from the exact
+    pass. A new optional column is one line here, ``name: type | None = None`` (and, to show it in
+    ``cells.csv`` before the descriptor columns, its name in ``numeric.panel.table.BASE_COLUMNS``).
+    """
+
+    family: str
+    model: str
+    layer: int
+    head: int
+    source: str
+    eps: str
+    status: str
+    cell_kind: str | None = None
+    domain: str | None = None
+    n_rows: int | None = None
+    n_cols: int | None = None
+    L: int | None = None
+    U: int | None = None
+    lower_witness: str | None = None
+    upper_witness: str | None = None
+    seconds: float | None = None
+    slack: float | None = None
+    mass: float | None = None
+    min_mass: float | None = None
+    local_mass: float | None = None
+    verified: bool | None = None
+    lower_verified: bool | None = None
+    upper_verified: bool | None = None
+    attack_run: bool | None = None
+    attack_success: bool | None = None
+    direct_checked: bool | None = None
+    direct_passed: bool | None = None
+    hf_max_abs_diff: float | None = None
+    svd_rank: int | None = None
+    svd_budget: int | None = None
+    effort: str | None = None
+    seed: int | None = None
+    capped: bool | None = None
+    cell_id: str | None = None
+    file: str | None = None
+    # from the audit's exact pass (never in a record)
+    slack_exact: str | None = None
+    logits_sha256: str | None = None
+    target_sha256: str | None = None
+    #: the descriptor columns (``is_descriptor``), as written
+    descriptors: Mapping[str, Scalar] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """A row with a bracket (not dropped by the decoder screens)."""
+        return self.status == "ok"
+
+    @property
+    def native(self) -> bool:
+        return self.cell_kind == "native-causal"
+
+    @classmethod
+    def from_json(cls, row: object) -> PanelRow:
+        """A row of a record, checked (``check_row``); ``SchemaError`` naming the first key that does not fit."""
+        check_row(row)
+        assert isinstance(row, dict)
+        unknown = sorted(k for k in row if k not in COLUMNS and (not isinstance(k, str) or not is_descriptor(k)))
+        if unknown:
+            raise SchemaError(f"unknown key {unknown[0]!r}")
+        for k, v in row.items():
+            if k not in COLUMNS:
+                _need(v is None or type(v) in (int, float, bool) or (isinstance(v, str) and len(v) <= MAX_LABEL),
+                      f"{k} is not a number, a short string, true, false or null")
+        typed = {k: v for k, v in row.items() if k in COLUMNS}
+        return cls(**typed, descriptors={k: v for k, v in row.items() if k not in COLUMNS})
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a record holds it: the typed columns that are set, then the descriptor columns."""
+        out = {k: v for k, v in asdict(self).items() if k != "descriptors" and v is not None}
+        out.update(self.descriptors)
+        return out
+
+    def column(self, name: str) -> Any:
+        """A column by name: a typed one, or a descriptor (None when this row has none of that name).
+        ``SchemaError`` for a name that is neither (a misspelt column).
+
+        >>> r = PanelRow("encoder", "m", 0, 1, "text:0", "1/4", "ok", descriptors={"kappa_upper": 2.5})
+        >>> r.column("head"), r.column("kappa_upper"), r.column("kappa_lower")
+        (1, 2.5, None)
+        >>> r.column("kapa_upper")
+        Traceback (most recent call last):
+        ...
+        numeric.panel.schema.SchemaError: unknown column 'kapa_upper'
+        """
+        if name in COLUMNS:
+            return getattr(self, name)
+        if not is_descriptor(name):
+            raise SchemaError(f"unknown column {name!r}")
+        return self.descriptors[name] if name in self.descriptors else None
+
+
+#: The typed columns of a row (every field but ``descriptors``).
+COLUMNS = frozenset(f.name for f in fields(PanelRow)) - {"descriptors"}
+
+
+def check_record(doc: Any) -> list[PanelRow]:
+    """A cell record: an object with ``rows`` (a list of rows) and a ``signature`` object; its rows
+    (``PanelRow``), of a record of schema :data:`ROW_SCHEMA` (no ``schema`` key: version 1)."""
     _need(isinstance(doc, dict), "not an object")
     _need(isinstance(doc.get("signature"), dict), "no signature object")
+    schema = doc["schema"] if "schema" in doc else 1
+    _need(type(schema) is int and schema == ROW_SCHEMA, f"schema is not a row schema this reader knows ({ROW_SCHEMA})")
     rows = doc.get("rows")
     _need(isinstance(rows, list) and 0 < len(rows) <= MAX_ROWS, f"rows is not a list of 1 to {MAX_ROWS} rows")
+    out = []
     for i, r in enumerate(rows):
         try:
-            check_row(r)
+            out.append(PanelRow.from_json(r))
         except SchemaError as e:
             raise SchemaError(f"row {i}: {e}") from None
-    return rows
+    return out
 
 
-def _opt_str_map(d, what: str) -> None:
+def _opt_str_map(d: Any, what: str) -> None:
     _need(isinstance(d, dict) and len(d) <= 1000 and all(isinstance(k, str) and len(k) <= MAX_LABEL for k in d)
           and all(v is None or (isinstance(v, str) and len(v) <= MAX_LABEL) for v in d.values()),
           f"{what} is not an object of strings")
 
 
-def check_run(doc) -> None:
+def check_run(doc: Any) -> None:
     """``panel.json`` (``numeric.panel.provenance.write_run``)."""
     _need(isinstance(doc, dict), "not an object")
     ident = doc.get("identity")
@@ -177,7 +341,7 @@ _REPORT_INT = ("lower", "upper", "index")
 _REPORT_BOOL = ("lower_verified", "upper_verified")
 
 
-def check_result(result) -> None:
+def check_result(result: Any) -> None:
     """One file's exact pass (``numeric.panel.vcache``): ``{"cells": {id: report}}`` or ``{"error": text}``."""
     _need(isinstance(result, dict), "not an object")
     if "error" in result:

@@ -11,8 +11,7 @@ point leaves either the old file or the new one, never half of one; a target
 that is not a regular file, or a symbolic link inside the panel directory, is
 refused (``SafeIOError``, issue 25).
 
->>> sort_key({"family": "encoder", "model": "m", "cell_kind": "full", "layer": 1, "head": 2,
-...           "source": "text:0", "eps": "1/4"})
+>>> sort_key(PanelRow("encoder", "m", 1, 2, "text:0", "1/4", "ok", cell_kind="full"))
 ('encoder', 'm', 'full', 1, 2, 'text:0', Fraction(1, 4))
 """
 from __future__ import annotations
@@ -23,6 +22,7 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
+from numeric.panel.schema import PanelRow, SchemaError, check_record
 from numeric.safeio import SafeIOError, read_json, write_bytes
 
 __all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError", "atomic_write",
@@ -67,23 +67,26 @@ def write_record(out, key: str, doc: dict) -> Path:
     return atomic_write(record_path(out, key), json.dumps(doc, default=jsonable, sort_keys=True), root=out)
 
 
-def read_record(path) -> dict:
-    """One cell record; ``RecordError`` when it is unreadable or not a record."""
+def read_record(path) -> tuple[dict, list[PanelRow]]:
+    """One cell record and its rows (``numeric.panel.schema.check_record``); ``RecordError`` when it is
+    unreadable or not a record (the message names the first key that does not fit)."""
     try:
         doc = read_json(path, limit=RECORD_BYTES)
     except SafeIOError as e:
         raise RecordError(f"unreadable cell record: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
         raise RecordError(f"{path}: not a cell record (no rows)")
-    return doc
+    try:
+        return doc, check_record(doc)
+    except SchemaError as e:
+        raise RecordError(f"{path}: not a cell record ({e})") from None
 
 
-def sort_key(r: dict) -> tuple:
-    return (r.get("family", ""), str(r.get("model", "")), str(r.get("cell_kind") or ""), r["layer"], r["head"],
-            str(r["source"]), Fraction(r["eps"]))
+def sort_key(r: PanelRow) -> tuple:
+    return (r.family, r.model, r.cell_kind or "", r.layer, r.head, r.source, Fraction(r.eps))
 
 
-def read_rows(out, errors: list | None = None) -> list[dict]:
+def read_rows(out, errors: list | None = None) -> list[PanelRow]:
     """All rows of a panel directory (from its cell records), sorted.
 
     An unreadable record raises ``RecordError``, or is appended to ``errors``
@@ -92,7 +95,7 @@ def read_rows(out, errors: list | None = None) -> list[dict]:
     rows = []
     for p in sorted((Path(out) / CELLS_DIR).glob("*.json")):
         try:
-            rows.extend(read_record(p)["rows"])
+            rows.extend(read_record(p)[1])
         except RecordError as e:
             if errors is None:
                 raise
@@ -101,8 +104,9 @@ def read_rows(out, errors: list | None = None) -> list[dict]:
     return rows
 
 
-def table_text(rows) -> str:
+def table_text(rows: list[PanelRow]) -> str:
     """The CSV text of ``rows``: the base columns, then any extra ones sorted."""
+    rows = [r.to_json() for r in rows]
     extra = sorted({k for r in rows for k in r} - set(BASE_COLUMNS))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=BASE_COLUMNS + extra, extrasaction="ignore", lineterminator="\n")

@@ -22,7 +22,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from numeric.panel.provenance import sources_sha256
+from numeric.panel.provenance import CellProvenance, sources_sha256
 from numeric.panel.schema import SchemaError, check_result
 from numeric.panel.table import atomic_write
 from numeric.safeio import SafeIOError, read_json
@@ -33,30 +33,12 @@ VERIFIED_DIR = "verified"
 _FORMAT = "softrank-verify exact pass record 2"
 #: Largest record read.
 RECORD_BYTES = 64 << 20
-#: The provenance fields of a bracket cell kept with its exact pass: the labels the report checks rows
-#: against (``numeric.heads.extract``) and, under ``search``, the run identity (``numeric.search.driver``).
-_LABELS = ("model", "model_type", "family", "cell_kind", "layer", "head", "source")
-_SEARCH = ("effort", "lower_family")
-
-
-def _scalar(v) -> bool:
-    return v is None or type(v) in (str, int, bool)
 
 
 def provenance_fields(prov) -> dict:
-    """The subset of a bracket cell's provenance the report uses, scalars only (JSON-safe)."""
-    prov = prov if isinstance(prov, dict) else {}
-    out = {k: prov[k] for k in _LABELS if k in prov and _scalar(prov[k])}
-    search = prov.get("search") if isinstance(prov.get("search"), dict) else {}
-    s = {k: search[k] for k in _SEARCH if k in search and _scalar(search[k])}
-    versions = search.get("versions")
-    if isinstance(versions, dict) and all(isinstance(k, str) and _scalar(v) for k, v in versions.items()):
-        s["versions"] = dict(versions)
-    code = search.get("code")
-    if isinstance(code, dict):
-        s["code"] = {k: code[k] for k in ("version", "commit", "dirty") if k in code and _scalar(code[k])}
-    out["search"] = s
-    return out
+    """The subset of a bracket cell's provenance the report uses, scalars only (JSON-safe):
+    ``numeric.panel.provenance.CellProvenance`` as JSON."""
+    return CellProvenance.from_json(prov).to_json()
 
 
 def result_of(bf, reports) -> dict:

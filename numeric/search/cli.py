@@ -215,10 +215,10 @@ def main(argv=None) -> int:
     bad = False
     rows = []
     for cell, rec in zip(out.cells, out.results):
-        rep = reports.get(cell["id"])
+        rep = reports.get(cell.id)
         ok = bool(rep and rep.verified)
         bad |= not ok or bool(rec.attack_success)
-        rows.append({"id": cell["id"], "eps": cell["eps"], "lower": rec.lower, "upper": rec.upper,
+        rows.append({"id": cell.id, "eps": cell.eps, "lower": rec.lower, "upper": rec.upper,
                      "lower_witness": rec.lower_witness, "upper_witness": rec.upper_witness,
                      "svd_rank": rec.svd_rank, "seconds": round(rec.seconds, 3), "slack": rec.slack,
                      "attack_success": rec.attack_success, "capped": rec.capped, "verified": ok})

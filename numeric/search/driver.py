@@ -60,6 +60,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from numeric.search.across import LowerPick, UpperPick, carry_lower, carry_upper, exact_lower_witness
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
@@ -81,9 +82,9 @@ UPPER_SAFETY = 1e-6
 LOWER_SAFETY = 1e-9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BracketResult:
-    """One tolerance's outcome: a bracket both of whose sides the exact tier verified."""
+    """One tolerance's outcome: a bracket both of whose sides the exact tier verified (keyword fields)."""
 
     eps: object                    # the tolerance as given
     lower: int
@@ -102,9 +103,9 @@ class BracketResult:
 
 @dataclass(frozen=True)
 class SearchOutput:
-    """Cells (format v1), their tensors, and one ``BracketResult`` per tolerance."""
+    """Cells (``exact.cellspec.CellSpec``), their tensors, and one ``BracketResult`` per tolerance."""
 
-    cells: list
+    cells: list[CellSpec]
     tensors: dict
     results: list
     #: run-level provenance: effort preset and budgets, seed, package versions, code version
@@ -124,12 +125,13 @@ class _Target:
     device: str
 
 
-def _lower_json(c: LowerCandidate, names: dict) -> dict:
+def lower_claim(c: LowerCandidate, names: dict) -> Claim:
+    """The lower side of a cell from a float-checked candidate; ``names``: its tensors' names in the file."""
     if c.kind == "trivial":
-        return {"kind": "trivial"}
+        return Claim.of(int(c.rank), "trivial")
     if c.kind == "frobenius":
-        return {"kind": "frobenius", "k": int(c.k)}
-    return {"kind": c.kind, **names}
+        return Claim.of(int(c.rank), "frobenius", k=int(c.k))
+    return Claim(int(c.rank), c.kind, dict(names))
 
 
 @dataclass(frozen=True)
@@ -315,12 +317,12 @@ def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict, on_s
 
 
 def _target(A: np.ndarray, logits, device, id_prefix: str):
-    """(shared _Target, tensors, target JSON) of a matrix or logit target (K.5 slack for logits)."""
+    """(shared _Target, tensors, ``TargetSpec``) of a matrix or logit target (K.5 slack for logits)."""
     from exact.matrix import ExactMatrix
     from exact.rational import format_rational
 
     tensors = {f"{id_prefix}/matrix": A}
-    target = {"matrix": f"{id_prefix}/matrix"}
+    target = TargetSpec(f"{id_prefix}/matrix")
     slack_q, slack_f = None, 0.0
     if logits is not None:
         H = validate_matrix(logits, "logits", stochastic=False)
@@ -330,7 +332,7 @@ def _target(A: np.ndarray, logits, device, id_prefix: str):
 
         slack_q, slack_f = target_slack(H, A)
         tensors[f"{id_prefix}/logits"] = H
-        target.update({"logits": f"{id_prefix}/logits", "slack": format_rational(slack_q)})
+        target = TargetSpec(target.matrix, f"{id_prefix}/logits", format_rational(slack_q))
     svd, svd_errs = svd_baseline(A)
     t = _Target(A, ExactMatrix.from_float64(A), slack_q, slack_f, svd, svd_errs, str(pick_device(device)))
     return t, tensors, target
@@ -345,7 +347,8 @@ def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> dict:
 
 
 def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack: bool, seconds: float):
-    """(cell without id/target, BracketResult, tensors) of one tolerance's chosen sides; runs the attack."""
+    """((lower, upper) claims, search provenance, BracketResult, tensors) of one tolerance's chosen sides;
+    runs the attack."""
     from exact.rational import format_rational, to_fraction
 
     t0 = time.perf_counter()
@@ -357,9 +360,9 @@ def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack
         attack_success, attack_error = _attack(t, L, tol, up.result, low.cand.family)
     tensors = {f"{cid}/{k}": arr for k, arr in low.cand.tensors.items()}
     names = {k: f"{cid}/{k}" for k in low.cand.tensors}
-    U_json = {"kind": "trivial"}
+    upper = Claim.of(int(U), "trivial")
     if up.result is not None:
-        U_json = {"kind": "factors", "P": f"{cid}/P", "Q": f"{cid}/Q"}
+        upper = Claim.of(int(U), "factors", P=f"{cid}/P", Q=f"{cid}/Q")
         tensors[f"{cid}/P"], tensors[f"{cid}/Q"] = up.result.P, up.result.Q
     margins = [format_rational(v.margin) if v.margin is not None else None for v in (low.verdict, up.verdict)]
     search = {"lower_family": low.cand.family, "upper_family": up.family, "svd_rank": svd_rank,
@@ -370,12 +373,13 @@ def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack
               "attack_eps": repr(tol.eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
               "attack_error": attack_error, "attack_success": attack_success,
               "cell_seed": tol.seed, "capped": tol.cap.fired}
-    cell = {"lower": {"rank": int(L), "witness": _lower_json(low.cand, names)},
-            "upper": {"rank": int(U), "witness": U_json}, "search": search}
-    result = BracketResult(tol.item, int(L), int(U), low.cand.family, up.family, search["seconds"],
-                           float(to_fraction(t.slack_q)) if t.slack_q is not None else None, attack_success,
-                           svd_rank, attack_error, margins[0], margins[1], tol.cap.fired)
-    return cell, result, tensors
+    lower = lower_claim(low.cand, names)
+    result = BracketResult(eps=tol.item, lower=int(L), upper=int(U), lower_witness=low.cand.family,
+                           upper_witness=up.family, seconds=search["seconds"],
+                           slack=float(to_fraction(t.slack_q)) if t.slack_q is not None else None,
+                           attack_success=attack_success, svd_rank=svd_rank, attack_error=attack_error,
+                           lower_margin=margins[0], upper_margin=margins[1], capped=tol.cap.fired)
+    return (lower, upper), search, result, tensors
 
 
 def _chosen(t: _Target, tols: list, lowers: dict, uppers: dict, clock: dict) -> list:
@@ -425,12 +429,13 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
         uppers = _upper_phase(t, tols, lowers, effort, clock, on_step)
         cells, results = {}, {}
         for s, (low, up) in zip(tols, _chosen(t, tols, lowers, uppers, clock)):
-            cell, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack, clock[s.idx])
+            (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack,
+                                                                          clock[s.idx])
             tensors.update(cell_tensors)
-            prov = {"search": {**cell.pop("search"), **run_prov}}
+            prov = {"search": {**search, **run_prov}}
             prov.update(provenance or {})
-            cells[s.idx] = {"id": s.cid, "eps": s.text, "target": dict(target), **cell, "provenance": prov}
+            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, prov)
     order = [i for i in range(len(eps_q)) if i in cells]
     run_prov["stopped"] = len(order) < len(eps_q) or stop_requested()
-    run_prov["capped"] = [cells[i]["id"] for i in order if results[i].capped]
+    run_prov["capped"] = [cells[i].id for i in order if results[i].capped]
     return SearchOutput([cells[i] for i in order], tensors, [results[i] for i in order], run_prov)

@@ -19,6 +19,7 @@ import itertools
 import numpy as np
 from scipy.optimize import linprog
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
 from numeric.bracketwriter import rational_string, write_bracket_file
 
@@ -152,21 +153,20 @@ def find_odd_map(A, eps: float, d: int, conflicts: int = 100_000):
 
 
 def odd_map_cell(cell_id: str, A, eps, d: int, labels: np.ndarray, points: np.ndarray,
-                 upper: dict | None = None, prefix: str = "") -> tuple[dict, dict]:
-    """A CELL (format v1) with an ``odd_map`` lower side, and its tensors (the target is ``prefix + 'A'``).
+                 upper: dict | None = None, prefix: str = "") -> tuple[CellSpec, dict]:
+    """A cell (``CellSpec``) with an ``odd_map`` lower side, and its tensors (the target is ``prefix + 'A'``).
 
     ``upper`` is ``{"rank": k, "P": array, "Q": array}`` for a factors upper side (default: trivial).
     """
     A = np.asarray(A, dtype=np.float64)
     tensors = {f"{prefix}A": A, f"{prefix}labels": labels, f"{prefix}points": points}
-    up = {"rank": min(A.shape), "witness": {"kind": "trivial"}}
+    up = Claim.of(min(A.shape), "trivial")
     if upper is not None:
         tensors.update({f"{prefix}P": upper["P"], f"{prefix}Q": upper["Q"]})
-        up = {"rank": upper["rank"], "witness": {"kind": "factors", "P": f"{prefix}P", "Q": f"{prefix}Q"}}
-    cell = {"id": cell_id, "eps": rational_string(eps), "target": {"matrix": f"{prefix}A"},
-            "lower": {"rank": d, "witness": {"kind": "odd_map", "labels": f"{prefix}labels",
-                                             "points": f"{prefix}points"}},
-            "upper": up, "provenance": {"producer": "numeric.search.oddmap"}}
+        up = Claim.of(upper["rank"], "factors", P=f"{prefix}P", Q=f"{prefix}Q")
+    cell = CellSpec(cell_id, rational_string(eps), TargetSpec(f"{prefix}A"),
+                    Claim.of(d, "odd_map", labels=f"{prefix}labels", points=f"{prefix}points"), up,
+                    {"producer": "numeric.search.oddmap"})
     return cell, tensors
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
+from numeric.panel.schema import COLUMNS, PanelRow, SchemaError
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import StudyData, StudyError
 
@@ -36,7 +37,7 @@ def _eps(text) -> Fraction:
         raise StudyError(f"bad tolerance {text!r}") from None
 
 
-def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> list:
+def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> list[PanelRow]:
     """The audited rows of a panel directory at tolerance ``eps`` (all verified; ``reverify``: every
     file through the exact tier now, not from the records of its pass)."""
     from numeric.panel.audit import audit
@@ -54,21 +55,21 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
     if a.errors:
         raise StudyError(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
     e = _eps(eps)
-    run_eps = sorted({Fraction(str(r["eps"])) for r in a.rows})
-    rows = [r for r in a.rows if Fraction(str(r["eps"])) == e and r.get("status") == "ok"]
+    run_eps = sorted({Fraction(r.eps) for r in a.rows})
+    rows = [r for r in a.rows if Fraction(r.eps) == e and r.ok]
     if not rows:
         raise StudyError(f"the panel did not run eps {e} (it ran {', '.join(map(str, run_eps)) or 'nothing'})")
-    bad = [r.get("cell_id") for r in rows if not r.get("verified")]
+    bad = [r.cell_id for r in rows if not r.verified]
     if bad:
         raise StudyError(f"{len(bad)} cells at eps {e} are not verified by the exact pass, first: {bad[0]}")
     return rows
 
 
-def target_values(rows, target: str) -> np.ndarray:
+def target_values(rows: list[PanelRow], target: str) -> np.ndarray:
     """U/n, L/n or log((L + U) / 2) per row (n = the number of keys)."""
-    L = np.array([float(r["L"]) for r in rows])
-    U = np.array([float(r["U"]) for r in rows])
-    n = np.array([float(r["n_cols"]) for r in rows])
+    L = np.array([float(r.L) for r in rows])
+    U = np.array([float(r.U) for r in rows])
+    n = np.array([float(r.n_cols) for r in rows])
     if target == "u_over_n":
         return U / n
     if target == "l_over_n":
@@ -85,28 +86,32 @@ def _number(v) -> float:
         return math.nan
 
 
-def _profile(row: dict, eps: float) -> tuple[float, float]:
+def _profile(row, eps: float) -> tuple[float, float]:
     """(finiteness flag, finite value or 0) of the profile score of a descriptor row."""
     s = intrinsic_profile_score(row, eps)
     return float(math.isfinite(s)), s if math.isfinite(s) else 0.0
 
 
-def _gauged_profile(row: dict, ratio: int) -> dict:
+def _gauged_profile(row: PanelRow, ratio: int) -> dict:
     """The intrinsic columns recomputed under the audit gauge of ``ratio``, unprefixed."""
     pre, suf = "iaudit_", f"_g{ratio}"
-    return {k[len(pre):-len(suf)]: v for k, v in row.items() if k.startswith(pre) and k.endswith(suf)}
+    return {k[len(pre):-len(suf)]: v for k, v in row.descriptors.items() if k.startswith(pre) and k.endswith(suf)}
 
 
-def _with_profile(rows, eps: Fraction) -> None:
-    """The I block's profile score at eps: its finite value (0 when infinite) and
-    a finiteness flag; the same from each audit gauge's recomputed profile
+def _with_profile(rows: list[PanelRow], eps: Fraction) -> list[dict]:
+    """Per row, its descriptor columns with the I block's profile score at eps: its finite value (0 when
+    infinite) and a finiteness flag; the same from each audit gauge's recomputed profile
     (``iaudit_*_g{ratio}``, numeric.panel.features) where the row has one."""
+    out = []
     for r in rows:
-        r["profile_finite"], r["profile_score"] = _profile(r, float(eps))
+        cols = dict(r.descriptors)
+        cols["profile_finite"], cols["profile_score"] = _profile(r.descriptors, float(eps))
         for g in AUDIT_RATIOS:
             view = _gauged_profile(r, g)
             if view:
-                r[f"iaudit_profile_finite_g{g}"], r[f"iaudit_profile_score_g{g}"] = _profile(view, float(eps))
+                cols[f"iaudit_profile_finite_g{g}"], cols[f"iaudit_profile_score_g{g}"] = _profile(view, float(eps))
+        out.append(cols)
+    return out
 
 
 def _needed() -> list:
@@ -119,16 +124,16 @@ def _one_model_per_family(rows) -> None:
     """Two models in one family (the two ViT arms, ``python -m numeric.panel.arms``) are never pooled: their
     heads would share the family's head ids and fits (paper L.3: the arms are compared, not pooled).
 
-    >>> _one_model_per_family([{"family": "vit", "model": "digitvit"}, {"family": "vit", "model": "digitvit"}])
-    >>> _one_model_per_family([{"family": "vit", "model": "digitvit"},
-    ...                        {"family": "vit", "model": "digitvit-rot90"}])  # doctest: +ELLIPSIS
+    >>> vit = lambda model: PanelRow("vit", model, 0, 0, "image:0", "1/4", "ok")
+    >>> _one_model_per_family([vit("digitvit"), vit("digitvit")])
+    >>> _one_model_per_family([vit("digitvit"), vit("digitvit-rot90")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     numeric.study.data.StudyError: family vit holds 2 models (digitvit, digitvit-rot90): the study never pools...
     """
     models: dict = {}
     for r in rows:
-        models.setdefault(str(r.get("family", "")), set()).add(str(r.get("model", "")))
+        models.setdefault(r.family, set()).add(r.model)
     for fam, names in sorted(models.items()):
         if len(names) > 1:
             raise StudyError(f"family {fam} holds {len(names)} models ({', '.join(sorted(names))}): the study never "
@@ -150,29 +155,41 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
     rows = [r for _, r in pairs]
     seen: set = set()
     for r in rows:
-        if r.get("cell_id") in seen:
-            raise StudyError(f"cell {r.get('cell_id')} is in two of the panel directories")
-        seen.add(r.get("cell_id"))
+        if r.cell_id in seen:
+            raise StudyError(f"cell {r.cell_id} is in two of the panel directories")
+        seen.add(r.cell_id)
     _one_model_per_family(rows)
     if audited is not None:
         audited.extend(pairs)
-    rows = [r for r in rows if r.get("cell_kind") != "native-causal"]
+    rows = [r for r in rows if not r.native]
     if not rows:
         raise StudyError("the panel holds only native-causal cells at this tolerance (the study needs "
                          "their common-prefix cells)")
-    _with_profile(rows, _eps(eps))
+    table = _with_profile(rows, _eps(eps))
     cols = _needed()
-    missing = [c for c in cols if c not in CATEGORICAL and any(c not in r for r in rows)]
+    missing = [c for c in cols if c not in CATEGORICAL and c not in COLUMNS and any(c not in t for t in table)]
     if missing:
-        lacking = next(r for r in rows if missing[0] not in r)
-        why = lacking.get("study_error") or lacking.get("native_error") or lacking.get("geometry_error") or \
-            "rerun the panel with this version and --geometry"
+        i = next(i for i, t in enumerate(table) if missing[0] not in t)
+        why = next((table[i][k] for k in ("study_error", "native_error", "geometry_error") if table[i].get(k)),
+                   "rerun the panel with this version and --geometry")
         raise StudyError(f"the panel table lacks {len(missing)} study columns, first: {missing[0]} "
-                         f"(cell {lacking.get('cell_id')}: {why})")
-    sources = [str(r["source"]) for r in rows]
-    heads = [f"{r.get('family', '')}:{r['layer']}.{r['head']}" for r in rows]
-    families = [str(r.get("family", "")) for r in rows]
-    numeric = {c: [_number(r.get(c)) for r in rows] for c in cols if c not in CATEGORICAL}
-    categorical = {c: [str(r.get(c, "")) for r in rows] for c in CATEGORICAL}
+                         f"(cell {rows[i].cell_id}: {why})")
+    sources = [r.source for r in rows]
+    heads = [f"{r.family}:{r.layer}.{r.head}" for r in rows]
+    families = [r.family for r in rows]
+    numeric = {c: [_number(_value(r, t, c)) for r, t in zip(rows, table)] for c in cols if c not in CATEGORICAL}
+    categorical = {c: [str(_value(r, t, c)) for r, t in zip(rows, table)] for c in CATEGORICAL}
     return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads, families,
-                           [str(r.get("cell_id", "")) for r in rows], [row_domain(r) for r in rows])
+                           [r.cell_id or "" for r in rows], [row_domain(r.domain, r.source) for r in rows])
+
+
+def _value(r: PanelRow, cols: dict, name: str):
+    """A column of a row: a descriptor or profile column (``cols``, ``""`` when absent) or a typed column
+    (``mass``, ``family``; ``""`` when None); ``StudyError`` for a name that is neither (``PanelRow.column``)."""
+    if name in cols:
+        return cols[name]
+    try:
+        value = r.column(name)
+    except SchemaError as e:
+        raise StudyError(str(e)) from None
+    return "" if value is None else value

@@ -20,6 +20,7 @@ import numpy as np
 
 from numeric.study.blocks import block_columns
 from numeric.study.compare import Comparison
+from numeric.panel.schema import PanelRow
 from numeric.study.data import StudyData
 
 __all__ = ["NATIVE", "native_comparisons", "native_data", "pair_key"]
@@ -36,10 +37,9 @@ def native_comparisons() -> list:
     return [c("B1", "G", "G"), c("B2", "G", "G"), c("B1", "B2", "attention spectra (B2)")]
 
 
-def pair_key(row: dict) -> tuple:
+def pair_key(row: PanelRow) -> tuple:
     """The labels that pair a native-causal cell with its common-prefix cell."""
-    return (str(row.get("model")), str(row.get("family")), int(row["layer"]), int(row["head"]),
-            str(row.get("source")))
+    return (row.model, row.family, row.layer, row.head, row.source)
 
 
 def native_data(data: StudyData, audited, target_values) -> tuple[StudyData | None, str]:
@@ -47,15 +47,15 @@ def native_data(data: StudyData, audited, target_values) -> tuple[StudyData | No
 
     ``audited``: ``[(panel dir, row)]`` of every audited row at the study's tolerance; ``target_values``:
     ``rows -> array`` of the study's target (``numeric.study.load.target_values`` with its ``--target``)."""
-    native = [r for _, r in audited if r.get("cell_kind") == NATIVE]
+    native = [r for _, r in audited if r.native]
     if not native:
         return None, ("the panel has no native-causal cells (run the decoder families with "
                       "python -m numeric panel --native)")
     index = {}
     by_id = {str(c): i for i, c in enumerate(data.cell_ids)}
     for _, r in audited:
-        if r.get("cell_kind") == "prefix-block" and str(r.get("cell_id")) in by_id:
-            index[pair_key(r)] = by_id[str(r.get("cell_id"))]
+        if r.cell_kind == "prefix-block" and str(r.cell_id) in by_id:
+            index[pair_key(r)] = by_id[str(r.cell_id)]
     paired = [(r, index[pair_key(r)]) for r in native if pair_key(r) in index]
     unpaired = len(native) - len(paired)
     note = f"{len(paired)} native-causal cells paired with their common-prefix cells"
@@ -67,5 +67,5 @@ def native_data(data: StudyData, audited, target_values) -> tuple[StudyData | No
     rows = [r for r, _ in paired]
     sub = StudyData({k: v[idx] for k, v in data.numeric.items()}, {k: v[idx] for k, v in data.categorical.items()},
                     np.asarray(target_values(rows), dtype=np.float64), data.sources[idx], data.heads[idx],
-                    data.families[idx], np.array([str(r.get("cell_id")) for r in rows]))
+                    data.families[idx], np.array([str(r.cell_id) for r in rows]))
     return sub, note

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from numeric.panel.schema import PanelRow
 from numeric.study.data import StudyData, StudyError
 
 __all__ = ["SVD_BUDGET", "TableDisagreement", "recorded_svd_budget", "head_tensors", "svd_targets", "svd_data"]
@@ -38,25 +39,26 @@ class TableDisagreement(StudyError):
     disagrees with the exact pass)."""
 
 
-def recorded_svd_budget(row: dict) -> int | None:
+def recorded_svd_budget(row: PanelRow) -> int | None:
     """The table's attention-SVD constructive budget of a row (None: the panel predates the column).
     The one read of the column ``svd_budget`` in the study.
 
-    >>> recorded_svd_budget({"svd_budget": 3}), recorded_svd_budget({})
+    >>> row = PanelRow(family="f", model="m", layer=0, head=0, source="s", eps="1/4", status="ok")
+    >>> recorded_svd_budget(replace(row, svd_budget=3)), recorded_svd_budget(row)
     (3, None)
     """
-    v = row.get(SVD_BUDGET)
+    v = row.svd_budget
     if v is None or v == "":
         return None
     if isinstance(v, bool) or not isinstance(v, int):
-        raise TableDisagreement(f"{row.get('cell_id')}: the table's {SVD_BUDGET} {v!r} is not an integer")
+        raise TableDisagreement(f"{row.cell_id}: the table's {SVD_BUDGET} {v!r} is not an integer")
     return v
 
 
-def _key(row: dict) -> str:
-    f = str(row.get("file", ""))
+def _key(row: PanelRow) -> str:
+    f = str(row.file or "")
     if not (f.startswith("brackets/") and f.endswith(".safetensors")):
-        raise StudyError(f"{row.get('cell_id')}: names no bracket file of the panel ({f!r})")
+        raise StudyError(f"{row.cell_id}: names no bracket file of the panel ({f!r})")
     return f[len("brackets/"):-len(".safetensors")]
 
 
@@ -64,7 +66,7 @@ def _sha256(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
 
 
-def head_tensors(panel_dir, row: dict) -> tuple[np.ndarray, np.ndarray]:
+def head_tensors(panel_dir, row: PanelRow) -> tuple[np.ndarray, np.ndarray]:
     """(logits, matrix) of the row's head file, read once, each bound to the exact pass by its SHA-256
     (the row's ``logits_sha256`` and ``target_sha256``, set by the audit); ``StudyError`` otherwise."""
     from safetensors.numpy import load
@@ -82,11 +84,11 @@ def head_tensors(panel_dir, row: dict) -> tuple[np.ndarray, np.ndarray]:
     except Exception as e:  # noqa: BLE001 - a malformed head file is bad input, one line
         raise StudyError(f"{rel} is not a safetensors file ({type(e).__name__})") from None
     H, A = tensors.get("logits"), tensors.get("matrix")
-    for name, a, want in (("logits", H, row.get("logits_sha256")), ("matrix", A, row.get("target_sha256"))):
+    for name, a, want in (("logits", H, row.logits_sha256), ("matrix", A, row.target_sha256)):
         if a is None or a.ndim != 2 or a.dtype != np.float64:
             raise StudyError(f"{rel} has no 2-D float64 {name!r} tensor")
         if _sha256(a) != want:
-            raise StudyError(f"{row.get('cell_id')}: the {name} of {rel} is not the one the exact pass verified "
+            raise StudyError(f"{row.cell_id}: the {name} of {rel} is not the one the exact pass verified "
                              "(sha256 differs)")
     return H, A
 
@@ -99,7 +101,7 @@ def svd_targets(audited, eps) -> dict:
     e = Fraction(str(eps))
     out = {}
     for d, row in audited:
-        cid = str(row.get("cell_id"))
+        cid = str(row.cell_id)
         H, A = head_tensors(d, row)
         try:
             k = svd_budget(A, e, logits=H)
@@ -115,11 +117,11 @@ def svd_targets(audited, eps) -> dict:
 
 def svd_data(data: StudyData, audited, eps) -> StudyData:
     """The study's table with the target ``k_svd / n`` (n: the row's keys) in place of its own."""
-    rows = {str(r.get("cell_id")): (d, r) for d, r in audited}
+    rows = {str(r.cell_id): (d, r) for d, r in audited}
     missing = [c for c in data.cell_ids if c not in rows]
     if missing:
         raise StudyError(f"cell {missing[0]} of the study has no audited row")
     pairs = [rows[str(c)] for c in data.cell_ids]
     k = svd_targets(pairs, eps)
-    y = np.array([k[str(c)] / float(rows[str(c)][1]["n_cols"]) for c in data.cell_ids])
+    y = np.array([k[str(c)] / float(rows[str(c)][1].n_cols) for c in data.cell_ids])
     return replace(data, y=y)

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from exact.cellspec import CellSpec, Claim, TargetSpec
 from numeric.bracketwriter import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
@@ -39,11 +40,11 @@ def f64(rows) -> np.ndarray:
 def build():
     """(cells, tensors) of the worked example."""
     tensors: dict[str, np.ndarray] = {}
-    cells: list[dict] = []
+    cells: list[CellSpec] = []
 
     def cell(cid, eps, target, lower, upper, note):
-        cells.append({"id": cid, "eps": rational_string(eps), "target": target, "lower": lower, "upper": upper,
-                      "provenance": {"source": "tests/data/make_example.py", "note": note}})
+        cells.append(CellSpec(cid, rational_string(eps), target, lower, upper,
+                              {"source": "tests/data/make_example.py", "note": note}))
 
     # two-bit oracle, MATH.md section 4: the six closing cells
     lam = lambda t, s: {"1": Fr(1), "t": Fr(t), "s": Fr(s), "ts": Fr(t) * Fr(s)}
@@ -59,50 +60,50 @@ def build():
         name = f"A_{t.numerator}_{t.denominator}_{s.numerator}_{s.denominator}"
         tensors[name] = f64(A)
         if lower_names is None:
-            lower = {"rank": 1, "witness": {"kind": "trivial"}}
+            lower = Claim.of(1, "trivial")
         else:
             X = ind.walsh_basis(*lower_names)
             tensors[f"R{i}"], tensors[f"X{i}"] = f64(ind.lp_optimal_R(A, X)), f64(X)
             tensors[f"L{i}"] = f64(ind.pseudo_inverse(X))
-            lower = {"rank": r, "witness": {"kind": "reconstruction", "R": f"R{i}", "X": f"X{i}", "L": f"L{i}"}}
+            lower = Claim.of(r, "reconstruction", R=f"R{i}", X=f"X{i}", L=f"L{i}")
         if upper is None:
-            up = {"rank": r, "witness": {"kind": "trivial"}}
+            up = Claim.of(r, "trivial")
         elif isinstance(upper, Fr):
             tensors[f"P{i}"], tensors[f"Q{i}"] = np.ones((4, 1)), np.full((4, 1), float(upper))
-            up = {"rank": 1, "witness": {"kind": "factors", "P": f"P{i}", "Q": f"Q{i}"}}
+            up = Claim.of(1, "factors", P=f"P{i}", Q=f"Q{i}")
         else:
             X = ind.walsh_basis(*upper)
             lv = lam(t, s)
             tensors[f"P{i}"] = f64([[x * lv[nm] / 4 for x, nm in zip(row, upper)] for row in X])
             tensors[f"Q{i}"] = f64(X)
-            up = {"rank": r, "witness": {"kind": "factors", "P": f"P{i}", "Q": f"Q{i}"}}
-        cell(f"twobit-t{t}-s{s}-eps{eps}", eps, {"matrix": name}, lower, up,
+            up = Claim.of(r, "factors", P=f"P{i}", Q=f"Q{i}")
+        cell(f"twobit-t{t}-s{s}-eps{eps}", eps, TargetSpec(name), lower, up,
              f"A(t, s) = K(t) (x) K(s), MATH.md section 4: r_eps = {r}")
 
     # K(3/4), row side with G = K^-1 (norm 4/3): r_eps = 2 for eps < 3/4
     tensors["K34"] = f64(ind.bsc(Fr(3, 4)))
     tensors["K34inv"] = f64([[Fr(7, 6), Fr(-1, 6)], [Fr(-1, 6), Fr(7, 6)]])
     tensors["I2"] = np.eye(2)
-    cell("channel-row-side", Fr(1, 2), {"matrix": "K34"},
-         {"rank": 2, "witness": {"kind": "row_reconstruction", "G": "K34inv", "Z": "I2", "M": "I2"}},
-         {"rank": 2, "witness": {"kind": "trivial"}}, "K(3/4): r_eps = 2 for eps < 3/4")
+    cell("channel-row-side", Fr(1, 2), TargetSpec("K34"),
+         Claim.of(2, "row_reconstruction", G="K34inv", Z="I2", M="I2"),
+         Claim.of(2, "trivial"), "K(3/4): r_eps = 2 for eps < 3/4")
 
     # identity 3 x 3 by the Frobenius tail: F_2 = 1 > sqrt(3) / 4
     tensors["I3"] = np.eye(3)
-    cell("identity-frobenius", Fr(1, 4), {"matrix": "I3"},
-         {"rank": 3, "witness": {"kind": "frobenius", "k": 2}},
-         {"rank": 3, "witness": {"kind": "factors", "P": "I3", "Q": "I3"}}, "I_3: r_eps = 3 for eps < 1")
+    cell("identity-frobenius", Fr(1, 4), TargetSpec("I3"),
+         Claim.of(3, "frobenius", k=2),
+         Claim.of(3, "factors", P="I3", Q="I3"), "I_3: r_eps = 3 for eps < 1")
 
     # wide 2 x 3: gamma_row = 1/2, rank-one B of error 1/2
     tensors["W"] = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]])
     tensors["WG"] = np.array([[2.0, 0.0], [0.0, 0.0], [0.0, 2.0]])
     tensors["ones2"], tensors["Wq"] = np.ones((2, 1)), np.array([[0.25], [0.5], [0.25]])
-    cell("wide-row-side", Fr(3, 8), {"matrix": "W"},
-         {"rank": 2, "witness": {"kind": "row_reconstruction", "G": "WG", "Z": "I2", "M": "I2"}},
-         {"rank": 2, "witness": {"kind": "trivial"}}, "r_eps = 2 for eps < 1/2")
-    cell("wide-rank-one", Fr(1, 2), {"matrix": "W"},
-         {"rank": 1, "witness": {"kind": "trivial"}},
-         {"rank": 1, "witness": {"kind": "factors", "P": "ones2", "Q": "Wq"}}, "r_eps = 1 for 1/2 <= eps < 1")
+    cell("wide-row-side", Fr(3, 8), TargetSpec("W"),
+         Claim.of(2, "row_reconstruction", G="WG", Z="I2", M="I2"),
+         Claim.of(2, "trivial"), "r_eps = 2 for eps < 1/2")
+    cell("wide-rank-one", Fr(1, 2), TargetSpec("W"),
+         Claim.of(1, "trivial"),
+         Claim.of(1, "factors", P="ones2", Q="Wq"), "r_eps = 1 for 1/2 <= eps < 1")
 
     # a softmax target: rows softmax(0, -log 3) ~ (3/4, 1/4); slack charged on both sides (K.5)
     h = -math.log(3.0)
@@ -110,9 +111,9 @@ def build():
     Z = np.exp(H - H.max(axis=1, keepdims=True))
     tensors["H"], tensors["softH"] = H, Z / Z.sum(axis=1, keepdims=True)
     tensors["K12inv"] = np.array([[1.5, -0.5], [-0.5, 1.5]])
-    cell("softmax-slack", Fr(1, 4), {"matrix": "softH", "logits": "H", "slack": rational_string(Fr(1, 2**40))},
-         {"rank": 2, "witness": {"kind": "reconstruction", "R": "K12inv", "X": "I2", "L": "I2"}},
-         {"rank": 2, "witness": {"kind": "trivial"}}, "softmax of K(1/2)-like logits: r_eps = 2 for eps < ~1/2")
+    cell("softmax-slack", Fr(1, 4), TargetSpec("softH", "H", rational_string(Fr(1, 2**40))),
+         Claim.of(2, "reconstruction", R="K12inv", X="I2", L="I2"),
+         Claim.of(2, "trivial"), "softmax of K(1/2)-like logits: r_eps = 2 for eps < ~1/2")
     return cells, tensors
 
 
