@@ -105,10 +105,10 @@ def study_main(capsys, *args):
     return rc, capsys.readouterr().err
 
 
-def bad(capsys, needle, *args):
+def bad(capsys, needle, *args, code=2):
     rc, err = study_main(capsys, *args, "--workers", "1")
     lines = err.strip().splitlines()
-    assert rc == 2 and len(lines) == 1 and needle in lines[0], err
+    assert rc == code and len(lines) == 1 and needle in lines[0], err
 
 
 def test_study_is_reproducible(panel, study, tmp_path, capsys):
@@ -156,19 +156,20 @@ def test_bad_input(panel, tmp_path, capsys):
         p.write_text(json.dumps(doc))
     bad(capsys, "b1_logit_rank", missing)
     for name, change in (("misspelt", lambda r: r.update(lowr_witness=r["lower_witness"])),
-                         ("dropped", lambda r: r.pop("U"))):      # an unknown key, a missing key: named, exit 2
+                         ("dropped", lambda r: r.pop("U"))):      # an unknown key, a missing key: named
         damaged = shutil.copytree(out, tmp_path / name)
         rec = sorted((damaged / "cells").glob("*.json"))[0]
         doc = json.loads(rec.read_text())
         change(doc["rows"][0])
         rec.write_text(json.dumps(doc))
-        bad(capsys, "unknown key 'lowr_witness'" if name == "misspelt" else "missing key 'U'", damaged)
+        # a record the audit cannot read fails the audit: exit 1, as numeric report exits
+        bad(capsys, "unknown key 'lowr_witness'" if name == "misspelt" else "missing key 'U'", damaged, code=1)
     forged = shutil.copytree(out, tmp_path / "f")
     rec = sorted((forged / "cells").glob("*.json"))[0]
     doc = json.loads(rec.read_text())
     doc["rows"][0]["U"] = int(doc["rows"][0]["U"]) + 1   # a record the exact pass does not back
     rec.write_text(json.dumps(doc))
-    bad(capsys, "audit failed", forged)
+    bad(capsys, "audit failed", forged, code=1)      # the exact pass contradicts a record: exit 1
 
 
 def test_too_small_panels_get_a_reason_in_the_row(panel, tmp_path, capsys):

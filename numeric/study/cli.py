@@ -41,12 +41,11 @@ from pathlib import Path
 from exact.errors import OneLineParser
 from numeric.safeio import SafeIOError
 from numeric.study.compare import PERMUTATIONS, compare
-from numeric.study.data import StudyError
+from numeric.study.data import PanelDisagreement, StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study, target_values
 from numeric.study.protocol import PRIMARY, comparisons, reading
-from numeric.study.svd_target import TableDisagreement
 from numeric.study.targets import other_targets
 from numeric.study.transfer import transfer_markdown, transfer_rows, transfer_section
 from numeric.study.write import check_outputs, write_outputs
@@ -209,7 +208,7 @@ def main(argv=None) -> int:
         if args.calibrate:
             return calibrate_main(args)
         doc = run(args, command)
-    except TableDisagreement as e:   # the panel table disagrees with the study's recomputation
+    except PanelDisagreement as e:   # the panel disagrees with its exact pass or the study's recomputation
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_DISAGREEMENT
     except (StudyError, SafeIOError) as e:

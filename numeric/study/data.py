@@ -23,6 +23,12 @@ class StudyError(ValueError):
     """Bad input to the study (exit 2 with a one-line message)."""
 
 
+class PanelDisagreement(StudyError):
+    """The panel directory disagrees with its own verification: its audit found an error (a record or
+    table value the exact pass contradicts, a file of another head), or a cell is not verified (exit 1
+    with a one-line message, as ``numeric report`` exits)."""
+
+
 @dataclass(frozen=True)
 class StudyData:
     """Rows of the study: ``numeric[col]`` and ``categorical[col]`` arrays, target ``y``,

@@ -22,7 +22,7 @@ from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
 from numeric.panel.schema import COLUMNS, PanelRow, SchemaError
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
-from numeric.study.data import StudyData, StudyError
+from numeric.study.data import PanelDisagreement, StudyData, StudyError
 
 __all__ = ["TARGETS", "load_study", "study_rows", "target_values"]
 
@@ -53,7 +53,7 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
         raise StudyError(f"{escape(out)} is not a panel directory (no panel.json)")
     a = audit(out, workers, reverify)
     if a.errors:
-        raise StudyError(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
+        raise PanelDisagreement(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
     e = _eps(eps)
     run_eps = sorted({Fraction(r.eps) for r in a.rows})
     rows = [r for r in a.rows if Fraction(r.eps) == e and r.ok]
@@ -61,7 +61,7 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
         raise StudyError(f"the panel did not run eps {e} (it ran {', '.join(map(str, run_eps)) or 'nothing'})")
     bad = [r.cell_id for r in rows if not r.verified]
     if bad:
-        raise StudyError(f"{len(bad)} cells at eps {e} are not verified by the exact pass, first: {bad[0]}")
+        raise PanelDisagreement(f"{len(bad)} cells at eps {e} are not verified by the exact pass, first: {bad[0]}")
     return rows
 
 

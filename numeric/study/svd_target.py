@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.panel.schema import PanelRow
-from numeric.study.data import StudyData, StudyError
+from numeric.study.data import PanelDisagreement, StudyData, StudyError
 
 __all__ = ["SVD_BUDGET", "TableDisagreement", "recorded_svd_budget", "head_tensors", "svd_targets", "svd_data"]
 
@@ -34,7 +34,7 @@ __all__ = ["SVD_BUDGET", "TableDisagreement", "recorded_svd_budget", "head_tenso
 SVD_BUDGET = "svd_budget"
 
 
-class TableDisagreement(StudyError):
+class TableDisagreement(PanelDisagreement):
     """The panel table says another value than the study's recomputation (exit 1, as a record that
     disagrees with the exact pass)."""
 
