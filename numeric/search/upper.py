@@ -45,7 +45,7 @@ from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
 
-__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
+__all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper",
            "affordable_steps", "perturbed"]
 
 #: A boundary trial that misses eps by at most this relative amount is repeated from the
@@ -78,15 +78,6 @@ SNAP_WINDOW = 2e-6
 REFIT_WINDOW = 2e-2
 #: ... when at most this many rows are over eps (more: the descent is far from feasible).
 REFIT_ROWS = 32
-
-
-def pick_device(device=None):
-    """CUDA when torch sees one and no device is given, else CPU."""
-    import torch
-
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @dataclass(frozen=True)
@@ -189,8 +180,8 @@ def affordable_steps(budget: Budget, shape, k: int, iters: int) -> int:
     """Steps of a rank-``k`` trial of nominal length ``iters``: all of them, or as many as the budget
     affords when that is at least ``MIN_TRIAL_FRACTION`` of them; 0 (no trial) otherwise.
 
-    >>> affordable_steps(Budget(80 * 1000), (256, 256), 16, 600), affordable_steps(Budget(80 * 500), (256, 256), 16, 600)
-    (600, 500)
+    >>> [affordable_steps(Budget(80 * units), (256, 256), 16, 600) for units in (1000, 500)]
+    [600, 500]
     >>> affordable_steps(Budget(80 * 200), (256, 256), 16, 600)
     0
     """
