@@ -192,21 +192,21 @@ def test_budget_refuses_negative_units():
 def test_a_target_too_large_for_memory_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
     """The shape is read from the file's header, the estimate compared with the memory at hand:
     one line naming both, exit 2, and no search started. Negative control: with room, no error."""
-    from numeric.search import cli, driver
+    from numeric.search import cli, front
     from numeric.search import effort as ef
 
     A = _softmax(np.random.default_rng(1).normal(size=(64, 64)))
     path = tmp_path / "a.npy"
     np.save(path, A)
-    monkeypatch.setattr(ef, "available_bytes", lambda: ef.expected_bytes(64, 64) - 1)
-    monkeypatch.setattr(driver, "search_brackets", lambda *a, **k: pytest.fail("the search started"))
+    monkeypatch.setattr(cli, "available_bytes", lambda: ef.expected_bytes(64, 64) - 1)
+    monkeypatch.setattr(front, "search_targets", lambda *a, **k: pytest.fail("the search started"))
     rc = cli.main(["--matrix", str(path), "--eps", "0.5", "--out", str(tmp_path / "o.safetensors")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "\n" not in err and "64 x 64" in err and "GiB" in err and "available" in err
-    monkeypatch.setattr(ef, "available_bytes", lambda: ef.expected_bytes(64, 64))
+    monkeypatch.setattr(cli, "available_bytes", lambda: ef.expected_bytes(64, 64))
     cli._check_memory(cli._stored_shape(str(path), None))                 # room enough: no error
     with pytest.raises(cli.InputError):
-        monkeypatch.setattr(ef, "available_bytes", lambda: 1)
+        monkeypatch.setattr(cli, "available_bytes", lambda: 1)
         cli._check_memory(cli._stored_shape(str(path), None))
 
 
