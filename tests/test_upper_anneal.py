@@ -115,6 +115,24 @@ def test_default_descends_and_stops_at_the_first_clear_miss(head, trials):
     assert boundary[-1][2] == found[0].rank - 1 and boundary[-1][4] > 0.25 * (1 + rf.NEAR_FRACTION)
 
 
+@pytest.mark.parametrize("miss, retried", [(1 + 0.4 * up.RESTART_WINDOW, True), (1 + 2 * up.RESTART_WINDOW, False)])
+def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, miss, retried):
+    """A full boundary trial that misses within ``RESTART_WINDOW`` is run again from the other start;
+    one that misses by more is not (default's cost: no retries after a 1 % miss). The trials are
+    stand-ins that miss by ``miss``; the control is the other case of the pair."""
+    eps, kinds = 0.25, []
+
+    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0):
+        kinds.append(kind)
+        return start[0], start[1], e * miss
+
+    monkeypatch.setattr(up, "_trial", fake)
+    monkeypatch.setattr(up, "_rescue", lambda A, e, P, Q, err, budget: (P, Q, err))
+    svd, _ = up.svd_baseline(head)
+    up._boundary_rank(head, eps, 5, up.svd_factors(*svd, 8), svd, Budget(10**6), 100, None, None, True, set())
+    assert kinds == (["svd", "compressed"] if retried else ["svd"])
+
+
 def test_perturbed_starts_are_deterministic():
     P, Q = np.ones((5, 2)), np.ones((6, 2))
     a, b, c = up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 2)
