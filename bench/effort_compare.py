@@ -2,12 +2,13 @@
 
 Four sides on the same heads (logits saved by ``bench/save_heads.py``, read without pickle):
 default and thorough of a git ref (``before``, extracted with ``git archive``) and of the working
-tree (``after``). Each side is ``bench/cpu_compare.py``'s search process (one BLAS thread, the
-process CPU time of each head's search, the upper work units), one process per side and head,
-``--jobs`` at a time, each pinned to its own core. With ``--reuse`` a head whose bracket file a side's directory already holds
-is not run again for that side (the search is deterministic: a rerun writes the same file; its
-CPU time is then the recorded one, or not known when the file came from elsewhere). Every bracket file is re-verified with the working tree's exact tier and
-only verified brackets are compared. Prints per head and tolerance the four brackets, flags
+tree (``after``). Each run is ``bench/cpu_compare.py``'s search process (one BLAS thread, the
+process CPU time of each head's search, the upper work units) for one side and one head,
+``--jobs`` at a time, each pinned to its own core. With ``--reuse`` a head whose bracket file a
+side's directory already holds is not run again for that side (the search is deterministic: a
+rerun writes the same file; its CPU time is the one recorded in ``DIR/SIDE.jsonl``, if any). Every
+bracket file is re-verified with the working tree's exact tier and only verified brackets are
+compared. Prints per head and tolerance the four brackets, flags
 
 - ``T>D``: a thorough U above the default U of the same code (the thorough preset must never be
   worse than default);
