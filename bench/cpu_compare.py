@@ -119,6 +119,7 @@ def main(argv=None) -> int:
             print(f"{s}: exited {p.returncode} (see {out / s}.log)", file=sys.stderr)
             return 1
         runs[s] = {r["head"]: r for r in map(json.loads, text.splitlines())}
+        (out / f"{s}.jsonl").write_text(text)      # the run records (bench/effort_compare.py --reuse)
     got = {s: verified(out / s) for s in sides}
     heads = args.heads.split(",")
     rows = []

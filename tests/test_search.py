@@ -188,7 +188,7 @@ def test_an_exactly_verified_attack_fails_loudly(monkeypatch):
         return verified("factors", rank, None) if rank == 2 else real(A, w, eps, rank)
 
     monkeypatch.setattr(ns, "attack_rank", fake_attack)
-    monkeypatch.setattr(ec, "check_upper", lenient)
+    monkeypatch.setattr(ns, "check_upper", lenient)
     with pytest.warns(RuntimeWarning, match="SOUNDNESS BUG"):
         out = search_brackets(twobit(0.75, 0.5), [Fraction(7, 16)])
     assert out.results[0].attack_success is True

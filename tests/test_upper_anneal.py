@@ -115,6 +115,24 @@ def test_default_descends_and_stops_at_the_first_clear_miss(head, trials):
     assert boundary[-1][2] == found[0].rank - 1 and boundary[-1][4] > 0.25 * (1 + rf.NEAR_FRACTION)
 
 
+@pytest.mark.parametrize("miss, retried", [(1 + 0.4 * up.RESTART_WINDOW, True), (1 + 2 * up.RESTART_WINDOW, False)])
+def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, miss, retried):
+    """A full boundary trial that misses within ``RESTART_WINDOW`` is run again from the other start;
+    one that misses by more is not (default's cost: no retries after a 1 % miss). The trials are
+    stand-ins that miss by ``miss``; the control is the other case of the pair."""
+    eps, kinds = 0.25, []
+
+    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0):
+        kinds.append(kind)
+        return start[0], start[1], e * miss
+
+    monkeypatch.setattr(up, "_trial", fake)
+    monkeypatch.setattr(up, "_rescue", lambda A, e, P, Q, err, budget: (P, Q, err))
+    svd, _ = up.svd_baseline(head)
+    up._boundary_rank(head, eps, 5, up.svd_factors(*svd, 8), svd, Budget(10**6), 100, None, None, True, set())
+    assert kinds == (["svd", "compressed"] if retried else ["svd"])
+
+
 def test_perturbed_starts_are_deterministic():
     P, Q = np.ones((5, 2)), np.ones((6, 2))
     a, b, c = up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 2)
@@ -134,7 +152,8 @@ def test_later_restart_rounds_start_from_perturbed_misses(head):
 
 def _cells(out):
     cells = []
-    for c in out.cells:
+    for spec in out.cells:
+        c = spec.to_json()
         c = {**c, "provenance": {**c["provenance"], "search": dict(c["provenance"]["search"])}}
         c["provenance"]["search"].pop("seconds")
         cells.append(c)
@@ -192,21 +211,21 @@ def test_budget_refuses_negative_units():
 def test_a_target_too_large_for_memory_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
     """The shape is read from the file's header, the estimate compared with the memory at hand:
     one line naming both, exit 2, and no search started. Negative control: with room, no error."""
-    from numeric.search import cli, driver
+    from numeric.search import cli, front
     from numeric.search import effort as ef
 
     A = _softmax(np.random.default_rng(1).normal(size=(64, 64)))
     path = tmp_path / "a.npy"
     np.save(path, A)
-    monkeypatch.setattr(ef, "available_bytes", lambda: ef.expected_bytes(64, 64) - 1)
-    monkeypatch.setattr(driver, "search_brackets", lambda *a, **k: pytest.fail("the search started"))
+    monkeypatch.setattr(cli, "available_bytes", lambda: ef.expected_bytes(64, 64) - 1)
+    monkeypatch.setattr(front, "search_targets", lambda *a, **k: pytest.fail("the search started"))
     rc = cli.main(["--matrix", str(path), "--eps", "0.5", "--out", str(tmp_path / "o.safetensors")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "\n" not in err and "64 x 64" in err and "GiB" in err and "available" in err
-    monkeypatch.setattr(ef, "available_bytes", lambda: ef.expected_bytes(64, 64))
+    monkeypatch.setattr(cli, "available_bytes", lambda: ef.expected_bytes(64, 64))
     cli._check_memory(cli._stored_shape(str(path), None))                 # room enough: no error
     with pytest.raises(cli.InputError):
-        monkeypatch.setattr(ef, "available_bytes", lambda: 1)
+        monkeypatch.setattr(cli, "available_bytes", lambda: 1)
         cli._check_memory(cli._stored_shape(str(path), None))
 
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
+                                UpperFactors, check_lower, check_upper)
+from exact.matrix import ExactMatrix
 from numeric.search.candidate import LowerCandidate
 
 __all__ = ["LowerPick", "UpperPick", "exact_lower_witness", "carry_lower", "carry_upper"]
@@ -48,9 +51,6 @@ class UpperPick:
 
 def exact_lower_witness(c: LowerCandidate):
     """The exact tier's witness object of a float lower candidate (tensors rounded exactly)."""
-    from exact.certificates import FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower
-    from exact.matrix import ExactMatrix
-
     t = {k: ExactMatrix.from_float64(v) for k, v in c.tensors.items()}
     if c.kind == "trivial":
         return TrivialLower()
@@ -64,8 +64,6 @@ def exact_lower_witness(c: LowerCandidate):
 def carry_lower(A_exact, picks: list, lo_exacts: list, eps_texts: list) -> list:
     """``picks`` (``LowerPick``) of the tolerances largest first, each raised to the strongest
     lower witness of a larger tolerance that the exact tier verifies at its own ``eps + slack``."""
-    from exact.certificates import check_lower
-
     out, best = [], None
     for pick, lo, text in zip(picks, lo_exacts, eps_texts):
         if best is not None and best.cand.rank > pick.cand.rank:
@@ -81,9 +79,6 @@ def carry_lower(A_exact, picks: list, lo_exacts: list, eps_texts: list) -> list:
 def carry_upper(A_exact, picks: list, up_exacts: list, eps_texts: list) -> list:
     """``picks`` (``UpperPick``) of the tolerances smallest first, each lowered to the lowest-rank
     factors of a smaller tolerance that the exact tier verifies at its own ``eps - slack``."""
-    from exact.certificates import UpperFactors, check_upper
-    from exact.matrix import ExactMatrix
-
     out, best = [], None
     for pick, up, text in zip(picks, up_exacts, eps_texts):
         if best is not None and best.rank < pick.rank and up > 0:

@@ -33,11 +33,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file
 
 from exact.errors import OneLineParser
 from numeric.heads.extract import softmax_rows
 from numeric.safeio import SafeIOError, check_target, escape
 from numeric.search import front
+from numeric.search.effort import available_bytes, effort_budgets, expected_bytes
+from numeric.search.inputs import parse_eps_list, validate_matrix
 
 PROG = "python -m numeric bracket"
 #: Runs whose budgets could take longer than this (seconds), or targets of at least
@@ -62,8 +66,6 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
         return a
     if p.suffix == ".safetensors":
         try:
-            from safetensors.numpy import load_file
-
             tensors = load_file(str(p))
         except Exception as exc:
             raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0][:100]})") from None
@@ -88,8 +90,6 @@ def _stored_shape(path: str, tensor: str | None):
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
                 return read(f)[0]
         if path.endswith(".safetensors"):
-            from safetensors import safe_open
-
             with safe_open(path, "np") as f:
                 names = list(f.keys())
                 name = tensor if tensor is not None else names[0] if len(names) == 1 else None
@@ -101,8 +101,6 @@ def _stored_shape(path: str, tensor: str | None):
 
 def _check_memory(shape) -> None:
     """InputError (before any work) when a search of this shape needs more memory than is at hand."""
-    from numeric.search.effort import available_bytes, expected_bytes
-
     if shape is None or len(shape) != 2:
         return
     need, room = expected_bytes(*shape), available_bytes()
@@ -113,8 +111,6 @@ def _check_memory(shape) -> None:
 
 def _effort(name: str, overrides: list[str]):
     """The ``Effort`` of a preset with ``NAME=N`` budget overrides (InputError on a bad name or number)."""
-    from numeric.search.effort import effort_budgets
-
     try:
         effort = effort_budgets(name)
         budgets = {}
@@ -172,8 +168,6 @@ def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     try:
-        from numeric.search.inputs import parse_eps_list, validate_matrix
-
         eps_items = parse_eps_list(args.eps)
         effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
         check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (issue 25)
@@ -228,7 +222,8 @@ def main(argv=None) -> int:
     else:
         print(f"{escape(path, 4096)}: {A.shape[0]} x {A.shape[1]} {'logits' if logits is not None else 'matrix'}"
               + (f", slack <= {out.results[0].slack:.3g}" if logits is not None else ""))
-        head = f"{'eps':>8} {'L':>4} {'U':>4} {'SVD':>4}  {'lower witness':<32} {'upper witness':<17} {'s':>6}  attack  exact"
+        head = (f"{'eps':>8} {'L':>4} {'U':>4} {'SVD':>4}  {'lower witness':<32} {'upper witness':<17} {'s':>6}"
+                "  attack  exact")
         print(head)
         for r in rows:
             att = {None: "-", False: "failed", True: "SUCCESS"}[r["attack_success"]]

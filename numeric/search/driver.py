@@ -61,6 +61,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
+from exact.certificates import TrivialLower, TrivialUpper, UpperFactors, check_lower, check_upper
+from exact.matrix import ExactMatrix
+from exact.rational import format_rational, to_fmpq, to_fraction
 from numeric.search.across import LowerPick, UpperPick, carry_lower, carry_upper, exact_lower_witness
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
@@ -69,8 +72,10 @@ from numeric.search.effort import (BASE, DEFAULT_EFFORT, cell_seed, code_version
 from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
 from numeric.search.lower import lower_candidates
+from numeric.search.slack import target_slack
 from numeric.search.threads import SEARCH_THREADS, pinned_threads
-from numeric.search.upper import UpperResult, first_within, pick_device, search_upper, svd_baseline, svd_factors
+from numeric.search.device import pick_device
+from numeric.search.upper import UpperResult, first_within, search_upper, svd_baseline, svd_factors
 
 __all__ = ["search_brackets", "svd_budget", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
            "STOCHASTIC_TOL", "UPPER_SAFETY"]
@@ -151,8 +156,6 @@ class _Tol:
 
 
 def _tol(t: _Target, idx: int, item, eq, id_prefix: str, seed: int) -> _Tol:
-    from exact.rational import to_fmpq
-
     e = to_fmpq(eq)
     s = t.slack_q if t.slack_q is not None else e * 0
     text = rational_string(eq)
@@ -162,8 +165,6 @@ def _tol(t: _Target, idx: int, item, eq, id_prefix: str, seed: int) -> _Tol:
 
 def _lower_side(t: _Target, tol: _Tol, row_start, effort):
     """(winning candidate, its exact verdict, strongest row witness) at ``eps + slack``."""
-    from exact.certificates import TrivialLower, check_lower
-
     candidates = lower_candidates(t.A, tol.eps_lo * (1 + LOWER_SAFETY), t.svd, effort, start=row_start,
                                   seed=tol.seed, cap=tol.cap)
     for c in candidates:
@@ -185,9 +186,6 @@ def _svd_rank(t: _Target, tol: _Tol) -> int | None:
 def _first_verified(t: _Target, tol: _Tol, candidates, warm) -> UpperPick | None:
     """The first of the float upper witnesses ``candidates`` (``upper.UpperResult``) that the exact tier
     verifies at ``eps - slack`` below the trivial rank, as an ``UpperPick``; None when none is."""
-    from exact.certificates import UpperFactors, check_upper
-    from exact.matrix import ExactMatrix
-
     p = min(t.A.shape)
     for u in candidates:
         v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
@@ -202,8 +200,6 @@ def _first_verified(t: _Target, tol: _Tol, candidates, warm) -> UpperPick | None
 
 def _trivial_upper(t: _Target, tol: _Tol) -> UpperPick:
     """The trivial upper side ``B = A`` at rank ``min(m, n)``, checked by the exact tier (K.1)."""
-    from exact.certificates import TrivialUpper, check_upper
-
     p = min(t.A.shape)
     v = check_upper(t.A_exact, TrivialUpper(), tol.up_exact if tol.up_exact >= 0 else tol.up_exact * 0, p)
     if not v.verified:
@@ -249,9 +245,6 @@ def svd_budget(matrix, eps, *, logits=None, row_tol: float = STOCHASTIC_TOL) -> 
 
 def _attack(t: _Target, L: int, tol: _Tol, upper, lower_family: str):
     """(success, float error) of the rank-(L - 1) attack; a verified success warns (soundness bug)."""
-    from exact.certificates import UpperFactors, check_upper
-    from exact.matrix import ExactMatrix
-
     eps_att = tol.eps_lo * ATTACK_FRACTION
     warm = (upper.P, upper.Q) if upper is not None else None
     ar = attack_rank(t.A, L - 1, eps_att, t.svd, device=t.device, warm=warm)
@@ -318,9 +311,6 @@ def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict, on_s
 
 def _target(A: np.ndarray, logits, device, id_prefix: str):
     """(shared _Target, tensors, ``TargetSpec``) of a matrix or logit target (K.5 slack for logits)."""
-    from exact.matrix import ExactMatrix
-    from exact.rational import format_rational
-
     tensors = {f"{id_prefix}/matrix": A}
     target = TargetSpec(f"{id_prefix}/matrix")
     slack_q, slack_f = None, 0.0
@@ -328,8 +318,6 @@ def _target(A: np.ndarray, logits, device, id_prefix: str):
         H = validate_matrix(logits, "logits", stochastic=False)
         if H.shape != A.shape:
             raise ValueError(f"logits {H.shape} and matrix {A.shape} differ in shape")
-        from numeric.search.slack import target_slack
-
         slack_q, slack_f = target_slack(H, A)
         tensors[f"{id_prefix}/logits"] = H
         target = TargetSpec(target.matrix, f"{id_prefix}/logits", format_rational(slack_q))
@@ -349,8 +337,6 @@ def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> dict:
 def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack: bool, seconds: float):
     """((lower, upper) claims, search provenance, BracketResult, tensors) of one tolerance's chosen sides;
     runs the attack."""
-    from exact.rational import format_rational, to_fraction
-
     t0 = time.perf_counter()
     L, U, cid = low.cand.rank, up.rank, tol.cid
     if L > U:

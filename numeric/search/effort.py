@@ -21,6 +21,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from numeric.search.refine import step_work
+
 __all__ = ["BASE", "EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
            "Effort", "PRESETS", "effort_budgets", "expected_seconds", "expected_bytes", "available_bytes"]
 
@@ -126,8 +128,6 @@ class Effort:
         >>> e.upper_units(256, 256, 200) > e.upper_work == 4 * PRESETS["default"].upper_units(256, 256, 200)
         True
         """
-        from numeric.search.refine import step_work
-
         k = max(int(svd_rank), 1)
         if k <= self.upper_rank:
             return self.upper_work
@@ -163,16 +163,16 @@ class Effort:
 #: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16) and hybrid starts
 #: for sharp heads (``upper_hybrid``, issue 17).
 PRESETS = {
-    "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, far_lp_work=7000, lp_iterations=5000, descent_steps=3000,
-                      greedy_steps=3000, greedy_rows=12, swap_work=3500, lp_append_work=3000,
-                      lp_svd_solves=100),
+    "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, far_lp_work=7000,
+                      lp_iterations=5000, descent_steps=3000, greedy_steps=3000, greedy_rows=12, swap_work=3500,
+                      lp_append_work=3000, lp_svd_solves=100),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=875,
     lp_append_work=750, lp_svd_solves=25), name="quick")
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000, greedy_rows=48,
-    swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough")
+    upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000,
+    greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough")
 
 
 #: Presets that keep another preset's witnesses (issue 17: thorough is never wider than default):

@@ -103,7 +103,7 @@ def budgeted_nerve(A: np.ndarray, eps: float, max_size: int, max_lps: int | None
 def _sat_labels(d: int, nlab: int, mnf: list, conflicts: int):
     """An odd vertex labelling (codes) whose facet label sets avoid every minimal non-face, None or 'unknown'."""
     try:
-        from pysat.solvers import Solver
+        from pysat.solvers import Solver  # noqa: PLC0415  (python-sat: the test extra, truly optional)
     except ImportError:
         raise RuntimeError("the odd-map search needs python-sat: pip install python-sat") from None
     V = 3**d - 1

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numeric.search.budget import Budget
+from numeric.search.device import pick_device
 from numeric.search.norms import row_l1_error
 from numeric.search.threads import torch_threads
 
@@ -149,9 +150,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     ``lr_scale`` multiplies the Adam step. Returns (P, Q, err) of the best iterate by
     float64 max row-l1 error. The torch thread count is set for the call and restored.
     """
-    import torch
-
-    from numeric.search.upper import pick_device
+    import torch  # noqa: PLC0415  (3 s to import: loaded by the first trial, not on import)
 
     dev = pick_device(device)
     iters = max(int(iters), 1)
@@ -181,8 +180,7 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
 
 
 def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget):
-    import torch.nn.functional as F
-
+    F = torch.nn.functional
     dtype = torch.float64
     m, n = A.shape
     At = torch.as_tensor(A, dtype=dtype, device=dev)

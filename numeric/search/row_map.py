@@ -65,7 +65,7 @@ def descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, budget: Budge
     Stops once the norm is below ``target``, after ``iters`` steps, on a stall,
     or when ``budget`` is spent (one unit per step).
     """
-    import torch
+    import torch  # noqa: PLC0415  (3 s to import: loaded by the first descent, not on import)
 
     d, n = AS.shape
     _, _, vt = np.linalg.svd(AS)

@@ -20,6 +20,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from flint import fmpq
+
+from exact.slack import SlackProof, softmax_slack_bound
 
 __all__ = ["target_slack", "round_up_short"]
 
@@ -44,10 +47,6 @@ def target_slack(logits: np.ndarray, matrix: np.ndarray):
 
     Raises ValueError when no bound is finite.
     """
-    from flint import fmpq
-
-    from exact.slack import SlackProof, softmax_slack_bound
-
     fast = SlackProof(logits, matrix).fast
     if fast.size and np.isfinite(fast).all():
         f = round_up_short(float(fast.max()))

@@ -45,13 +45,16 @@ from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
 
-__all__ = ["UpperResult", "svd_baseline", "first_within", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
+__all__ = ["UpperResult", "svd_baseline", "first_within", "svd_factors", "compress", "hybrid_factors", "search_upper",
            "affordable_steps", "perturbed"]
 
 #: A boundary trial that misses eps by at most this relative amount is repeated from the
 #: truncated SVD of A (the two-bit cell A(3/4, 3/4) at eps = 3/4: the warm start stalls
-#: at 0.7508 at rank 1, the SVD start reaches 0.75000002 and snaps to 7/64 J, error 3/4).
-RESTART_WINDOW = 1e-2
+#: at 0.7508 at rank 1, the SVD start reaches 0.75000002 and snaps to 7/64 J, error 3/4; MiniLM
+#: l0h0 at eps 1/4, rank 21: 1.0003 eps from the truncated SVD). Not 1 %: on MiniLM
+#: l4h2 at eps 1/4 the full trials of rank 6 missed by 1.00 %, 0.98 % and 0.99 % from the three
+#: starts, and those two retries (280,000 units) made default 1.18 times its former CPU time there.
+RESTART_WINDOW = 5e-3
 #: A narrowing trial that misses eps by at most this relative amount is tried from a second start
 #: (a farther miss is not: on MiniLM l0h0 at eps 1/4 the two starts of rank 19 missed by 7.8 %
 #: and 7.7 %, and the work of the second was what the boundary phase then lacked).
@@ -78,15 +81,6 @@ SNAP_WINDOW = 2e-6
 REFIT_WINDOW = 2e-2
 #: ... when at most this many rows are over eps (more: the descent is far from feasible).
 REFIT_ROWS = 32
-
-
-def pick_device(device=None):
-    """CUDA when torch sees one and no device is given, else CPU."""
-    import torch
-
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @dataclass(frozen=True)
@@ -199,8 +193,8 @@ def affordable_steps(budget: Budget, shape, k: int, iters: int) -> int:
     """Steps of a rank-``k`` trial of nominal length ``iters``: all of them, or as many as the budget
     affords when that is at least ``MIN_TRIAL_FRACTION`` of them; 0 (no trial) otherwise.
 
-    >>> affordable_steps(Budget(80 * 1000), (256, 256), 16, 600), affordable_steps(Budget(80 * 500), (256, 256), 16, 600)
-    (600, 500)
+    >>> [affordable_steps(Budget(80 * units), (256, 256), 16, 600) for units in (1000, 500)]
+    [600, 500]
     >>> affordable_steps(Budget(80 * 200), (256, 256), 16, 600)
     0
     """

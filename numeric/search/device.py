@@ -1,0 +1,23 @@
+"""The torch device of the float descents (``refine``, ``upper``, the driver).
+
+Its own module so that ``refine`` and ``upper`` share it without importing each
+other (``upper`` imports ``refine``; ``refine`` needs only the device).
+"""
+from __future__ import annotations
+
+__all__ = ["pick_device"]
+
+
+def pick_device(device=None):
+    """CUDA when torch sees one and no device is given, else CPU.
+
+    >>> str(pick_device("cpu"))
+    'cpu'
+    """
+    # torch takes 3 s to import: loaded by the first descent, not when numeric.search is imported
+    # (the bracket command refuses bad input before it loads).
+    import torch  # noqa: PLC0415
+
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
