@@ -20,8 +20,8 @@ from exact.bracketfile import read_bracket_file
 from exact.errors import MalformedInput
 from exact.limits import MAX_WORK
 from numeric.heads.extract import softmax_rows
+from numeric.runtime import stop_scope
 from numeric.search import front
-from numeric.search.budget import clear_stop
 from numeric.search.effort import effort_budgets
 from softrank.attention import Attention
 from softrank.errors import SoftrankError, SoundnessError, UserInputError
@@ -119,9 +119,9 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
         bar.set_postfix_str(label if not batch else f"{targets[i].id_prefix} {label}", refresh=False)
         bar.update()
 
-    clear_stop()                       # a new run: no stop request left over from an earlier one
     try:
-        with tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
+        # a stop scope of its own: no stop request of an earlier or a concurrent run reaches this one
+        with stop_scope(), tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
             try:
                 outputs = front.search_targets(targets, eps_items, effort=effort, seed=seed, device=device,
                                                attack=attack, on_step=step)
@@ -136,7 +136,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     finally:
         bar.close()
     if len(outputs) < len(targets) or any(o.provenance.get("stopped") for o in outputs):
-        raise SoftrankError("the search was stopped (budget.request_stop) before every matrix was bracketed")
+        raise SoftrankError("the search was stopped (a stop request) before every matrix was bracketed")
     for out in outputs:
         for cell, res in zip(out.cells, out.results):
             if res.attack_success:

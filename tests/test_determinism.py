@@ -111,7 +111,7 @@ def test_concurrent_searches_share_one_pinning_and_restore_it():
 
     import torch
 
-    from numeric.search.threads import pinned_threads
+    from numeric.runtime import pinned_threads
 
     caller = torch.get_num_threads()
     torch.set_num_threads(2)                  # a caller's setting that the pinning must change

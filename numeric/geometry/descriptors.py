@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from flint import arb
 
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.geometry.bounds import (
     double_centre,
     double_difference_exact,

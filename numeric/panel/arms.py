@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     from numeric.heads.extract import ExtractionError
     from numeric.heads.models import ModelInputError
     from numeric.heads.sources import SourceError
-    from numeric.panel.process import pinned_threads
+    from numeric.runtime import pinned_threads
 
     args = _parser().parse_args(argv)
     try:

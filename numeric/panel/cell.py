@@ -9,7 +9,7 @@ file is written atomically, the record last: a cell whose record exists is
 complete.
 
 ``run_cell`` touches no process state (threads, environment, descriptors):
-the entry points set that (``numeric.panel.process``). Several cells may run
+the entry points set that (``numeric.runtime``). Several cells may run
 at once in threads of one process (a Dask worker): the model cache and the
 extraction (a process-wide patch of the attention function) are locked, and
 every file name belongs to one cell.

@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, SVD_RANKS, cell_descriptors, geometric_gauge, visible_interaction
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.heads.extract import softmax_rows
 
 __all__ = ["study_columns", "stable_rank", "effective_rank", "weight_columns", "logit_rank_profile"]

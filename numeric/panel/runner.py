@@ -13,7 +13,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from numeric.panel.cell import CellTask, finished_rows, run_cell
-from numeric.panel.process import worker_init
+from numeric.runtime import worker_init
 
 __all__ = ["run_panel"]
 

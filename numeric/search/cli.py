@@ -135,7 +135,7 @@ def _seed(text: str) -> int:
 
 
 def _clean_stop():
-    """First Ctrl-C: ``budget.request_stop`` (the search ends with what it has); second: abort."""
+    """First Ctrl-C: request the run's stop token (the search ends with what it has); second: abort."""
     return front.clean_stop(PROG)
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_error
-from numeric.search.threads import torch_threads
+from numeric.runtime import torch_threads
 
 __all__ = ["DEFAULT_ITERS", "FULL_ITERS", "TrialLog", "refine", "schedule", "snap_dyadic", "step_work"]
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_norm
-from numeric.search.threads import torch_threads
+from numeric.runtime import torch_threads
 
 __all__ = ["DESCENT_ITERS", "descend_row_map", "initial_row_map", "voronoi_map"]
 

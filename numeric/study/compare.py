@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import keep_freed_memory, one_blas_thread
 from numeric.study.data import StudyData
 from numeric.study.batch import complete_fits, weighted_cross_fit, weighted_mae
 from numeric.study.demean import fold_demeaned
@@ -240,29 +240,8 @@ def _percentile(values) -> tuple:
     return float(lo), float(hi)
 
 
-#: glibc's ``mallopt`` parameters: the size from which a block gets its own mapping, and the
-#: free top of the heap kept before it is given back.
-_M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD = -3, -1
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc reuse freed blocks up to 64 MiB instead of unmapping them.
-
-    A bootstrap fit allocates temporaries of about a megabyte, above glibc's default mapping
-    threshold, and frees them at once: without this, a fifth of the study's time went to the
-    kernel mapping and unmapping them (``bench/study_speed.py``). Not glibc: nothing to do."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 64 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
-    except (OSError, AttributeError):
-        pass
-
-
 def _replicates(data, comparisons, folds, draws) -> list:
-    _keep_freed_memory()
+    keep_freed_memory()
     with one_blas_thread():   # small matrices: threads only contend
         mats = _Cache(data)
         return [_replicate(data, rows, comparisons, folds, mats) for rows in draws]

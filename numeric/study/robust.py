@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from numeric.runtime import one_native_thread
 from numeric.study.compare import AGGREGATE, ComparisonResult, _gains, _percentile, resample_rows, stream
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, fold_indices
@@ -66,10 +67,8 @@ def gbm_check(data: StudyData, comparisons, *, replicates: int, seed: int, folds
     comps = [c for c in comparisons if c.name in GBM_COMPARISONS]
     rng = stream(seed, 0)
     draws = [resample_rows(data, rng) for _ in range(replicates)]
-    from threadpoolctl import threadpool_limits
-
     everything = np.arange(len(data))
-    with threadpool_limits(limits=1):   # OpenMP threads of the booster only contend on small tables
+    with one_native_thread():   # OpenMP threads of the booster only contend on small tables
         point = _one(data, everything, comps, folds, seed)
         boot = [_one(data, rows, comps, folds, seed) for rows in draws]
     results = []
