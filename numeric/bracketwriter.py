@@ -18,6 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import save
 
 from exact.bracketfile import FORMAT, VERSION
 from numeric.safeio import write_bytes
@@ -51,8 +52,6 @@ def write_bracket_file(path, cells: list[dict], tensors: dict[str, np.ndarray], 
     between it and ``path`` (``numeric.safeio``; default the file's directory).
     Returns the path written; ``numeric.safeio.SafeIOError`` when the path is refused.
     """
-    from safetensors.numpy import save
-
     out = {}
     for name, arr in tensors.items():
         a = np.ascontiguousarray(arr, dtype=np.float64)

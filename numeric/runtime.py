@@ -14,7 +14,9 @@ and stdout). What must change process state does it through this module, scoped 
   in one process (or a run after a stopped one) do not see each other's request;
 - **workers**: ``worker_init`` sets a panel worker process's state for its life (threads, stdout
   sent to stderr, exit when the parent dies);
-- **the allocator**: ``keep_freed_memory`` (glibc ``mallopt``) for the study's bootstrap.
+- **the allocator**: ``keep_freed_memory`` (glibc ``mallopt``) for the study's bootstrap;
+- **figures**: ``pyplot()``, matplotlib's pyplot on the off-screen Agg backend (a backend is
+  chosen once per process, so it is loaded only when a figure is drawn).
 
 >>> import os
 >>> before = os.environ.get("OMP_NUM_THREADS")
@@ -28,12 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import os
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
+from types import ModuleType
 from typing import Any
 
 from threadpoolctl import threadpool_limits
@@ -43,7 +47,7 @@ from numeric._optional import loaded, require
 __all__ = ["THREADS", "SEARCH_THREADS", "WORKER_THREADS", "THREAD_VARIABLES", "PARENT_POLL_S", "ORPHAN_EXIT",
            "pinned_threads", "torch_threads", "one_blas_thread", "one_native_thread", "StopToken",
            "stop_scope", "current_stop_token", "stop_requested", "worker_init", "stdout_to_stderr",
-           "keep_freed_memory"]
+           "keep_freed_memory", "pyplot"]
 
 #: One torch/BLAS thread: N panel workers fill N cores without oversubscription, and a float result
 #: never depends on a thread count.
@@ -278,3 +282,14 @@ def keep_freed_memory() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
     except (OSError, AttributeError):
         pass
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` drawing off-screen (the Agg backend), imported on the first figure.
+
+    The backend is process-wide, and pyplot costs about half a second to import: the modules that
+    draw call this when they draw, not at import."""
+    importlib.import_module("matplotlib").use("Agg")
+    return importlib.import_module("matplotlib.pyplot")

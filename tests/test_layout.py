@@ -10,10 +10,11 @@ ROOT = Path(__file__).resolve().parents[1]
 WORDS = {"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 NOT_PROJECT_DIRS = {"runs", "build", "dist", "shared", "node_modules"}
 
-#: Packages whose module graph must stay acyclic. numeric.search and numeric.panel join once their
-#: branches remove the refine <-> upper cycle (issue of the lint branch; see the merge notes).
-ACYCLIC = ("exact", "crosscheck", "softrank", "proofs_checks", "oracles", "numeric.heads", "numeric.geometry",
-           "research")
+#: Packages whose module graph must stay acyclic: the whole project.
+ACYCLIC = ("exact", "crosscheck", "softrank", "proofs_checks", "oracles", "numeric", "research")
+#: The one cycle left, removed by the rewrite of the upper search (refine.py and upper.py); delete
+#: this entry when that lands. No other cycle is tolerated.
+KNOWN_CYCLES = [["numeric.search.refine", "numeric.search.upper"]]
 
 
 def _tree_block() -> list[str]:
@@ -162,8 +163,8 @@ def _graph() -> dict[str, set[str]]:
             for n, p in modules.items() if _owned(n)}
 
 
-def test_import_graph_of_the_owned_packages_is_acyclic():
-    assert _cycles(_graph()) == []
+def test_import_graph_of_the_project_is_acyclic():
+    assert [c for c in _cycles(_graph()) if c not in KNOWN_CYCLES] == []
 
 
 def test_cycle_finder_sees_a_cycle():

@@ -23,6 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
+
+from numeric.heads.zoo.corpus import DataError
+from numeric.heads.zoo.digits import heldout_pixels
 
 __all__ = [
     "CORPUS_PATH", "MAX_SOURCES", "SourceError", "TextSource", "ImageSource",
@@ -149,7 +153,6 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
     files = sorted(p for p in Path(image_dir).iterdir() if p.suffix.lower() in IMAGE_EXTS)
     if index >= len(files):
         raise SourceError(f"image directory {image_dir} has {len(files)} images, source {index} requested")
-    from PIL import Image
 
     try:
         with Image.open(files[index]) as im:
@@ -162,9 +165,6 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
 
 def digit_source(index: int, size: int) -> ImageSource:
     """Held-out digit ``index`` at ``size`` x ``size``, one channel, in [-1, 1]."""
-    from numeric.heads.zoo.corpus import DataError
-    from numeric.heads.zoo.digits import heldout_pixels
-
     if index < 0:
         raise SourceError(f"source index {index} is negative")
     try:

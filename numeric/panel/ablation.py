@@ -20,11 +20,21 @@ report says so.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+
+from exact.bracketfile import read_bracket_file
+from exact.rational import format_rational
+from exact.verify import verify_file
+from numeric.bracketwriter import write_bracket_file
+from numeric.panel.audit import BRACKET_BYTES
+from numeric.safeio import snapshot, write_bytes
+from numeric.search.frobenius import frobenius, trivial
+from numeric.search.inverse import pinv
 
 __all__ = ["DECODED", "ABLATION_DIR", "Ablated", "ablated_lowers"]
 
@@ -58,13 +68,6 @@ def _lower_json(c, prefix: str) -> tuple[dict, dict]:
 
 def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
     """The best verified direct certificate (trivial, K.2, pinv) on the cell's own target."""
-    from numeric.bracketwriter import write_bracket_file
-    from numeric.safeio import write_bytes
-    from exact.rational import format_rational
-    from exact.verify import verify_file
-    from numeric.search.frobenius import frobenius, trivial
-    from numeric.search.inverse import pinv
-
     A = np.asarray(bf.tensors[cell.target.matrix], dtype=np.float64)
     slack = cell.target.slack
     eps_lo = float(Fraction(cell.eps_text)) + (float(Fraction(int(slack.p), int(slack.q))) if slack else 0.0)
@@ -103,17 +106,11 @@ def ablated_lowers(out, rows: list, eps: Fraction, family: str = DECODED) -> dic
 
     Each bracket file is read from a private copy (``numeric.safeio.snapshot``: a regular file of ``out``,
     no link followed, the audit's size limit)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="softrank-ablation-") as tmpdir:
         return _ablated(Path(out), rows, eps, family, tmpdir)
 
 
 def _ablated(out: Path, rows: list, eps: Fraction, family: str, tmpdir: str) -> dict:
-    from exact.bracketfile import read_bracket_file
-    from numeric.panel.audit import BRACKET_BYTES
-    from numeric.safeio import snapshot
-
     verified = [r for r in rows if r.get("status") == "ok" and r.get("verified")]
     result = {}
     files: dict = {}

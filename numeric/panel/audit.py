@@ -37,15 +37,26 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import re
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
+from safetensors.numpy import load
+
+import crosscheck
+from exact.bracketfile import read_bracket_file
+from exact.verify import verify_file
+from numeric.panel import vcache
+from numeric.panel.cell import family_label
 from numeric.panel.provenance import RUN_BYTES
 from numeric.panel.schema import SchemaError, check_record, check_run, record_key_ok
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
+from numeric.panel.vcache import result_of
 from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json, snapshot
 
 __all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
@@ -78,10 +89,6 @@ class Audit:
 
 def _verify_one(path: str) -> dict:
     """``{"cells": {cell id: report JSON}}`` or ``{"error": message}`` (run in a worker process)."""
-    from exact.bracketfile import read_bracket_file
-    from exact.verify import verify_file
-    from numeric.panel.vcache import result_of
-
     try:
         return result_of(read_bracket_file(path), verify_file(path))
     except Exception as e:  # noqa: BLE001 - an unreadable file is an error in the report, not a crash
@@ -169,8 +176,6 @@ def _snapshots(out: Path, snapdir: str, errors: list) -> tuple[dict, dict]:
 def _independent(results: dict, paths: dict, workers) -> dict:
     """The second checker (``crosscheck``, which shares no code with ``exact``) on the same snapshots the
     exact pass read, compared with that pass (paper L.2: brackets independently re-derived)."""
-    import crosscheck
-
     judged = {paths[f]: v for f, v in results.items() if "cells" in v and f in paths}
     totals = crosscheck.summary(crosscheck.agree_all(judged, workers))
     names = {snap: f for f, snap in paths.items()}
@@ -183,8 +188,6 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
                 independent: bool = False) -> tuple[dict, int, dict | None]:
     """{file: result of the exact pass}, how many came from records, and the second checker's totals
     (``independent``; else None)."""
-    from numeric.panel import vcache
-
     with tempfile.TemporaryDirectory(prefix="softrank-audit-") as snapdir:
         paths, digests = _snapshots(out, snapdir, errors)
         results = {f: {"error": f"unreadable: {paths[f]}"} for f, d in digests.items() if d is None}
@@ -203,15 +206,11 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
 
 
 def _sha256(arr) -> str:
-    import numpy as np
-
     return hashlib.sha256(np.ascontiguousarray(arr, dtype="<f8").tobytes()).hexdigest()
 
 
 def _head(out: Path, key: str) -> dict:
     """``{"logits": sha256, "matrix": sha256}`` of ``heads/<key>.safetensors``, or ``{"error": message}``."""
-    from safetensors.numpy import load
-
     path = out / HEADS_DIR / f"{key}.safetensors"
     try:
         tensors = load(read_bytes(path, limit=HEAD_BYTES, root=out))
@@ -231,10 +230,6 @@ def _head(out: Path, key: str) -> dict:
 
 def _family_label(prov: dict) -> str | None:
     """The row's family of a provenance (``numeric.panel.cell.family_label``)."""
-    from types import SimpleNamespace
-
-    from numeric.panel.cell import family_label
-
     fam = prov.get("family")
     if not isinstance(fam, str):
         return None
@@ -243,8 +238,6 @@ def _family_label(prov: dict) -> str | None:
 
 def _key_labels(key: str) -> tuple | None:
     """(layer, head, native) named by a record key ``[tag_]L<l>H<h>_s<nn>[_nc]``, or None."""
-    import re
-
     m = re.search(r"(?:^|_)L(\d+)H(\d+)_s\d+(_nc)?$", key)
     return (int(m.group(1)), int(m.group(2)), bool(m.group(3))) if m else None
 

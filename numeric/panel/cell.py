@@ -24,9 +24,25 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
+from safetensors.numpy import save
+
+from exact.bracketfile import read_bracket_file
+from exact.matrix import ExactMatrix
+from exact.norms import row_l1_norm
+from exact.rational import parse_rational
+from exact.verify import verify_file
+from numeric.geometry import cell_descriptors, native_features
+from numeric.heads.extract import extract_heads, source_for
+from numeric.heads.models import load_model
+from numeric.heads.zoo.common import file_sha256
+from numeric.panel import vcache
+from numeric.panel.features import study_columns
 from numeric.search.attack import SoundnessError
+from numeric.search.driver import search_brackets
 from numeric.search.effort import DEFAULT_EFFORT, cell_seed
 from numeric.panel.table import atomic_write, read_record, record_path, write_record
+from numeric.search.export import write_bracket_file
 
 __all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check", "family_label"]
 
@@ -85,8 +101,6 @@ _EXTRACT_LOCK = threading.Lock()
 
 
 def _model(spec: str):
-    from numeric.heads.models import load_model
-
     with _MODELS_LOCK:
         if spec not in _MODELS:
             _MODELS[spec] = load_model(spec)
@@ -95,8 +109,6 @@ def _model(spec: str):
 
 def _geometry_columns(cap) -> dict:
     """The descriptor columns of ``numeric.geometry``; a failure is recorded in the row, not raised."""
-    from numeric.geometry import cell_descriptors, native_features
-
     cols = {}
     for fn, args, tag in ((cell_descriptors, (cap.logits, cap.matrix), "geometry"),
                           (native_features, (cap.Q, cap.K, cap.scale), "native")):
@@ -109,8 +121,6 @@ def _geometry_columns(cap) -> dict:
 
 def _study_columns(lm, cap, task: CellTask) -> tuple[dict, dict]:
     """The held-out study's columns (``numeric.panel.features``); a failure is recorded, not raised."""
-    from numeric.panel.features import study_columns
-
     try:
         return study_columns(lm, cap, task.layer, [_eps_key(e) for e in task.eps])
     except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
@@ -124,9 +134,6 @@ def direct_upper_check(cell: dict, tensors: dict) -> bool | None:
     up = cell.get("upper", {}).get("witness", {})
     if up.get("kind") != "factors":
         return None
-    from exact.matrix import ExactMatrix
-    from exact.norms import row_l1_norm
-    from exact.rational import parse_rational
 
     A = ExactMatrix.from_float64(tensors[cell["target"]["matrix"]])
     P = ExactMatrix.from_float64(tensors[up["P"]])
@@ -156,9 +163,6 @@ def _status(task: CellTask, lm, cap) -> str:
 def _save_head(path: Path, cap, out: Path) -> None:
     """The head's Q, K, logits and float attention matrix (the bracket file's target), for later study and
     for the report, which binds every row to this file by the hashes of its logits and matrix (atomic)."""
-    import numpy as np
-    from safetensors.numpy import save
-
     # one metadata key: safetensors writes a metadata map in no fixed order, so two keys
     # would make the bytes of equal head files differ between runs (the scale is in the provenance)
     data = save({"Q": np.ascontiguousarray(cap.Q), "K": np.ascontiguousarray(cap.K),
@@ -169,18 +173,11 @@ def _save_head(path: Path, cap, out: Path) -> None:
 
 def _write_brackets(path: Path, res, out: Path) -> None:
     """The bracket file, written to a temporary name first and moved into place (``numeric.safeio``)."""
-    from numeric.search.export import write_bracket_file
-
     write_bracket_file(path, res.cells, res.tensors, root=out)
 
 
 def _verify(path: Path, out: Path) -> dict:
     """The exact pass on one bracket file, recorded for the audit (``numeric.panel.vcache``)."""
-    from exact.bracketfile import read_bracket_file
-    from exact.verify import verify_file
-    from numeric.heads.zoo.common import file_sha256
-    from numeric.panel import vcache
-
     try:
         bf = read_bracket_file(path)
         reports = verify_file(path)
@@ -193,8 +190,6 @@ def _verify(path: Path, out: Path) -> dict:
 
 def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, dict]:
     """Search, export, verify: one row per tolerance, and the search's run provenance."""
-    from numeric.search.driver import search_brackets
-
     out = Path(task.out)
     res = search_brackets(cap.matrix, [Fraction(e) for e in task.eps], logits=cap.logits, id_prefix=task.key,
                           device=task.device, attack=task.attack, provenance=cap.provenance,
@@ -237,8 +232,6 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list, 
 
 def run_cell(task: CellTask) -> list[dict]:
     """Extract, search, export, verify one (head, source) cell; rows per eps."""
-    from numeric.heads.extract import extract_heads, source_for
-
     lm = _model(task.model)
     src = source_for(lm, task.source, length=task.length, prefix=task.prefix, block=task.block,
                      image_dir=task.image_dir, image_size=task.image_size)

@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from numeric.heads.models import PRESETS, preset_path, family_of
+from numeric.heads.zoo.common import MANIFEST, ManifestError, verify_manifest
 from numeric.panel.provenance import PanelError
 
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUDY_SOURCES", "STUDY_EPS",
@@ -70,8 +72,6 @@ class ModelShape:
 
 def _check_manifest(path: Path) -> None:
     """A directory with a manifest (a zoo model, or a copy of one) must match it before any work."""
-    from numeric.heads.zoo.common import MANIFEST, ManifestError, verify_manifest
-
     if (path / MANIFEST).is_file():
         try:
             verify_manifest(path)
@@ -81,8 +81,6 @@ def _check_manifest(path: Path) -> None:
 
 def read_config(model: str) -> dict:
     """``config.json`` of a preset (a zoo preset checked against its manifest first) or a directory."""
-    from numeric.heads.models import PRESETS, preset_path
-
     if model in PRESETS:
         path = preset_path(model)
     else:
@@ -100,8 +98,6 @@ def read_config(model: str) -> dict:
 
 
 def model_shape(model: str) -> ModelShape:
-    from numeric.heads.models import family_of
-
     cfg = read_config(model)
     family = family_of(cfg.get("model_type", "?"))
     layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")

@@ -19,6 +19,9 @@ import json
 from pathlib import Path
 
 from numeric.panel.table import RUN_NAME, atomic_write
+from numeric.safeio import SafeIOError, read_json
+from numeric.search import driver
+from numeric.search.effort import package_versions, code_version
 
 __all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run"]
 
@@ -54,8 +57,6 @@ def sources_sha256(packages, prefix: bytes = b"") -> str:
 
 def _search_tolerances() -> dict:
     """The search driver's named tolerances (``numeric.search.driver``)."""
-    from numeric.search import driver
-
     return {name: getattr(driver, name) for name in ("STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY")}
 
 
@@ -64,8 +65,6 @@ def run_identity(*, model, eps, prefix: int, block: int, length: int, min_mass: 
                  image_size: int | None = None) -> dict:
     """The identity every cell of a directory shares (JSON-normalised); ``model`` is one
     spec, or the list of them when several models share the directory."""
-    from numeric.search.effort import package_versions
-
     versions = package_versions()
     code = {"version": versions.get("softrank-verify"), "source_sha256": source_digest()}
     return json.loads(json.dumps({
@@ -77,8 +76,6 @@ def run_identity(*, model, eps, prefix: int, block: int, length: int, min_mass: 
 
 def read_run(out) -> dict | None:
     """``panel.json`` of a directory; None when absent; ``PanelError`` when unreadable."""
-    from numeric.safeio import SafeIOError, read_json
-
     path = Path(out) / RUN_NAME
     if not path.exists() and not path.is_symlink():
         return None
@@ -119,8 +116,6 @@ def check_resume(out, identity: dict) -> None:
 
 def write_run(out, identity: dict, *, argv=None, summary: dict | None = None) -> Path:
     """Write ``panel.json``: the identity, the command, the git commit and the last summary."""
-    from numeric.search.effort import code_version
-
     doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "code_version": code_version(),
            "summary": summary}
     return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True), root=out)

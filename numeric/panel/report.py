@@ -41,7 +41,8 @@ from exact.errors import OneLineParser
 import crosscheck
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
-from numeric.panel.report_families import GATE
+from numeric.panel.report_families import GATE, families_section
+from numeric.panel.report_geometry import geometry_section
 from numeric.panel.table import CELLS_DIR
 from numeric.safeio import SafeIOError, escape, list_dir, write_text
 
@@ -264,8 +265,6 @@ def _figures_and_drops(s, out: Path) -> list:
 
 def _geometry_section(rows, out: Path) -> str:
     """The geometry section (``numeric.panel.report_geometry``) on the verified rows."""
-    from numeric.panel.report_geometry import geometry_section
-
     # the section takes eps as a number and writes its PNGs next to report.md
     geo_rows = [dict(r, eps=float(Fraction(r["eps"])), eps_exact=r["eps"]) for r in rows]
     try:
@@ -278,8 +277,6 @@ def _geometry_section(rows, out: Path) -> str:
 
 def _families(out: Path, checked, s, gate: float, errors: list) -> list:
     """The family comparison (``numeric.panel.report_families``); a failure is listed as an error."""
-    from numeric.panel.report_families import families_section
-
     try:
         section = families_section(out, [_shown(r) for r in checked.rows], s["verified_rows"], REFERENCE_EPS, gate)
     except SafeIOError:

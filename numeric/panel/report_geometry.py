@@ -18,8 +18,11 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-from numeric.geometry import intrinsic_profile_score
+from numeric.geometry import intrinsic_profile_score, SVD_RANKS
+from numeric.runtime import pyplot
+from numeric.safeio import write_bytes
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -92,20 +95,13 @@ def _fmt(v, nd=3) -> str:
 
 def _png(fig, path: Path) -> None:
     """The figure as PNG at ``path`` (``numeric.safeio``: atomic, never over a link or a non-regular file)."""
-    from numeric.safeio import write_bytes
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     write_bytes(path, buf.getvalue())
 
 
 def _scatter(path: Path, rows, columns, eps) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401 - formatters below
-
+    plt = pyplot()
     families = sorted({str(r.get("family", "?")) for r in rows})
     fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 4), squeeze=False)
     drew = False
@@ -128,8 +124,8 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
             ax.scatter(x[okl], L[okl], s=10, marker="_", color=colour)
         if logx:
             ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label)
         ax.set_ylabel(f"certified rank bracket [L, U] at eps = {eps:g}")
     if drew:
@@ -142,13 +138,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
 
 def _family_curves(path: Path, rows, eps) -> bool:
     """The J.2 trade-off per cell: (kappa(T_r), tau(T_r)) over retained ranks r."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401 - formatters below
-
-    from numeric.geometry import SVD_RANKS
+    plt = pyplot()
 
     families = sorted({str(r.get("family", "?")) for r in rows})
     fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -170,8 +160,8 @@ def _family_curves(path: Path, rows, eps) -> bool:
         if math.isfinite(eps):
             ax.axhline(eps, color="k", linestyle=":", linewidth=1, label=f"eps = {eps:g}")
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("kappa(T_r) (upper), r = " + ", ".join(str(q) for q in SVD_RANKS))
         ax.set_ylabel("tau(T_r) = 2 tanh(q(C - T_r)/4)")
         ax.legend(fontsize=7)

@@ -22,6 +22,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+import flint
+
 from numeric.panel.provenance import sources_sha256
 from numeric.panel.schema import SchemaError, check_result
 from numeric.panel.table import atomic_write
@@ -68,8 +70,6 @@ def result_of(bf, reports) -> dict:
 @lru_cache(maxsize=1)
 def checker_digest() -> str:
     """SHA-256 of the ``exact`` package's Python sources (``provenance.sources_sha256``) and python-flint's version."""
-    import flint
-
     return sources_sha256(("exact",), prefix=f"python-flint {flint.__version__}\0".encode())
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from numeric._optional import require
+
 __all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse", "decoder_work"]
 
 INF = float("inf")
@@ -51,7 +53,7 @@ def _quiet_highs():
     import os
     import sys
 
-    import highspy
+    highspy = require("highspy")
 
     global _BANNER_DONE
     if _BANNER_DONE:
@@ -86,7 +88,7 @@ def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, it
     >>> round(v, 9), [round(float(t), 9) for t in x]
     (1.0, [0.0, 1.0])
     """
-    import highspy
+    highspy = require("highspy")
 
     c = np.asarray(c, dtype=np.float64)
     nv = c.size

@@ -40,6 +40,7 @@ import numpy as np
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_error
 from numeric.runtime import torch_threads
+from numeric._optional import require
 
 __all__ = ["DEFAULT_ITERS", "FULL_ITERS", "TrialLog", "refine", "schedule", "snap_dyadic", "step_work"]
 
@@ -149,7 +150,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     ``lr_scale`` multiplies the Adam step. Returns (P, Q, err) of the best iterate by
     float64 max row-l1 error. The torch thread count is set for the call and restored.
     """
-    import torch
+    torch = require("torch")
 
     from numeric.search.upper import pick_device
 
@@ -181,7 +182,7 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
 
 
 def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget):
-    import torch.nn.functional as F
+    F = require("torch").nn.functional
 
     dtype = torch.float64
     m, n = A.shape

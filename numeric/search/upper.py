@@ -44,6 +44,7 @@ from numeric.search.budget import Budget
 from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
+from numeric._optional import require
 
 __all__ = ["UpperResult", "svd_baseline", "svd_factors", "compress", "hybrid_factors", "search_upper", "pick_device",
            "affordable_steps", "perturbed"]
@@ -82,7 +83,7 @@ REFIT_ROWS = 32
 
 def pick_device(device=None):
     """CUDA when torch sees one and no device is given, else CPU."""
-    import torch
+    torch = require("torch")
 
     if device is not None:
         return torch.device(device)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from numeric.study.fit import ALPHAS, negligible
+from numeric.study.fit import ALPHAS, negligible, FastRidgeCV
 
 __all__ = ["FoldFits", "complete_fits", "fit_folds", "weighted_cross_fit", "weighted_mae"]
 
@@ -216,8 +216,6 @@ def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
 
 
 def _expanded_cross_fit(X, y, w, fold, ks) -> np.ndarray:
-    from numeric.study.fit import FastRidgeCV
-
     reps = w.astype(np.int64)
     pred = np.empty_like(y)
     for f in ks:

@@ -32,12 +32,15 @@ import time
 from pathlib import Path
 
 from exact.errors import OneLineParser
+from numeric.search.effort import code_version
+from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
 from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study
 from numeric.study.protocol import PRIMARY, comparisons, reading
+from numeric.study.robust import gbm_check
 from numeric.study.write import write_outputs
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
@@ -124,8 +127,6 @@ def run(args, command: str) -> dict:
     gauge = gauge_audit(data, folds=args.folds)
     gbm = None
     if args.gbm:
-        from numeric.study.robust import gbm_check
-
         gbm = gbm_check(data, comparisons(), replicates=args.gbm, seed=args.seed, folds=args.folds)
     setup = {"panel": ", ".join(map(str, args.dir)), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
@@ -139,8 +140,6 @@ def run(args, command: str) -> dict:
 
 def calibrate_main(args) -> int:
     """``--calibrate``: the self-check's report on stdout; 0 when every check passes, else 1."""
-    from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
-
     _check(args)
     try:
         rhos = [float(x) for x in args.rho.split(",")]
@@ -169,8 +168,6 @@ def calibrate_main(args) -> int:
 
 
 def _code_version() -> dict:
-    from numeric.search.effort import code_version
-
     return code_version()
 
 

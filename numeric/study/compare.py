@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from joblib import Parallel, delayed
 import numpy as np
 
 from numeric.runtime import keep_freed_memory, one_blas_thread
@@ -258,8 +259,6 @@ def bootstrap(data: StudyData, comparisons, *, replicates: int, seed: int, folds
     draws = [resample_rows(data, rng) for _ in range(replicates)]
     jobs = min(jobs, max(1, replicates // MIN_PER_JOB))   # a process per few draws costs more than it saves
     if jobs > 1:
-        from joblib import Parallel, delayed
-
         chunks = [draws[i::jobs] for i in range(jobs)]
         parts = Parallel(n_jobs=jobs)(delayed(_replicates)(data, comparisons, folds, c) for c in chunks)
         boot = [parts[i % jobs][i // jobs] for i in range(replicates)]

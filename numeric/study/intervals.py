@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 __all__ = ["LEVEL", "RESOLUTION", "Estimate", "paired_estimates", "cluster_variance", "tost"]
 
@@ -78,9 +79,7 @@ def cluster_variance(psi: np.ndarray, clusters) -> tuple:
 
 
 def _t(df: int, level: float) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.5 + level / 2, df)) if df >= 1 else np.inf
+    return float(stats.t.ppf(0.5 + level / 2, df)) if df >= 1 else np.inf
 
 
 def tost(delta: float, se: float, df: int, resolution: float = RESOLUTION) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
+from numeric.panel.audit import audit
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import StudyData, StudyError
 
@@ -38,8 +39,6 @@ def _eps(text) -> Fraction:
 def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> list:
     """The audited rows of a panel directory at tolerance ``eps`` (all verified; ``reverify``: every
     file through the exact tier now, not from the records of its pass)."""
-    from numeric.panel.audit import audit
-
     out = Path(out)
     if not out.is_dir():
         raise StudyError(f"panel directory {out} does not exist")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from sklearn.ensemble import HistGradientBoostingRegressor
 
 from numeric.runtime import one_native_thread
 from numeric.study.compare import AGGREGATE, ComparisonResult, _gains, _percentile, resample_rows, stream
@@ -31,8 +32,6 @@ GBM_COMPARISONS = ("B1 vs B1+G", "B1 vs B1+I")
 
 def gbm_model(seed: int):
     """The boosted regressor (scikit-learn defaults, seeded)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
     return HistGradientBoostingRegressor(random_state=seed)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.panel.table import atomic_write, jsonable
+from numeric.runtime import pyplot
 from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
@@ -122,20 +123,11 @@ def _markdown(doc: dict) -> str:
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     atomic_write(path, buf.getvalue())
 
 
@@ -144,7 +136,7 @@ SCATTER_MODELS = ("B1", "B1+G", "B1+I")
 
 
 def _scatter(data: StudyData, preds: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(SCATTER_MODELS), figsize=(4 * len(SCATTER_MODELS), 4), sharey=True)
     lo, hi = float(data.y.min()), float(data.y.max())
     for ax, m in zip(axes, SCATTER_MODELS):
@@ -158,7 +150,7 @@ def _scatter(data: StudyData, preds: dict, path: Path) -> None:
 
 
 def _figure(doc: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     comps = [c for c in doc["comparisons"] if not c.get("reason")]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
     for i, c in enumerate(comps):
