@@ -24,14 +24,14 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from numeric.heads.extract import softmax_rows  # noqa: E402
-from numeric.search import refine as rf  # noqa: E402
-from numeric.search import upper as up  # noqa: E402
+from numeric.heads.extract import softmax_rows
+from numeric.search import refine as rf
+from numeric.search import upper as up
 
 EPS = (0.1, 0.25, 0.5)
 

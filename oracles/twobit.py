@@ -628,8 +628,8 @@ def _tests_block(c: CellResult) -> str:
 
 
 def _facts_text(rs: RowStochasticFact, h: HierarchyFact) -> str:
-    ok = lambda b: "proved" if b else "NOT PROVED"  # noqa: E731
-    verdict = lambda x: "verified" if x.verified else ("passes" if x.passes else "fails")  # noqa: E731
+    ok = lambda b: "proved" if b else "NOT PROVED"
+    verdict = lambda x: "verified" if x.verified else ("passes" if x.passes else "fails")
     c = rs.cell
     f2 = h.frobenius_f2
     lines = [

@@ -18,7 +18,7 @@ def run(*args):
 
 
 def twobit(t, s):
-    k = lambda u: u * np.eye(2) + (1 - u) * np.ones((2, 2)) / 2   # noqa: E731
+    k = lambda u: u * np.eye(2) + (1 - u) * np.ones((2, 2)) / 2
     return np.kron(k(t), k(s))
 
 

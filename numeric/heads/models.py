@@ -198,7 +198,7 @@ def load_model(spec: str) -> LoadedModel:
     transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars on stderr
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-    except Exception as e:  # noqa: BLE001 - any loader failure is bad input
+    except Exception as e:  # any loader failure is bad input
         raise ModelInputError(f"cannot read model config in {path}: {str(e).splitlines()[0]}") from None
     family = family_of(config.model_type)
     sha = weights_sha256(path)
@@ -221,7 +221,7 @@ def load_model(spec: str) -> LoadedModel:
             # would swap in the architecture's own pre-tokenizer (Qwen2's regex)
             tok_class = PreTrainedTokenizerFast if manifest else AutoTokenizer
             processor = tok_class.from_pretrained(path, local_files_only=True)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise ModelInputError(f"cannot load model from {path}: {str(e).splitlines()[0]}") from None
     model.eval()
     layers, heads = _counts(model.config)

@@ -157,7 +157,7 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
     try:
         with Image.open(files[index]) as im:
             arr = np.asarray(im.convert("RGB").resize((size, size), Image.BICUBIC), dtype=np.float32) / 255.0
-    except Exception as e:  # noqa: BLE001 - any decoder failure is bad input
+    except Exception as e:  # any decoder failure is bad input
         raise SourceError(f"cannot read image {files[index]}: {e}") from None
     arr = (arr - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
     return ImageSource(f"image:{files[index].name}", arr.transpose(2, 0, 1)[:channels].copy(), str(files[index]))

@@ -91,7 +91,7 @@ def _verify_one(path: str) -> dict:
     """``{"cells": {cell id: report JSON}}`` or ``{"error": message}`` (run in a worker process)."""
     try:
         return result_of(read_bracket_file(path), verify_file(path))
-    except Exception as e:  # noqa: BLE001 - an unreadable file is an error in the report, not a crash
+    except Exception as e:  # an unreadable file is an error in the report, not a crash
         first = str(e).splitlines()[0] if str(e) else ""
         return {"error": f"{type(e).__name__}: {escape(first)}"}
 
@@ -216,7 +216,7 @@ def _head(out: Path, key: str) -> dict:
         tensors = load(read_bytes(path, limit=HEAD_BYTES, root=out))
     except SafeIOError as e:
         return {"error": str(e)}
-    except Exception as e:  # noqa: BLE001 - a malformed head file is an error of its rows
+    except Exception as e:  # a malformed head file is an error of its rows
         return {"error": f"{HEADS_DIR}/{key}.safetensors is not a safetensors file ({type(e).__name__})"}
     out_ = {}
     for name in ("logits", "matrix"):

@@ -114,7 +114,7 @@ def _geometry_columns(cap) -> dict:
                           (native_features, (cap.Q, cap.K, cap.scale), "native")):
         try:
             cols.update({str(k): v for k, v in dict(fn(*args)).items()})
-        except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
+        except Exception as e:  # a descriptor failure must not lose the bracket
             cols[f"{tag}_error"] = f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"
     return cols
 
@@ -123,7 +123,7 @@ def _study_columns(lm, cap, task: CellTask) -> tuple[dict, dict]:
     """The held-out study's columns (``numeric.panel.features``); a failure is recorded, not raised."""
     try:
         return study_columns(lm, cap, task.layer, [_eps_key(e) for e in task.eps])
-    except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
+    except Exception as e:  # a descriptor failure must not lose the bracket
         return {"study_error": f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"}, {}
 
 
@@ -181,7 +181,7 @@ def _verify(path: Path, out: Path) -> dict:
     try:
         bf = read_bracket_file(path)
         reports = verify_file(path)
-    except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
+    except Exception as e:  # fail closed: the file's cells count as unverified
         print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
         return {}
     vcache.store(out, file_sha256(path), vcache.result_of(bf, reports))

@@ -271,7 +271,7 @@ def _geometry_section(rows, out: Path) -> str:
         return geometry_section(geo_rows, out)
     except SafeIOError:
         raise
-    except Exception as e:  # noqa: BLE001 - a plotting failure is reported, the brackets stay
+    except Exception as e:  # a plotting failure is reported, the brackets stay
         return f"## Geometry\n\nThe geometry section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}\n"
 
 
@@ -281,7 +281,7 @@ def _families(out: Path, checked, s, gate: float, errors: list) -> list:
         section = families_section(out, [_shown(r) for r in checked.rows], s["verified_rows"], REFERENCE_EPS, gate)
     except SafeIOError:
         raise
-    except Exception as e:  # noqa: BLE001 - the brackets stay; the failure is an error of the report
+    except Exception as e:  # the brackets stay; the failure is an error of the report
         errors.append(f"the family section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}")
         return []
     return [section] if section else []

@@ -33,7 +33,8 @@ HEADLINE_EPS = 0.25
 EPS_MATCH = 1e-12
 DPI = 110
 
-_INTRINSIC = (("kappa_upper", "intrinsic size kappa(C) (upper)", True), ("tau0", "residual tau(0) = 2 tanh(q(C)/4)", False))
+_INTRINSIC = (("kappa_upper", "intrinsic size kappa(C) (upper)", True),
+              ("tau0", "residual tau(0) = 2 tanh(q(C)/4)", False))
 _NATIVE = (
     ("gamma_native", "native radius product Gamma", True),
     ("svd_interaction_dim", "normalised native SVD dimension", False),
@@ -181,7 +182,7 @@ def _family_table(sel, eps) -> list:
     ]
     for fam in families:
         fr = [r for r in sel if str(r.get("family", "?")) == fam]
-        med = lambda c: float(np.nanmedian([_num(r.get(c)) for r in fr])) if fr else math.nan  # noqa: E731
+        med = lambda c: float(np.nanmedian([_num(r.get(c)) for r in fr])) if fr else math.nan
         U = [r.get("U") for r in fr]
         lines.append(
             f"| {fam} | {len(fr)} | {_fmt(med('kappa_lower'))} | {_fmt(med('kappa_upper'))} | "
@@ -217,7 +218,7 @@ def _gauge_audit(have) -> list:
             "|---:|---:|---:|---:|---:|---:|",
         ]
         for g in ratios:
-            col = lambda c: [_num(r.get(f"{c}_g{g}")) for r in have]  # noqa: E731
+            col = lambda c: [_num(r.get(f"{c}_g{g}")) for r in have]
             lines.append(
                 f"| {g} | {_fmt(np.nanmax(col('logit_change')))} | {_fmt(np.nanmax(col('intrinsic_move')))} | "
                 f"{_fmt(np.nanmedian(col('gamma_native_move')))} | "
@@ -233,7 +234,8 @@ def _cert_summary(have) -> list:
     lines = []
     cert = [r for r in have if math.isfinite(_num(r.get("kappa_upper_cert")))]
     if cert:
-        worst = max(_num(r["kappa_upper_cert"]) / _num(r["kappa_upper"]) - 1 for r in cert if _num(r["kappa_upper"]) > 0)
+        worst = max(_num(r["kappa_upper_cert"]) / _num(r["kappa_upper"]) - 1
+                    for r in cert if _num(r["kappa_upper"]) > 0)
         lines += [
             f"Rigorous versions: {len(cert)} of {len(have)} cells carry exact/arb bounds; the largest "
             f"relative excess of the certified kappa upper bound over the float one is {_fmt(worst)}.",

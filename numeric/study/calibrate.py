@@ -250,7 +250,7 @@ def report_lines(results: dict) -> tuple:
         if not ok:
             failed.append(name)
 
-    lower = lambda e: e.delta_ci[0] > 0   # noqa: E731
+    lower = lambda e: e.delta_ci[0] > 0
     for sc, r in results.items():
         n = r.replications
         lines.append(f"{sc} ({n} replications):")
@@ -262,7 +262,8 @@ def report_lines(results: dict) -> tuple:
             for row in (gain_row, dm):
                 cov = r.coverage(row)
                 check(f"coverage ({row})", abs(cov - 0.95) <= 2 * _se(0.95, n) + 0.01,
-                      f"{cov:.3f} of rho intervals cover the simulation mean (target 0.95 +- {2 * _se(0.95, n) + 0.01:.3f})")
+                      f"{cov:.3f} of rho intervals cover the simulation mean "
+                      f"(target 0.95 +- {2 * _se(0.95, n) + 0.01:.3f})")
             lines.append(f"  head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts G as geometry in "
                          f"{np.mean([v == 'gain counted as geometry' for v in r.verdicts]):.3f}")
         elif sc == "gain":

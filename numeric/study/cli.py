@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eps", default="1/4", help="tolerance the panel ran (default 1/4)")
     p.add_argument("--out", help="output directory (default DIR/study)")
     p.add_argument("--replicates", type=int, default=DEFAULT_REPLICATES,
-                   help=f"resamples of the secondary, conservative percentile bootstrap (default {DEFAULT_REPLICATES}: off)")
+                   help="resamples of the secondary, conservative percentile bootstrap "
+                        f"(default {DEFAULT_REPLICATES}: off)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
@@ -131,7 +132,8 @@ def run(args, command: str) -> dict:
     setup = {"panel": ", ".join(map(str, args.dir)), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
-             "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
+             "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm,
+             "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     verdicts = {b: reading(results, b) for b in ("G", "I")}

@@ -42,7 +42,7 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     try:
         d = load_digits()
         x, y = np.asarray(d.images), np.asarray(d.target)
-    except Exception as e:  # noqa: BLE001 - a missing or damaged package data file
+    except Exception as e:  # a missing or damaged package data file
         raise DataError(f"cannot read scikit-learn's digits data: {str(e).splitlines()[0]}") from None
     got = _digits_sha256(x, y)
     if got != DIGITS_SHA256:
