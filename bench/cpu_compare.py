@@ -1,4 +1,4 @@
-"""Two code versions (or two effort presets) side by side in CPU time and work units (issue 27).
+"""Two code versions (or two effort presets) side by side in CPU time and work units.
 
 Runs ``search_brackets`` of a git ref (extracted with ``git archive``) and of the working tree
 on the same heads (logits saved with ``np.savez``, read without pickle), each side in its own

@@ -1,4 +1,4 @@
-"""Row-side decoder LP against the row-map descent, by set size (issue 17: sets beyond 32 rows).
+"""Row-side decoder LP against the row-map descent, by set size (sets beyond 32 rows).
 
 Takes the certified row set of one cell of a bracket file (a row-side witness, ``Z = I[:, S]``)
 and, for its first d rows, solves the LP-optimal map (``lp.min_norm_row_decoder``, HiGHS IPM)

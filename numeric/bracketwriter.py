@@ -9,7 +9,7 @@ standard library), so every producer may import it: the float tier,
 ``oracles`` and ``proofs_checks`` (``tests/test_architecture.py``). The file
 is written through ``numeric.safeio.write_bytes``: atomically, and never over
 anything that is not a regular file (a link, a directory, a FIFO, a device
-node is refused with ``numeric.safeio.SafeIOError``, issue 25).
+node is refused with ``numeric.safeio.SafeIOError``; the trust model of docs/panel.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``python -m numeric bracket`` through a subprocess: output, files, exit codes (issue 4, item 5)."""
+"""``python -m numeric bracket`` through a subprocess: output, files, exit codes."""
 from __future__ import annotations
 
 import json
@@ -111,7 +111,7 @@ def test_usage_errors_exit_2(args):
 
 
 def test_effort_seed_and_budgets_are_recorded_in_the_file(tmp_path):
-    """Issue 12 item 3: the preset, every budget (with an override), the seed, the search's
+    """Run provenance: the preset, every budget (with an override), the seed, the search's
     tolerances and the package versions stand in each cell's provenance."""
     from safetensors import safe_open
 

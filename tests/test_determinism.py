@@ -1,4 +1,4 @@
-"""Same input, same brackets (issue 12 item 2): counted budgets, one seed per tolerance and
+"""Same input, same brackets (determinism): counted budgets, one seed per tolerance and
 pinned threads make the bracket file independent of the machine's load and of the caller's
 BLAS/torch thread count. Files are compared by hash, minus the timing fields."""
 from __future__ import annotations

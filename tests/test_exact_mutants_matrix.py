@@ -1,4 +1,4 @@
-"""``exact.matrix.check_float64_matrix`` refuses every dtype but float64 (issue 14, item 6).
+"""``exact.matrix.check_float64_matrix`` refuses every dtype but float64 (a mutation-run survivor).
 
 The mutation run (``bench/mutation.py --only matrix.py``) showed that the
 dtype test could become ``a.dtype < np.float64`` (numpy orders dtypes by safe

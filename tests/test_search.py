@@ -1,4 +1,4 @@
-"""The float tier's bracket search (issue 4): exported brackets verify exactly,
+"""The float tier's bracket search: exported brackets verify exactly,
 close where r_eps is known, and the attack machinery is both harmless on
 certified cells and strong enough to reach the upper rank on closed ones."""
 from __future__ import annotations
@@ -237,7 +237,7 @@ def test_lp_svd_skips_subspaces_a_basis_vector_refutes():
 
 
 def test_the_safety_cap_stops_the_search_and_the_cell_says_so(tmp_path):
-    """Issue 12 item 1: the outer cap (fired by a stop request, the only thing that ends a search
+    """Counted budgets: the outer cap (fired by a stop request, the only thing that ends a search
     early: no clock is read) stops every budgeted search at once; the cell records ``capped`` and
     is still a verified bracket. Cells without a stop request are not capped."""
     from numeric.runtime import stop_scope

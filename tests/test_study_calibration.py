@@ -1,4 +1,4 @@
-"""Issue 28: the study's calibrated intervals, placebos, demeaning and self-check.
+"""The study's calibrated intervals, placebos, demeaning and self-check.
 
 Synthetic tables with a known truth (``numeric.study.calibrate``); every seed,
 replication count and tolerance is stated in the test. The full-size
@@ -44,7 +44,7 @@ HC = 8
 HCONST = tuple(f"hc{j}" for j in range(HC))
 
 
-# ---- demeaning (issue 28 item 3) --------------------------------------------------------------
+# ---- within-head demeaning --------------------------------------------------------------------------
 
 def test_demeaned_head_constant_block_is_dropped_not_rescaled_rounding():
     """A block constant within every head adds exactly nothing once demeaned: Delta is exactly 0
@@ -101,7 +101,7 @@ def test_ridge_drops_a_column_of_rounding_residue():
     assert np.allclose(a, b, rtol=0, atol=1e-12)
 
 
-# ---- placebos (issue 28 item 2) ---------------------------------------------------------------
+# ---- placebos -------------------------------------------------------------------------
 
 def test_head_level_placebo_keeps_head_structure_and_loses_the_link():
     """``heads`` mode: every head stays constant-plus-deviations (its mean is another head's mean,
@@ -149,7 +149,7 @@ def test_placebo_permutations_have_their_own_stream():
     assert a == b
 
 
-# ---- intervals (issue 28 items 1, 4, 5; issue 29 item 1) ---------------------------------------
+# ---- intervals (the study's bootstrap calibration; the equivalence reading) ---------------------------------------
 
 def test_cluster_variance_known_answer():
     """Three clusters with sums 1, -1, 0: CR1 variance 3/2 * 2 = 3; two-way with nested labels
@@ -197,7 +197,7 @@ def test_too_small_panel_gets_a_one_line_reason_in_the_row():
     assert "1 head" in r[0].reason
 
 
-# ---- the self-check at a small size (issue 28 item 6) -------------------------------------------
+# ---- the self-check at a small size (the study's self-check) -------------------------------------------
 
 @pytest.fixture(scope="module")
 def small_checks():
@@ -251,7 +251,7 @@ def test_synthetic_shape_and_head_constant_columns():
 
 
 def test_within_head_permutation_keeps_a_head_level_gain():
-    """Issue 29 item 2: G permuted over the sources of each head keeps its head means, so a gain
+    """The head-preserving placebo: G permuted over the sources of each head keeps its head means, so a gain
     that lives in head-level structure survives it (the paper's reading of L.6), while a
     cell-level gain does not. Seed 9; 12 heads x 8 sources; y's head effects are hc0's."""
     rng = np.random.default_rng(9)

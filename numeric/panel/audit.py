@@ -1,5 +1,5 @@
 """The report's source of truth: every bracket file of a panel re-verified, every row bound to its head
-(issue 12 item 4, issue 25).
+(the report's own re-verification; the trust model of docs/panel.md).
 
 A panel directory is untrusted input: anyone who can write it can write any
 record, bracket file or head file in it. ``audit(out)`` trusts nothing in it
@@ -223,7 +223,7 @@ def _head(out: Path, key: str) -> dict:
         a = tensors.get(name)
         if a is None or a.ndim != 2 or a.dtype.kind != "f" or a.dtype.itemsize != 8:
             return {"error": f"{HEADS_DIR}/{key}.safetensors has no 2-D float64 {name!r} tensor (a head file written "
-                             "before issue 25 has no matrix: re-run the panel)"}
+                             "before the panel's trust model has no matrix: re-run the panel)"}
         out_[name] = _sha256(a)
     return out_
 

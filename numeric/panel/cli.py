@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--demo", action="store_true", help="the MiniLM demo roster (8 heads, 2 sources) and report")
     p.add_argument("--preset", choices=PRESETS, help=f"study: {STUDY_PER_LAYER} heads per layer, "
-                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (issue 15); common-shape: every family at "
+                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (the held-out study); common-shape: every family at "
                    f"128 x 128, --per-family heads per model, {COMMON_SOURCES} sources, eps {COMMON_EPS}, "
                    "with the report (Appendix L.4)")
     p.add_argument("--per-family", type=int, default=COMMON_PER_FAMILY,

@@ -1,4 +1,4 @@
-"""The held-out study's feature columns of one cell (issue 15 item 2; docs/study.md).
+"""The held-out study's feature columns of one cell (docs/study.md, the feature blocks).
 
 ``study_columns(lm, cap, layer, eps)`` returns the B0, B1 and B2 columns that
 ``numeric.geometry`` does not already compute, plus the I-block audit columns

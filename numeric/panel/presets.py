@@ -3,7 +3,7 @@
 Every roster is a rule fixed before any bracket is seen:
 
 - ``--demo``: 8 MiniLM heads by hand over all 6 layers, 2 sources;
-- ``--preset study`` (issue 15): in every layer the heads ``k H // 4``;
+- ``--preset study`` (the held-out study): in every layer the heads ``k H // 4``;
 - ``--preset common-shape`` (the architecture audit, Appendix L.4): every
   family at the common 128 x 128 shape (MiniLM with 128 tokens, the decoders'
   128 x 128 common-prefix blocks, the ViT at the nearest shape it allows:
@@ -38,19 +38,19 @@ __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUD
 DEMO_HEADS = ((0, 1), (0, 7), (1, 3), (2, 5), (3, 8), (4, 2), (5, 4), (5, 11))
 DEMO_SOURCES = 2
 DEFAULT_EPS = "0.1,0.25,0.5"  # the paper's three tolerances (section 6)
-# The held-out study's preset (issue 15, docs/study.md), fixed before its run:
+# The held-out study's preset (docs/study.md), fixed before its run:
 # in every layer the heads k * H // STUDY_PER_LAYER, k = 0..3 (MiniLM: 0, 3, 6, 9),
 # on STUDY_SOURCES sources at eps STUDY_EPS.
 STUDY_PER_LAYER = 4
 STUDY_SOURCES = 16
 STUDY_EPS = "1/4"
-# The common-shape preset (issue 16, Appendix L.4): one model per family, fixed before its run.
+# The common-shape preset (the family comparison, Appendix L.4): one model per family, fixed before its run.
 COMMON_MODELS = ("minilm", "docgpt2", "docqwen2", "digitvit")
 COMMON_PER_FAMILY = 4
 COMMON_SOURCES = 4
 COMMON_EPS = "1/4"
 COMMON_LENGTH = 128   # MiniLM tokens at the common shape ([CLS] text [SEP])
-# The ViT two-arm qualification (issue 29 item 3, Appendix L.3), fixed before its run:
+# The ViT two-arm qualification (Appendix L.3), fixed before its run:
 # the two arms, every head of each, the same sources, the paper's three tolerances.
 VIT_ARMS = ("digitvit", "digitvit-rot90")
 ARMS_SOURCES = 4

@@ -1,4 +1,4 @@
-"""What produced a panel directory: its run identity and ``panel.json`` (issue 12 item 3).
+"""What produced a panel directory: its run identity and ``panel.json``.
 
 The run identity is everything, besides the roster, that can change a
 cell's brackets: the model, the tolerances, the extraction settings, the

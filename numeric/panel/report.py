@@ -2,7 +2,7 @@
 
   python -m numeric report DIR [--trust-records] [--no-independent]
 
-A panel directory is untrusted input (issue 25, ``docs/panel.md``). Every
+A panel directory is untrusted input (the trust model of ``docs/panel.md``). Every
 bracket file under ``DIR/brackets`` is re-verified by the exact tier
 (``exact.verify``, one process per core) and every row bound to its head
 (``numeric.panel.audit``): counts, ranks, shapes, witness kinds and slack

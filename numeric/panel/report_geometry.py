@@ -1,4 +1,4 @@
-"""The report section on interaction geometry (issue 7).
+"""The report section on interaction geometry.
 
 ``geometry_section(rows, outdir)`` takes the panel table rows (dicts with the
 columns of ``numeric.geometry.cell_descriptors`` and
@@ -249,7 +249,7 @@ def geometry_section(rows, outdir) -> str:
     rows = [dict(r) for r in rows]
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    lines = ["## Interaction geometry (issue 7)", ""]
+    lines = ["## Interaction geometry", ""]
     have = [r for r in rows if math.isfinite(_num(r.get("kappa_upper")))]
     if not have:
         lines.append("No cell carries geometry columns (kappa_upper missing); nothing to plot.")

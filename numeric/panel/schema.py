@@ -1,4 +1,4 @@
-"""The schema of everything the report reads from a panel directory (issue 25 item 3).
+"""The schema of everything the report reads from a panel directory.
 
 A panel directory is untrusted input. Its JSON documents are read through
 ``numeric.safeio.read_json`` (regular files only, size and depth limits) and

@@ -10,7 +10,7 @@ name and the checker is the same; anything else (a changed file, a changed
 checker, an unreadable or foreign record) is re-verified and the record
 rewritten. A record is as trustworthy as the directory it lies in: anyone who
 can write the directory can forge one, since both hashes it carries are
-public (issue 25). So the report re-verifies every file by default and reads
+public (docs/panel.md, trust model). So the report re-verifies every file by default and reads
 these records only behind ``--trust-records``, saying so in its first lines;
 a record is read like every other file of the directory (``numeric.safeio``:
 regular file, size and depth limits) and checked against its schema

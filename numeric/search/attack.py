@@ -1,9 +1,9 @@
-"""Targeted attacks on certified lower bounds (issue 4, item 3).
+"""Targeted attacks on certified lower bounds.
 
 A lower certificate ``r_eps(A) >= L`` says no rank-(L-1) matrix is within
 eps of A. The attack runs the strongest upper machinery of
 ``numeric.search.upper`` (truncated SVD, then refinement from two starts, each a
-complete annealed trial of the short length; issue 27: as strong as the former
+complete annealed trial of the short length (the annealed upper trials): as strong as the former
 trial of twice the steps with its stall rule, ``bench/anneal_tune.py``) at rank ``L - 1`` and tolerance ``eps (1 - 1e-3)``; a float
 success is re-checked exactly, and an exactly verified success is a
 soundness bug: ``search_brackets`` records it and warns, and every caller
@@ -21,7 +21,7 @@ from numeric.search.upper import compress, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 
-#: The attack tolerance is eps (1 - 1e-3) (issue 4, item 3): safely inside
+#: The attack tolerance is eps (1 - 1e-3): safely inside
 #: the certified region, so no float rounding can make a success spurious.
 ATTACK_FRACTION = 1 - 1e-3
 

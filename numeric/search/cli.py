@@ -176,7 +176,7 @@ def main(argv=None) -> int:
 
         eps_items = parse_eps_list(args.eps)
         effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
-        check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (issue 25)
+        check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (docs/panel.md, trust model)
         _check_memory(_stored_shape(args.logits or args.matrix, args.tensor))
         raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:

@@ -1,4 +1,4 @@
-"""Bracket search: the float tier's public entry point (issue 4).
+"""Bracket search: the float tier's public entry point.
 
 ``search_brackets(matrix, eps_list, ...)`` finds, for each tolerance, the
 tightest bracket ``L <= r_eps(A) <= U`` whose witnesses the exact tier
@@ -41,7 +41,7 @@ of all runs), and keeps the larger verified L and the smaller verified U (the
 base's on ties) before step 4: never a wider bracket than the base's.
 
 Same input, code, seed and effort give the same cells apart from timing
-fields (issue 12): every search spends counted budgets (``effort.Effort``),
+fields (counted budgets, determinism): every search spends counted budgets (``effort.Effort``),
 the random choices of a tolerance come from ``cell_seed(seed, eps)``, and
 the search runs with pinned threads (``numeric.runtime.pinned_threads``). No clock
 is read: only a stop request (Ctrl-C: the stop token of ``numeric.runtime.stop_scope``) ends a search

@@ -6,7 +6,7 @@ estimator as a ridge on the draw's distinct rows weighted by their number of
 copies: the medians, means and standard deviations are those of the expanded
 column, the Gram matrix is ``Z^T diag(w) Z``, the inner leave-one-out leaves
 all ``w`` copies of a row out together (a copy left in would predict its twin:
-the residual's divisor is ``1 - w * hat``, issue 28), so the leave-one-out
+the residual's divisor is ``1 - w * hat``), so the leave-one-out
 error is the weighted mean over distinct rows, and the intercept's leverage is
 ``1 / sum(w)``. So
 ``weighted_cross_fit`` fits every fold of one model in one stacked

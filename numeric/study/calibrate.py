@@ -1,5 +1,5 @@
 """The study's self-check: its intervals and reading rule on synthetic tables with a known truth
-(issue 28 item 6; ``python -m numeric study --calibrate [DIR]``).
+(the study's self-check: ``python -m numeric study --calibrate [DIR]``).
 
 ``Shape`` is a panel's layout: per family its heads and sources, the source
 pool it draws from (text families share their windows), and which B1 columns

@@ -1,4 +1,4 @@
-"""The held-out study of a panel directory (issue 15; protocol in docs/study.md).
+"""The held-out study of a panel directory (protocol in docs/study.md).
 
 Reads the panel's cells through the report's audit (every bracket file
 re-verified by the exact tier and every row bound to its head file; a panel

@@ -1,4 +1,4 @@
-"""Held-out comparisons ``base`` vs ``base + block`` (issue 15; calibrated in issue 28).
+"""Held-out comparisons ``base`` vs ``base + block`` (calibrated: docs/study.md).
 
 For each family separately the base model and the augmented model are
 cross-fitted (``numeric.study.fit``); the gain is ``Delta = MAE(base) -

@@ -1,4 +1,4 @@
-"""The gradient-boosted robustness check (issue 15 item 3, optional; ``--gbm N``).
+"""The gradient-boosted robustness check (optional; ``--gbm N``).
 
 The primary comparison and its intrinsic counterpart (``GBM_COMPARISONS``)
 refitted with scikit-learn's ``HistGradientBoostingRegressor`` (default
