@@ -1,8 +1,8 @@
-"""One upper trial per variant of the annealing schedules, side by side (issue 27 item 2).
+"""One upper trial per variant of the annealing schedules, side by side.
 
 For each head and tolerance, a rank just below the upper rank the search reached before
-issue 27 (``--ranks``, or the truncated-SVD rank's half when not given) is tried from the truncated SVD
-with each variant: the trial of the code before issue 27 (``git show REF:numeric/search/refine.py``,
+the annealed upper trials (``--ranks``, or the truncated-SVD rank's half when not given) is tried from the truncated SVD
+with each variant: the trial of the code before the annealed upper trials (``git show REF:numeric/search/refine.py``,
 600 and 1,800 steps with its stall rule and its temperature eps -> 0.003 eps), and the
 continuation run of ``numeric.search.refine`` at 600 and 2,000 steps, with and without
 the Huber smoothing and with the old relative temperature. Prints the error over eps, the
@@ -24,14 +24,14 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from numeric.heads.extract import softmax_rows  # noqa: E402
-from numeric.search import refine as rf  # noqa: E402
-from numeric.search import upper as up  # noqa: E402
+from numeric.heads.extract import softmax_rows
+from numeric.search import refine as rf
+from numeric.search import upper as up
 
 EPS = (0.1, 0.25, 0.5)
 
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", required=True, help="comma-separated names in the npz")
     ap.add_argument("--ranks", help="per head, colon-separated; per head the ranks at eps 1/10, 1/4, 1/2")
     ap.add_argument("--variants", default="old600,old1800,new600,new2000,new2000-noHuber,new2000-T=eps")
-    ap.add_argument("--ref", default="5d20121", help="git ref of the code before issue 27")
+    ap.add_argument("--ref", default="5d20121", help="git ref of the code before the annealed upper trials")
     args = ap.parse_args(argv)
     from numeric.search.budget import Budget
 

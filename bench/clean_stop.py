@@ -1,4 +1,4 @@
-"""A long run stopped by Ctrl-C (issue 17, bad input): announce, stop cleanly, write what is certified.
+"""A long run stopped by Ctrl-C (the clean stop; bad input): announce, stop cleanly, write what is certified.
 
 Writes seeded random logits of size N x N (default 4096: the largest legal
 target), starts ``python -m numeric bracket --logits ... --effort thorough``

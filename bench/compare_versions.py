@@ -11,9 +11,9 @@ when both of its sides verify.
     python bench/compare_versions.py --ref be29e31 --groups minilm --heads 8 --out /tmp/cmp
 
 With ``--before-effort`` and ``--after-effort`` (and ``--ref HEAD``) it compares
-two effort presets of the same code (issue 17: thorough against default).
+two effort presets of the same code (thorough against default).
 
-Also the determinism check of issue 12: ``--ref HEAD`` on a clean tree runs the
+Also the determinism check: ``--ref HEAD`` on a clean tree runs the
 same code twice side by side and must print identical brackets.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Two code versions (or two effort presets) side by side in CPU time and work units (issue 27).
+"""Two code versions (or two effort presets) side by side in CPU time and work units.
 
 Runs ``search_brackets`` of a git ref (extracted with ``git archive``) and of the working tree
 on the same heads (logits saved with ``np.savez``, read without pickle), each side in its own
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         print(json.dumps(result, indent=1))
         return 0
     print(f"before = {args.ref} ({args.before_effort}), after = working tree ({args.after_effort})")
-    fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "unverified"  # noqa: E731
+    fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "unverified"
     for r in rows:
         print(f"{r['head']:<14} {r['eps']:>5} {fmt(r['before']):>12} {fmt(r['after']):>12}")
     print(f"\n{'head':<14} {'CPU s before':>12} {'after':>8} {'ratio':>6} {'upper units before':>19} {'after':>11}")

@@ -10,7 +10,7 @@ torch does not see are skipped with a note.
                                   [--sizes 128,256,512,1024] [--effort default]
 
 ``--sizes``: the scaling cases of ``bench/scaling.py`` instead (synthetic sharp and diffuse
-heads at each n), so the same growth in n is measured on each device (issue 27).
+heads at each n), so the same growth in n is measured on each device.
 
 ``--heads-npz`` reads logits saved with ``np.savez`` (read with
 ``allow_pickle=False``); without it the heads are extracted from the packaged

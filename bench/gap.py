@@ -1,4 +1,4 @@
-"""Where the gap L < U sits: measurements beyond the default search (issue 4).
+"""Where the gap L < U sits: measurements beyond the default search.
 
 For every open cell (L < U) of the given bracket files (written by
 ``bench/quality.py --out DIR``), measure with budgets far above the default
@@ -67,7 +67,7 @@ def residual_row_basis(A: np.ndarray, k: int):
 
 def descent_floor(A: np.ndarray, rank: int, eps: float, steps: int) -> dict:
     """Least max row-l1 error at ``rank`` from the SVD and the row-basis starts: one complete annealed
-    trial each (since issue 27 no stall rule ends a trial before its last quarter)."""
+    trial each (since the annealed upper trials, no stall rule ends a trial before its last quarter)."""
     U, S, Vt = np.linalg.svd(A, full_matrices=False)
     return {name: refine(A, *start, eps, iters=steps)[2]
             for name, start in (("svd", svd_factors(U, S, Vt, rank)), ("rows", residual_row_basis(A, rank)))}

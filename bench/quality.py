@@ -1,4 +1,4 @@
-"""Quality of the float tier's bracket search (issue 4, item 6).
+"""Quality of the float tier's bracket search.
 
 On a fixed set of matrices, search brackets with ``numeric.search``, write
 one bracket file per matrix, re-verify every file with ``exact.verify``, and

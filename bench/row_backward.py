@@ -1,6 +1,6 @@
-"""The reference's lower search, in a plain form: backward elimination of row sets (issue 17).
+"""The reference's lower search, in a plain form: backward elimination of row sets (the reference search).
 
-Issue 17's reference search found larger L on some diffuse heads by backward
+The reference search found larger L on some diffuse heads by backward
 elimination: start from a farthest-first pool of rows, solve the row-side
 decoder LP (``numeric.search.lp.min_norm_row_decoder``, with its duals), and
 while the pool does not certify at eps (``norm * eps >= 1 - 1e-3``), drop the

@@ -1,4 +1,4 @@
-"""Row-side sets beyond 32 rows: does column generation make the decoder LP cheaper? (issue 17)
+"""Row-side sets beyond 32 rows: does column generation make the decoder LP cheaper?
 
 The row-side decoder LP (``numeric.search.lp.min_norm_row_decoder``: G of
 least row-l1 norm with ``A[S, :] G = I_d``) has ``2 n d`` variables and its

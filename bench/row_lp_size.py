@@ -1,4 +1,4 @@
-"""Row-side decoder LP against the row-map descent, by set size (issue 17: sets beyond 32 rows).
+"""Row-side decoder LP against the row-map descent, by set size (sets beyond 32 rows).
 
 Takes the certified row set of one cell of a bracket file (a row-side witness, ``Z = I[:, S]``)
 and, for its first d rows, solves the LP-optimal map (``lp.min_norm_row_decoder``, HiGHS IPM)
@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     from numeric.search.lp import decoder_work, min_norm_row_decoder
     from numeric.search.norms import row_l1_norm
     from numeric.search.row_map import descend_row_map
-    from numeric.search.threads import pinned_threads
+    from numeric.runtime import pinned_threads
 
     with safe_open(args.file, "np") as h:
         cells = json.loads(h.metadata()["softrank"])["cells"]

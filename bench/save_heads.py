@@ -1,4 +1,4 @@
-"""Save the MiniLM logits the issue-27 measurements use, once, with ``np.savez`` (issue 27).
+"""Save the MiniLM logits the annealing measurements use, once, with ``np.savez``.
 
 Keys: ``q{n}_l{layer}h{head}`` for the heads of ``bench/quality.py`` (the eight at 256
 tokens, the first two at 128 and 512), and ``demo{source}_l{layer}h{head}`` for the demo
@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def main(argv=None) -> int:

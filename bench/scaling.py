@@ -1,4 +1,4 @@
-"""How the bracket search's cost grows with n (issue 27 item 5).
+"""How the bracket search's cost grows with n.
 
 Runs the bracket command (``numeric.search.cli.main``: search, export, exact re-check) at
 an effort preset on n x n heads, each case in its own process, and prints per case:

@@ -1,4 +1,4 @@
-"""Does the secondary percentile bootstrap earn its place? (issue 28 item 1)
+"""Does the secondary percentile bootstrap earn its place?
 
 On synthetic tables of the built-in four-family shape (``numeric.study.calibrate``,
 heads fixed per scenario as in the self-check), run the primary comparison

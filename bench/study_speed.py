@@ -1,4 +1,4 @@
-"""The held-out study's run time, two code versions side by side in one run (issue 15).
+"""The held-out study's run time, two code versions side by side in one run.
 
 Runs ``python -m numeric study`` of a git ref (extracted with ``git archive``)
 and of the working tree on the same panel directory at the same time, each

@@ -1,4 +1,4 @@
-"""CPU time of the study's comparisons on a synthetic table of a recorded shape (issue 28).
+"""CPU time of the study's comparisons on a synthetic table of a recorded shape.
 
 The calibrated intervals add a first-order source jackknife to every source-fold
 fit and 20 permutations to each placebo row; the secondary bootstrap is 200

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ._errors import Malformed
 from ._limits import MAX_WORK
 from ._numbers import show
+from ._results import CellResult
 from ._verify import verify_file
 
 __all__ = ["Agreement", "agreement", "agree_all", "summary", "markdown"]
@@ -33,7 +36,7 @@ class Agreement:
     cells: int                      # cells the second checker judged
     exact_verified: int             # brackets the exact tier verified on both sides
     crosscheck_verified: int        # brackets the second checker verified on both sides
-    disagreements: tuple            # one line each
+    disagreements: tuple[str, ...]  # one line each
     error: str | None = None        # the second checker's refusal of the file
     exact_error: str | None = None  # the exact tier's refusal of the file
 
@@ -41,13 +44,13 @@ class Agreement:
     def ok(self) -> bool:
         return not self.disagreements
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"file": self.file, "cells": self.cells, "exact_verified": self.exact_verified,
                 "crosscheck_verified": self.crosscheck_verified, "disagreements": list(self.disagreements),
                 "error": self.error, "exact_error": self.exact_error}
 
 
-def _exact_cells(exact):
+def _exact_cells(exact: object) -> tuple[dict[Any, Any], str | None]:
     """(cells by id, error) from either accepted form; ``ValueError`` on anything else."""
     if isinstance(exact, dict) and "error" in exact and "cells" not in exact:
         return {}, str(exact["error"])
@@ -58,14 +61,15 @@ def _exact_cells(exact):
     raise ValueError("exact verdicts must be {'cells': {id: cell}}, {'error': message} or a list of cells")
 
 
-def _same_eps(text, eps: Fraction) -> bool:
+def _same_eps(text: object, eps: Fraction) -> bool:
     try:
         return Fraction(str(text)) == eps
     except (ValueError, ZeroDivisionError):
         return False
 
 
-def agreement(path, exact, max_work: int = MAX_WORK, results=None, error: str | None = None) -> Agreement:
+def agreement(path: str | os.PathLike[str], exact: object, max_work: int = MAX_WORK,
+              results: tuple[CellResult, ...] | None = None, error: str | None = None) -> Agreement:
     """Judge ``path`` with the second checker (or take its ``results``, or its refusal ``error``) and
     compare with the exact tier's verdicts ``exact``."""
     path = os.fspath(path)
@@ -82,8 +86,9 @@ def agreement(path, exact, max_work: int = MAX_WORK, results=None, error: str | 
         why = () if their_error is not None else (
             f"{show(path)}: refused by the second checker ({error}), judged by the exact tier",)
         return Agreement(path, 0, exact_ok, 0, why, error, their_error)
+    assert results is not None                 # judged above, or given: a refusal returned already
     ours = {r.id: r for r in results}
-    lines = []
+    lines: list[str] = []
     if their_error is not None:
         lines.append(f"{show(path)}: refused by the exact tier ({their_error}), judged by the second checker")
     for cid in sorted(set(theirs) - set(ours)):
@@ -106,12 +111,13 @@ def agreement(path, exact, max_work: int = MAX_WORK, results=None, error: str | 
     return Agreement(path, len(results), exact_ok, mine_ok, tuple(lines), None, their_error)
 
 
-def _one(task) -> Agreement:
+def _one(task: tuple[str, object, int]) -> Agreement:
     path, exact, max_work = task
     return agreement(path, exact, max_work)
 
 
-def agree_all(exact_results: dict, workers: int | None = None, max_work: int = MAX_WORK) -> tuple:
+def agree_all(exact_results: dict[Any, object], workers: int | None = None,
+              max_work: int = MAX_WORK) -> tuple[Agreement, ...]:
     """``agreement`` for every ``{path: exact verdicts}`` item, in processes (one per core by default)."""
     tasks = [(str(p), v, max_work) for p, v in exact_results.items()]
     workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
@@ -121,7 +127,7 @@ def agree_all(exact_results: dict, workers: int | None = None, max_work: int = M
         return tuple(pool.map(_one, tasks))
 
 
-def summary(agreements) -> dict:
+def summary(agreements: Iterable[Agreement]) -> dict[str, Any]:
     """Totals over files: brackets, brackets verified by each checker, and every disagreement."""
     agreements = list(agreements)
     return {"files": len(agreements),
@@ -132,7 +138,7 @@ def summary(agreements) -> dict:
             "agree": all(a.ok for a in agreements)}
 
 
-def markdown(totals: dict) -> list:
+def markdown(totals: dict[str, Any]) -> list[str]:
     """Report lines (Markdown) for ``summary``'s totals: the counts of both checkers and every disagreement.
 
     >>> markdown({"files": 1, "brackets": 3, "exact_verified": 3, "crosscheck_verified": 3, "disagreements": [],

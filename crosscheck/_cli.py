@@ -16,33 +16,36 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from ._agree import agreement, summary
+from ._agree import Agreement, agreement, summary
 from ._errors import EXIT_MALFORMED, EXIT_OK, EXIT_REFUTED, Malformed
 from ._limits import MAX_WORK
+from ._results import CellResult, SideResult
 from ._verify import verify_file
 
 __all__ = ["main"]
 
 
-def _clean(value) -> str:
+def _clean(value: object) -> str:
     """One line of printable ASCII: everything else escaped."""
     return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(value))
 
 
-def _side(side) -> str:
+def _side(side: SideResult) -> str:
     margin = "-" if side.margin is None else f"{float(side.margin):+.3e}"
     out = f"{side.status.value} {side.kind} margin {margin}"
     return out if side.verified else out + f" ({side.reason})"
 
 
-def _exact_by_file(source: str, files: list) -> dict:
+def _exact_by_file(source: str, files: list[str]) -> dict[str, Any]:
     """``python -m exact verify --json`` output, as ``{file: verdicts}`` for ``agreement``."""
     raw = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
     doc = json.loads(raw)
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         raise ValueError("not the output of 'python -m exact verify --json'")
-    out = {f: [] for f in files}
+    out: dict[str, Any] = {f: [] for f in files}
     for cell in doc["cells"]:
         if isinstance(cell, dict) and cell.get("file") in out:
             out[cell["file"]].append(cell)
@@ -56,11 +59,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line usage error and exit ``EXIT_MALFORMED`` (the second checker's own:
     it shares no code with ``exact``)."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_MALFORMED, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
-def main(argv=None, prog: str = "python -m crosscheck") -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m crosscheck") -> int:
     parser = _Parser(prog=prog, description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="FILE")
@@ -80,7 +83,9 @@ def main(argv=None, prog: str = "python -m crosscheck") -> int:
             print(f"{prog}: error: --compare: {_clean(str(exc)[:200])}", file=sys.stderr)
             return EXIT_MALFORMED
 
-    cells, errors, agreements = [], {}, []
+    cells: list[CellResult] = []
+    errors: dict[str, str] = {}
+    agreements: list[Agreement] = []
     for path in args.files:
         try:
             results = verify_file(path, args.max_work)
@@ -114,7 +119,7 @@ def main(argv=None, prog: str = "python -m crosscheck") -> int:
     return EXIT_OK if all_verified else EXIT_REFUTED
 
 
-def _table(cells, refused: int, totals) -> None:
+def _table(cells: list[CellResult], refused: int, totals: dict[str, Any] | None) -> None:
     current = None
     for c in cells:
         if c.file != current:

@@ -28,15 +28,17 @@ from functools import lru_cache, reduce
 from itertools import compress, repeat
 from math import frexp, ldexp
 from operator import lshift, mul, or_
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._limits import Meter
 
 __all__ = ["Dyadic", "FloatMatrix", "residual", "words", "integers"]
 
 
-def integers(values) -> tuple:
+def integers(values: Any) -> tuple[list[int], int]:
     """``(ints, shift)`` with ``values[j] == ints[j] / 2^shift`` exactly and shift as small as possible.
 
     Each finite float is ``m 2^(e - 53)`` with an integer m of at most 53 bits (``math.frexp``), so
@@ -80,21 +82,26 @@ class Dyadic:
 
     __slots__ = ("_rows", "shift", "shape", "_abs")
 
-    def __init__(self, rows, shift: int, ncols: int | None = None):
+    _rows: list[list[int]] | None       # None only in a FloatMatrix whose rows are not made yet
+    shape: tuple[int, int]
+    _abs: int | None
+
+    def __init__(self, rows: Any, shift: int, ncols: int | None = None):
         self._rows = [list(r) for r in rows]
         self.shift = int(shift)
         self.shape = (len(self._rows), ncols if ncols is not None else (len(self._rows[0]) if self._rows else 0))
         self._abs = None
 
     @property
-    def rows(self) -> list:
+    def rows(self) -> list[list[int]]:
+        assert self._rows is not None            # made in __init__ (a FloatMatrix overrides this)
         return self._rows
 
-    def row(self, i: int) -> list:
-        return self._rows[i]
+    def row(self, i: int) -> list[int]:
+        return self.rows[i]
 
     @classmethod
-    def of_floats(cls, values, shape) -> "Dyadic":
+    def of_floats(cls, values: Any, shape: tuple[int, int]) -> "Dyadic":
         """The exact value of row-major float64 ``values`` of ``shape`` (finite; checked by the reader)."""
         m, n = shape
         ints, shift = integers(values)
@@ -120,7 +127,7 @@ class Dyadic:
     def nonzeros(self) -> int:
         return sum(len(r) - r.count(0) for r in self.rows)
 
-    def row_sums(self) -> list:
+    def row_sums(self) -> list[int]:
         """``sum_j |rows[i][j]|`` per row (integers, over ``2^shift``)."""
         return [sum(map(abs, r)) for r in self.rows]
 
@@ -138,19 +145,19 @@ def _bias(slots: int, width: int) -> int:
     return int.from_bytes((1 << (8 * width - 1)).to_bytes(width, "little") * slots, "little")
 
 
-def _pack(values, width: int) -> int:
+def _pack(values: list[int], width: int) -> int:
     half = 1 << (8 * width - 1)
     return int.from_bytes(b"".join((v + half).to_bytes(width, "little") for v in values), "little") \
         - _bias(len(values), width)
 
 
-def _unpack(packed: int, slots: int, width: int) -> list:
+def _unpack(packed: int, slots: int, width: int) -> list[int]:
     half = 1 << (8 * width - 1)
     raw = memoryview((packed + _bias(slots, width)).to_bytes(slots * width, "little"))
     return [int.from_bytes(raw[k:k + width], "little") - half for k in range(0, slots * width, width)]
 
 
-def _product(X: Dyadic, Y: Dyadic, C: Dyadic | None, meter: Meter | None, only=None) -> Dyadic:
+def _product(X: Dyadic, Y: Dyadic, C: Dyadic | None, meter: Meter | None, only: Any = None) -> Dyadic:
     """``X Y - C`` exactly (C may be None), over ``2^max(X.shift + Y.shift, C.shift)``; with ``only``
     (row indices) just those rows, in that order. Rows of Y that no used entry of X meets are not read."""
     (m, k), (k2, n) = X.shape, Y.shape
@@ -182,13 +189,13 @@ def _product(X: Dyadic, Y: Dyadic, C: Dyadic | None, meter: Meter | None, only=N
     return Dyadic(rows, shift, n)
 
 
-def _cheaper_from_right(shapes) -> bool:
+def _cheaper_from_right(shapes: list[tuple[int, int]]) -> bool:
     """Whether ``F1 F2 F3`` is cheaper as ``F1 (F2 F3)`` (counting multiply-adds)."""
     (a, b), (_, c), (_, d) = shapes
     return b * c * d + a * b * d < a * b * c + a * c * d
 
 
-def residual(C: Dyadic | None, factors: list, meter: Meter | None = None) -> Dyadic:
+def residual(C: Dyadic | None, factors: list[Dyadic], meter: Meter | None = None) -> Dyadic:
     """``F1 F2 ... Fr - C`` exactly (C None: the product); the chain in the cheaper order for r = 3."""
     factors = list(factors)
     if len(factors) == 1:
@@ -217,28 +224,29 @@ class FloatMatrix(Dyadic):
     #: Entries decomposed at a time (bounds the temporaries of a large tensor).
     BLOCK = 2**20
 
-    def __init__(self, array):
+    def __init__(self, array: Any):
 
         a = np.asarray(array, dtype=np.float64)
         m, n = a.shape
         step = max(1, self.BLOCK // max(n, 1))
-        low = None
+        low: int | None = None
         for i in range(0, m, step):
             mant, expo = _decompose(a[i:i + step])
             if mant.any():
                 block = int(expo[mant != 0].min())
                 low = block if low is None else min(low, block)
-        self._rows, self.shape, self._abs = None, a.shape, None
+        self._rows, self.shape, self._abs = None, (m, n), None
         self.shift = max(0, -low) if low is not None else 0
-        self.array, self._cache = a, {}
+        self.array: npt.NDArray[np.float64] = a
+        self._cache: dict[int, list[int]] = {}
 
     @property
-    def rows(self) -> list:
+    def rows(self) -> list[list[int]]:
         if self._rows is None:
             self._rows = [self.row(i) for i in range(self.shape[0])]
         return self._rows
 
-    def row(self, i: int, keep: bool = True) -> list:
+    def row(self, i: int, keep: bool = True) -> list[int]:
         """Row i as Python integers over ``2^shift`` (kept for the next read unless ``keep`` is false)."""
         if self._rows is not None:
             return self._rows[i]
@@ -262,7 +270,7 @@ class FloatMatrix(Dyadic):
         return FloatMatrix(self.array.T)
 
 
-def _decompose(a):
+def _decompose(a: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(m, e)`` int64 arrays with ``a = m 2^e`` exactly and m odd (or 0): numpy's frexp gives
     ``a = f 2^E``, ``0.5 <= |f| < 1``, so ``f 2^53`` is an integer of at most 53 bits; its trailing zero
     bits move into the exponent."""

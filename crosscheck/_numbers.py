@@ -34,7 +34,7 @@ def _bad(s: str, why: str = "") -> Malformed:
     return Malformed(f"not a rational number: {s[:40]!a}{why}")
 
 
-def parse(s) -> Fraction:
+def parse(s: object) -> Fraction:
     """A rational string of the file grammar as a Fraction; ``Malformed`` otherwise."""
     if not isinstance(s, str):
         raise Malformed(f"expected a rational as a string, got {type(s).__name__}")
@@ -72,14 +72,14 @@ def parse(s) -> Fraction:
     return -value if negative else value
 
 
-def parse_nonnegative(s, what: str) -> Fraction:
+def parse_nonnegative(s: object, what: str) -> Fraction:
     value = parse(s)
     if value < 0:
-        raise Malformed(f"{what} must be >= 0, got {s[:40]!a}")
+        raise Malformed(f"{what} must be >= 0, got {str(s)[:40]!a}")
     return value
 
 
-def text(q) -> str:
+def text(q: Fraction | int | None) -> str | None:
     """Canonical ``p/q`` (or ``p``) of an exact rational; None stays None."""
     if q is None:
         return None
@@ -87,7 +87,7 @@ def text(q) -> str:
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
-def show(value, limit: int = 60) -> str:
+def show(value: object, limit: int = 60) -> str:
     """A value from a file as one printable line: ``ascii()`` of a string, else its repr, cut."""
     out = ascii(value[:limit]) if isinstance(value, str) else ascii(value)[:limit]
     return out + ("..." if isinstance(value, str) and len(value) > limit else "")

@@ -24,7 +24,9 @@ pairs, in Python's sorted order), every point has ``|x_j| <= 1``, and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from itertools import product
+from typing import Any
 
 from ._limits import Meter
 
@@ -34,12 +36,12 @@ __all__ = ["vertices", "label_sets_of", "FACET_UNITS"]
 FACET_UNITS = 2**7
 
 
-def vertices(d: int) -> list:
+def vertices(d: int) -> list[tuple[int, ...]]:
     """The sign vectors of the subdivision's vertices, in the file's order."""
     return [v for v in product((-1, 0, 1), repeat=d) if any(v)]
 
 
-def label_sets_of(labels, d: int, meter: Meter | None = None) -> list:
+def label_sets_of(labels: Sequence[Sequence[Any]], d: int, meter: Meter | None = None) -> list[tuple[Any, ...]]:
     """The distinct label sets of the facets, sorted (``labels[k]`` is the label of ``vertices(d)[k]``)."""
     facets = 2**d * math.factorial(d)
     if meter is not None:
@@ -47,11 +49,11 @@ def label_sets_of(labels, d: int, meter: Meter | None = None) -> list:
     # a face as its position in product((-1, 0, 1), repeat=d): sum_c (v_c + 1) 3^(d - 1 - c); the zero
     # vector sits at (3^d - 1) / 2 and is not listed, so later positions are one lower in ``labels``
     middle = (3**d - 1) // 2
-    by_position = [tuple(x) for x in labels[:middle]] + [None] + [tuple(x) for x in labels[middle:]]
+    by_position: list[Any] = [tuple(x) for x in labels[:middle]] + [None] + [tuple(x) for x in labels[middle:]]
     step = [3 ** (d - 1 - c) for c in range(d)]
-    found = set()
+    found: set[tuple[Any, ...]] = set()
 
-    def walk(position: int, free: tuple, seen: frozenset) -> None:
+    def walk(position: int, free: tuple[int, ...], seen: frozenset[Any]) -> None:
         if len(free) == 1:
             c = free[0]
             found.add(tuple(sorted(seen | {by_position[position + step[c]]})))

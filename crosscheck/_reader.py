@@ -24,7 +24,9 @@ import sys
 from array import array
 from dataclasses import dataclass, field
 from fractions import Fraction
+from collections.abc import Iterable
 from itertools import accumulate
+from typing import Any, BinaryIO, NoReturn
 
 from ._errors import LimitReached, Malformed
 from ._limits import (MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH, MAX_MATRIX_ENTRIES,
@@ -48,10 +50,10 @@ _CHUNK = 2**24
 class Tensor:
     """A 2-D float64 tensor: ``values`` row-major (an ``array('d')``), ``shape`` (rows, cols)."""
 
-    shape: tuple
-    values: array = field(repr=False, compare=False)
+    shape: tuple[int, int]
+    values: array[float] = field(repr=False, compare=False)
 
-    def row(self, i: int):
+    def row(self, i: int) -> array[float]:
         n = self.shape[1]
         return self.values[i * n:(i + 1) * n]
 
@@ -60,7 +62,7 @@ class Tensor:
 class Side:
     rank: int
     kind: str
-    fields: tuple            # ((name, tensor name or int), ...), sorted
+    fields: tuple[tuple[str, str | int], ...]            # ((name, tensor name or int), ...), sorted
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,12 @@ class Cell:
 @dataclass(frozen=True)
 class Document:
     path: str
-    cells: tuple
-    tensors: dict            # name -> Tensor, the tensors the cells name
+    cells: tuple[Cell, ...]
+    tensors: dict[str, Tensor]            # name -> Tensor, the tensors the cells name
+
+
+#: name -> (shape, begin, end) of every tensor of a file
+_Table = dict[str, tuple[tuple[int, int], int, int]]
 
 
 # ------------------------------------------------------------------ JSON
@@ -98,8 +104,8 @@ def _depth(text: str) -> int:
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
-def _pairs(pairs):
-    out = {}
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise Malformed(f"duplicate JSON key {show(key)}")
@@ -107,11 +113,11 @@ def _pairs(pairs):
     return out
 
 
-def _constant(name):
+def _constant(name: str) -> NoReturn:
     raise Malformed(f"JSON literal {name} is not allowed")
 
 
-def _json(text: str, what: str):
+def _json(text: str, what: str) -> Any:
     if _depth(text) > MAX_JSON_DEPTH:
         raise LimitReached(f"{what} nests deeper than {MAX_JSON_DEPTH}")
     try:
@@ -122,7 +128,7 @@ def _json(text: str, what: str):
         raise Malformed(f"{what} is not valid JSON: {show(str(exc).splitlines()[0] if str(exc) else '', 80)}") from None
 
 
-def _exact_keys(obj, what: str, required, optional=()):
+def _exact_keys(obj: Any, what: str, required: Iterable[str], optional: Iterable[str] = ()) -> None:
     if not isinstance(obj, dict):
         raise Malformed(f"{what} must be a JSON object")
     for key in sorted(set(required) - obj.keys()):
@@ -131,14 +137,14 @@ def _exact_keys(obj, what: str, required, optional=()):
         raise Malformed(f"{what}: unknown key {show(key, 40)}")
 
 
-def _integer(value, what: str) -> int:
+def _integer(value: Any, what: str) -> int:
     if type(value) is not int:                       # bool, float and str are not integers
         raise Malformed(f"{what} must be an integer, got {show(value, 40)}")
     return value
 
 
 # ------------------------------------------------------------------ container
-def _open(path: str):
+def _open(path: str) -> tuple[BinaryIO, int]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -155,9 +161,9 @@ def _open(path: str):
     return os.fdopen(fd, "rb"), info.st_size
 
 
-def _read(fh, n: int, what: str) -> bytes:
+def _read(fh: BinaryIO, n: int, what: str) -> bytes:
     try:
-        data = fh.read(n)
+        data: bytes = fh.read(n)
     except OSError as exc:
         raise Malformed(f"cannot read file: {exc.strerror or exc}") from None
     if len(data) != n:
@@ -165,7 +171,7 @@ def _read(fh, n: int, what: str) -> bytes:
     return data
 
 
-def _doubles(raw: bytes) -> array:
+def _doubles(raw: bytes) -> array[float]:
     values = array("d")
     values.frombytes(raw)
     if sys.byteorder != "little":
@@ -173,17 +179,17 @@ def _doubles(raw: bytes) -> array:
     return values
 
 
-def _finite(values: array, what: str) -> None:
+def _finite(values: array[float], what: str) -> None:
     if not all(map(math.isfinite, values)):
         raise Malformed(f"{what} contains NaN or Inf")
 
 
-def _table(header: dict, data_bytes: int) -> dict:
+def _table(header: dict[str, Any], data_bytes: int) -> _Table:
     """name -> (shape, begin, end) for every tensor; the spans tile the data section."""
     names = [k for k in header if k != "__metadata__"]
     if len(names) > MAX_TENSORS:
         raise LimitReached(f"{len(names)} tensors, limit {MAX_TENSORS}")
-    table = {}
+    table: _Table = {}
     for name in names:
         what = f"tensor {show(name)}"
         info = header[name]
@@ -221,7 +227,7 @@ def _table(header: dict, data_bytes: int) -> dict:
 
 
 # ------------------------------------------------------------------ claims
-def odd_map_dimension(vertices: int):
+def odd_map_dimension(vertices: int) -> int | None:
     """The d >= 1 with ``3^d - 1 == vertices``, else None."""
     d = 1
     while 3**d - 1 < vertices:
@@ -229,7 +235,7 @@ def odd_map_dimension(vertices: int):
     return d if 3**d - 1 == vertices else None
 
 
-def _name(value, table: dict, what: str, nonempty: bool = False) -> str:
+def _name(value: object, table: _Table, what: str, nonempty: bool = False) -> str:
     if not isinstance(value, str):
         raise Malformed(f"{what} must be a tensor name (string)")
     if value not in table:
@@ -239,7 +245,7 @@ def _name(value, table: dict, what: str, nonempty: bool = False) -> str:
     return value
 
 
-def _side(obj, what: str, kinds: dict, table: dict) -> Side:
+def _side(obj: Any, what: str, kinds: dict[str, dict[str, str]], table: _Table) -> Side:
     _exact_keys(obj, what, ("rank", "witness"))
     rank = _integer(obj["rank"], f"{what} rank")
     if rank < 0:
@@ -251,7 +257,7 @@ def _side(obj, what: str, kinds: dict, table: dict) -> Side:
     if kind not in kinds:
         raise Malformed(f"{what}: unknown witness kind {show(kind, 40)}")
     _exact_keys(witness, f"{what} witness", ("kind", *kinds[kind]))
-    fields = []
+    fields: list[tuple[str, str | int]] = []
     for key, sort in sorted(kinds[kind].items()):
         if sort == "t":
             fields.append((key, _name(witness[key], table, f"{what} witness {key}")))
@@ -263,13 +269,15 @@ def _side(obj, what: str, kinds: dict, table: dict) -> Side:
     return Side(rank, kind, tuple(fields))
 
 
-def _cell(obj, index: int, table: dict) -> Cell:
+def _cell(obj: Any, index: int, table: _Table) -> Cell:
     _exact_keys(obj, f"cell {index}", ("id", "eps", "target", "lower", "upper"), ("provenance",))
     if not isinstance(obj["id"], str):
         raise Malformed(f"cell {index}: id must be a string")
     what = f"cell {show(obj['id'])}"
     eps = parse_nonnegative(obj["eps"], f"{what} eps")
     target = obj["target"]
+    logits: str | None
+    slack: Fraction | None
     if isinstance(target, dict) and "logits" in target:
         _exact_keys(target, f"{what} target", ("matrix", "logits", "slack"))
         logits = _name(target["logits"], table, f"{what} target logits", nonempty=True)
@@ -283,7 +291,7 @@ def _cell(obj, index: int, table: dict) -> Cell:
     lower = _side(obj["lower"], f"{what} lower", LOWER, table)
     upper = _side(obj["upper"], f"{what} upper", UPPER, table)
     if lower.kind == "odd_map":
-        f = dict(lower.fields)
+        f: dict[str, Any] = dict(lower.fields)
         (vertices, two), points = table[f["labels"]][0], table[f["points"]][0]
         d = odd_map_dimension(vertices)
         if two != 2 or d is None:
@@ -296,7 +304,7 @@ def _cell(obj, index: int, table: dict) -> Cell:
     return Cell(obj["id"], index, eps, matrix, logits, slack, lower, upper)
 
 
-def _claims(header: dict) -> list:
+def _claims(header: dict[str, Any]) -> list[Any]:
     meta = header.get("__metadata__")
     if not isinstance(meta, dict) or "softrank" not in meta:
         raise Malformed("no 'softrank' document in the safetensors metadata")
@@ -320,9 +328,10 @@ def _claims(header: dict) -> list:
     return cells
 
 
-def _odd_map_labels(cell: Cell, tensors: dict) -> None:
+def _odd_map_labels(cell: Cell, tensors: dict[str, Tensor]) -> None:
     """Every label is (integer row of the target, +1 or -1), else the file is malformed."""
-    labels = tensors[dict(cell.lower.fields)["labels"]].values
+    fields: dict[str, Any] = dict(cell.lower.fields)
+    labels = tensors[fields["labels"]].values
     rows = tensors[cell.matrix].shape[0]
     for k in range(0, len(labels), 2):
         i, s = labels[k], labels[k + 1]
@@ -334,7 +343,7 @@ def _odd_map_labels(cell: Cell, tensors: dict) -> None:
                             f"the target has {rows} rows")
 
 
-def read(path) -> Document:
+def read(path: str | os.PathLike[str]) -> Document:
     """Read and validate a bracket file; ``Malformed`` (one line) when it is not one."""
     path = os.fspath(path)
     fh, size = _open(path)
@@ -361,11 +370,11 @@ def read(path) -> Document:
             if c.id in ids:
                 raise Malformed(f"duplicate cell id {show(c.id)}")
             ids.add(c.id)
-        named = set()
+        named: set[str | None] = set()
         for c in cells:
             named.update((c.matrix, c.logits))
             named.update(v for side in (c.lower, c.upper) for _, v in side.fields if isinstance(v, str))
-        tensors = {}
+        tensors: dict[str, Tensor] = {}
         for name, (shape, begin, end) in sorted(table.items(), key=lambda item: item[1][1]):
             fh.seek(8 + n + begin)
             what = f"tensor {show(name)}"

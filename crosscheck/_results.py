@@ -45,7 +45,7 @@ class CellResult:
     id: str
     index: int
     eps: Fraction
-    shape: tuple
+    shape: tuple[int, int]
     lower: SideResult
     upper: SideResult
     slack: Fraction | None = None
@@ -56,16 +56,16 @@ class CellResult:
         return self.lower.verified and self.upper.verified
 
     @property
-    def verified_lower(self):
+    def verified_lower(self) -> int | None:
         """The lower rank this checker verified, or None."""
         return self.lower.rank if self.lower.verified else None
 
     @property
-    def verified_upper(self):
+    def verified_upper(self) -> int | None:
         """The upper rank this checker verified, or None."""
         return self.upper.rank if self.upper.verified else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         out = {"file": self.file, "id": self.id, "index": self.index, "eps": text(self.eps),
                "shape": list(self.shape), "lower": self.lower.rank, "upper": self.upper.rank}
         for name, side in (("lower", self.lower), ("upper", self.upper)):

@@ -26,11 +26,13 @@ Fraction(1, 1)
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
-from ._dyadic import FloatMatrix, _product
+from ._dyadic import Dyadic, FloatMatrix, _product
 from ._limits import Meter
 
 __all__ = ["residual_norm", "residual_norm_bound", "candidates"]
@@ -46,13 +48,13 @@ def _bits(k: int) -> int:
     return (61 - max(k, 1).bit_length()) // 2
 
 
-def _exponents(a: np.ndarray) -> np.ndarray:
+def _exponents(a: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """``e`` with ``|x| < 2^e`` per entry (frexp's exponent; zeros get the smallest, so they never set a scale)."""
     e = np.frexp(a)[1].astype(np.int64)
     return np.where(a != 0, e, -1100)
 
 
-def _truncate(M, bits: int, per_row: bool):
+def _truncate(M: Dyadic, bits: int, per_row: bool) -> tuple[npt.NDArray[np.int64], list[int]]:
     """``(T, units)``: int64 T with ``|T| < 2^bits`` and ``M_i = (T_i + d_i) 2^units[i]``, ``|d| < 1``
     (units per row, or one for all rows repeated)."""
     m, n = M.shape
@@ -72,15 +74,16 @@ def _truncate(M, bits: int, per_row: bool):
     tops = [max(map(abs, r), default=0).bit_length() for r in rows]
     if not per_row:
         tops = [max(tops, default=0)] * m
-    T, units = [], []
-    for r, top in zip(rows, tops):
-        down = max(top - bits, 0)
-        T.append([v >> down for v in r])                            # floor: 0 <= v - (v >> d) 2^d < 2^d
-        units.append(down - M.shift)
-    return np.array(T, dtype=np.int64).reshape(m, n), units
+    ints: list[list[int]] = []
+    row_units: list[int] = []
+    for r, row_top in zip(rows, tops):
+        down = max(row_top - bits, 0)
+        ints.append([v >> down for v in r])                         # floor: 0 <= v - (v >> d) 2^d < 2^d
+        row_units.append(down - M.shift)
+    return np.array(ints, dtype=np.int64).reshape(m, n), row_units
 
 
-def _at_units(C, units: list):
+def _at_units(C: Dyadic, units: list[int]) -> tuple[npt.NDArray[np.int64], list[bool]]:
     """``(Ct, ok)``: C row i truncated at ``2^units[i]`` (``|Ct| < 2^61``), ``ok[i]`` False where it does not fit."""
     m, n = C.shape
     Ct = np.zeros((m, n), dtype=np.int64)
@@ -104,9 +107,10 @@ def _at_units(C, units: list):
     return Ct, ok
 
 
-def _abs_row_sums(D: np.ndarray) -> list:
+def _abs_row_sums(D: npt.NDArray[np.int64]) -> list[int]:
     """Exact ``sum_j |D_ij|`` for int64 ``|D| < 2^62`` (two int64 sums that cannot overflow), in row blocks."""
-    out, step = [], max(1, FloatMatrix.BLOCK // max(D.shape[1], 1))
+    out: list[int] = []
+    step = max(1, FloatMatrix.BLOCK // max(D.shape[1], 1))
     for i in range(0, D.shape[0], step):
         a = np.abs(D[i:i + step])
         high = (a >> _SPLIT).sum(axis=1)
@@ -119,12 +123,13 @@ def _scaled(x: int, e: int) -> Fraction:
     return Fraction(x << e) if e >= 0 else Fraction(x, 1 << -e)
 
 
-def candidates(C, X, Y, meter: Meter | None = None) -> list:
+def candidates(C: Dyadic | None, X: Dyadic, Y: Dyadic | None, meter: Meter | None = None) -> list[int]:
     """The rows of ``X Y - C`` (of X alone when Y and C are None) that can hold the largest l1 sum."""
     return _bounds(C, X, Y, meter)[0]
 
 
-def _bounds(C, X, Y, meter: Meter | None = None) -> tuple:
+def _bounds(C: Dyadic | None, X: Dyadic, Y: Dyadic | None,
+            meter: Meter | None = None) -> tuple[list[int], Fraction | None]:
     """``(rows, top)``: the rows that can hold the largest l1 sum, and a proved upper bound on it (None: none)."""
     m = X.shape[0]
     if m <= 1:
@@ -137,7 +142,7 @@ def _bounds(C, X, Y, meter: Meter | None = None) -> tuple:
         if meter is not None:
             meter.charge(X.shape[0] * n, "the integer filter")
         S = _abs_row_sums(T)
-        E = [n] * m
+        E: list[int | None] = [n] * m
     else:
         k, n = Y.shape
         bits = _bits(k)
@@ -163,16 +168,18 @@ def _bounds(C, X, Y, meter: Meter | None = None) -> tuple:
     return rows, top
 
 
-def _survivors(S, E, units, index) -> list:
+def _survivors(S: Sequence[int], E: Sequence[int | None], units: Sequence[int],
+               index: Iterable[int]) -> tuple[list[int], Fraction | None]:
     """The rows whose upper bound reaches the largest lower bound (rows without a bound always survive)."""
     lows = [_scaled(s - e, u) for s, e, u in zip(S, E, units) if e is not None]
     floor = max(lows, default=None)
     rows = [i for i, s, e, u in zip(index, S, E, units) if e is None or floor is None or _scaled(s + e, u) >= floor]
-    top = None if any(e is None for e in E) else max(_scaled(s + e, u) for s, e, u in zip(S, E, units))
+    top = None if any(e is None for e in E) else max(_scaled(s + e, u) for s, e, u in zip(S, E, units) if e is not None)
     return rows, top
 
 
-def _refine(C, X, Y, rows: list, bits: int, meter: Meter | None = None) -> list:
+def _refine(C: Dyadic | None, X: Dyadic, Y: Dyadic, rows: list[int], bits: int,
+            meter: Meter | None = None) -> tuple[list[int], Fraction | None]:
     """The same bounds for ``rows`` with 2B-bit truncations, each product split into B-bit limbs
     (``Xt = Xh 2^B + Xl``: four int64 products), summed exactly in Python integers. A residual that
     cancels (``Z^T A G ~ Z^T``) is far below the one-limb error; here the error is ``2^-B`` smaller."""
@@ -188,7 +195,9 @@ def _refine(C, X, Y, rows: list, bits: int, meter: Meter | None = None) -> list:
     high, middle, low = (Xh @ Yh).tolist(), (Xh @ Yl + Xl @ Yh).tolist(), (Xl @ Yl).tolist()
     y_total = sum(_abs_row_sums(Yt))                                 # |Yt| < 2^52: exact int64 sums
     x_norms = _abs_row_sums(Xt)
-    S, E, units = [], [], []
+    S: list[int] = []
+    E: list[int | None] = []
+    units: list[int] = []
     for r, i in enumerate(rows):
         unit = ux[r] + v
         if C is None:
@@ -203,7 +212,7 @@ def _refine(C, X, Y, rows: list, bits: int, meter: Meter | None = None) -> list:
     return _survivors(S, E, units, rows)
 
 
-def _trivial(C, X, Y, meter):
+def _trivial(C: Dyadic | None, X: Dyadic, Y: Dyadic | None, meter: Meter | None) -> Fraction | None:
     """The norm when there is nothing to filter, else None."""
     if X.shape[0] == 0 or (Y is not None and Y.shape[1] == 0) or (Y is None and X.shape[1] == 0):
         return Fraction(0)
@@ -212,7 +221,8 @@ def _trivial(C, X, Y, meter):
     return None
 
 
-def residual_norm(C, X, Y, meter: Meter | None = None, rows=None) -> Fraction:
+def residual_norm(C: Dyadic | None, X: Dyadic, Y: Dyadic | None, meter: Meter | None = None,
+                  rows: list[int] | None = None) -> Fraction:
     """``||X Y - C||_row1`` exactly (``||X||_row1`` when Y and C are None); ``rows``: the candidates, if known."""
     done = _trivial(C, X, Y, meter)
     if done is not None:
@@ -226,7 +236,8 @@ def residual_norm(C, X, Y, meter: Meter | None = None, rows=None) -> Fraction:
     return Fraction(max(sum(map(abs, r)) for r in exact.rows), 1 << exact.shift)
 
 
-def residual_norm_bound(C, X, Y, meter: Meter | None = None) -> tuple:
+def residual_norm_bound(C: Dyadic | None, X: Dyadic, Y: Dyadic | None,
+                        meter: Meter | None = None) -> tuple[Fraction, bool]:
     """``(value, exact)``: ``||X Y - C||_row1`` itself (exact True) when a few rows can hold it, else a proved
     upper bound on it (exact False) from the row bounds, without computing every row exactly."""
     done = _trivial(C, X, Y, meter)

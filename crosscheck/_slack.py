@@ -48,10 +48,12 @@ False
 from __future__ import annotations
 
 from fractions import Fraction
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
-
+import numpy.typing as npt
 from mpmath.ctx_iv import MPIntervalContext
 
 from ._dyadic import integers
@@ -81,7 +83,7 @@ def _context(bits: int) -> MPIntervalContext:
     return ctx
 
 
-def _exp_neg(ctx, x):
+def _exp_neg(ctx: MPIntervalContext, x: Any) -> Any:
     """An interval containing ``exp(-x)`` for every x in the non-negative interval ``x``, from Taylor's
     theorem with ``ctx``'s basic operations only (no ``ctx.exp``)."""
     y, squarings, small = x, 0, ctx.ldexp(ctx.mpf(1), -8)
@@ -102,7 +104,7 @@ def _exp_neg(ctx, x):
     return value
 
 
-def _fixed(ctx, x, bits: int) -> tuple:
+def _fixed(ctx: MPIntervalContext, x: Any, bits: int) -> tuple[int, int]:
     """``(floor(lo 2^bits), ceil(hi 2^bits))`` of a non-negative interval x, as ints (checked exactly)."""
     lo, hi = ctx.ldexp(x.a, bits), ctx.ldexp(x.b, bits)    # exact scalings of the endpoints
     a = int(lo)
@@ -116,7 +118,7 @@ def _fixed(ctx, x, bits: int) -> tuple:
     return a, b
 
 
-def _powers(ctx, base, count: int) -> list:
+def _powers(ctx: MPIntervalContext, base: Any, count: int) -> list[Any]:
     """Enclosures of ``base^0 ... base^(count - 1)`` by repeated interval multiplication."""
     out, value = [], ctx.mpf(1)
     for _ in range(count):
@@ -126,7 +128,7 @@ def _powers(ctx, base, count: int) -> list:
 
 
 @lru_cache(maxsize=1)
-def _tables() -> tuple:
+def _tables() -> tuple[list[tuple[int, int]], ...]:
     """Enclosures in units of 2^-FAST_BITS of exp(-i) (i <= _TOP), exp(-f/2^8) and exp(-f/2^16) (f < 256),
     as powers of ``_exp_neg`` at 1, 2^-8 and 2^-16."""
     ctx = _context(FAST_BITS)
@@ -139,7 +141,7 @@ def _up(v: int, bits: int) -> int:
     return -((-v) >> bits)
 
 
-def _fast_entries(t: list, s: int) -> tuple:
+def _fast_entries(t: list[int], s: int) -> tuple[list[int], list[int]]:
     """``([lo_j], [hi_j])`` with ``lo_j <= 2^P exp(-t_j / 2^s) <= hi_j`` (P = FAST_BITS)."""
     P = FAST_BITS
     one = 1 << P
@@ -176,7 +178,7 @@ def _fast_entries(t: list, s: int) -> tuple:
     return los, his
 
 
-def _slow_entries(t: list, s: int) -> tuple:
+def _slow_entries(t: list[int], s: int) -> tuple[list[int], list[int]]:
     """As ``_fast_entries``, ``_exp_neg`` per entry, in units of ``2^-SLOW_BITS``."""
     ctx = _context(SLOW_BITS)
     cut = _fixed(ctx, _exp_neg(ctx, ctx.mpf(_SLOW_TOP)), SLOW_BITS)[1]
@@ -192,7 +194,7 @@ def _slow_entries(t: list, s: int) -> tuple:
     return los, his
 
 
-def _row_distance(los, his, a: list, sa: int, bits: int) -> Fraction:
+def _row_distance(los: list[int], his: list[int], a: list[int], sa: int, bits: int) -> Fraction:
     """An upper bound on ``sum_j |e_j / Z - a_j|`` (e_j in [lo_j, hi_j] 2^-bits, a_j = a[j] / 2^sa)."""
     z_lo, z_hi = sum(los), sum(his)
     total = 0
@@ -209,20 +211,21 @@ VEC_BITS = 56
 _HALF = 28                                     # products split at 2^28: every partial product fits in int64
 
 
-def _mul_down(a, b):
+def _mul_down(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64] | np.int64) -> npt.NDArray[np.int64]:
     """``floor(a b / 2^56)`` for int64 arrays ``0 <= a, b <= 2^56 + 2``, exactly (no partial sum reaches 2^63)."""
     mask = (1 << _HALF) - 1
     a1, a0, b1, b0 = a >> _HALF, a & mask, b >> _HALF, b & mask
-    return a1 * b1 + ((a1 * b0 + a0 * b1 + ((a0 * b0) >> _HALF)) >> _HALF)
+    out: npt.NDArray[np.int64] = a1 * b1 + ((a1 * b0 + a0 * b1 + ((a0 * b0) >> _HALF)) >> _HALF)
+    return out
 
 
-def _mul_up(a, b):
+def _mul_up(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64] | np.int64) -> npt.NDArray[np.int64]:
     """At least ``ceil(a b / 2^56)``."""
     return _mul_down(a, b) + 1
 
 
 @lru_cache(maxsize=1)
-def _vector_tables() -> tuple:
+def _vector_tables() -> tuple[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]], ...]:
     """The three tables of ``_tables`` at VEC_BITS, as int64 arrays (lo, hi)."""
 
     ctx = _context(VEC_BITS)
@@ -233,16 +236,17 @@ def _vector_tables() -> tuple:
     return tuple(out)
 
 
-def _vector_rows(H, A0, block: int = 2**18) -> list:
+def _vector_rows(H: Sequence[Sequence[float]], A0: Sequence[Sequence[float]],
+                 block: int = 2**18) -> list[Fraction | None]:
     """``_vector_block`` over blocks of rows of about ``block`` entries (bounded temporaries)."""
     step = max(1, block // max(len(H[0]), 1))
-    out = []
+    out: list[Fraction | None] = []
     for i in range(0, len(H), step):
         out += _vector_block(H[i:i + step], A0[i:i + step])
     return out
 
 
-def _vector_block(H, A0) -> list:
+def _vector_block(H: Sequence[Sequence[float]], A0: Sequence[Sequence[float]]) -> list[Fraction | None]:
     """Per row, a proved upper bound on ``sum_j |softmax(h)_j - a_j|`` (a Fraction), or None where this pass
     does not apply (an entry of A0 outside [0, 1]).
 
@@ -277,11 +281,11 @@ def _vector_block(H, A0) -> list:
     lo[dead], hi[dead] = 0, w_hi[_TOP]
     lo = np.maximum(lo, 0)
     a = np.asarray(A0, dtype=np.float64)
-    usable = ((a >= 0) & (a <= 1)).all(axis=1)
+    usable = np.asarray(((a >= 0) & (a <= 1)).all(axis=1))
     with np.errstate(under="ignore"):
         a_lo = np.floor(np.ldexp(np.clip(a, 0, 1), P)).astype(np.int64)   # exact: a power-of-two scaling
     a_hi = a_lo + 1
-    out = []
+    out: list[Fraction | None] = []
     for i in range(rows):
         if not usable[i]:
             out.append(None)
@@ -300,17 +304,19 @@ class SlackBound:
     ``H`` and ``A0`` are sequences of rows of floats (one shape, checked by the caller).
     """
 
-    def __init__(self, H, A0, meter: Meter | None):
+    def __init__(self, H: Sequence[Sequence[float]], A0: Sequence[Sequence[float]], meter: Meter | None):
         self.H, self.A0, self.meter = H, A0, meter
-        self.vector, self.fast, self.slow = None, {}, {}
+        self.vector: list[Fraction | None] | None = None
+        self.fast: dict[int, Fraction] = {}
+        self.slow: dict[int, Fraction] = {}
 
-    def _prepare(self, i: int):
+    def _prepare(self, i: int) -> tuple[list[int], int, list[int], int]:
         h, sh = integers(self.H[i])
         top = max(h)
         a, sa = integers(self.A0[i])
         return [top - x for x in h], sh, a, sa
 
-    def _vector(self) -> list:
+    def _vector(self) -> list[Fraction | None]:
         if self.vector is None:
             if self.meter is not None:
                 self.meter.charge(VEC_UNITS * len(self.H) * len(self.H[0]), "the softmax slack (vector pass)")
@@ -333,7 +339,7 @@ class SlackBound:
             self.slow[i] = _row_distance(*_slow_entries(t, sh), a, sa, SLOW_BITS)
         return self.slow[i]
 
-    def _row(self, i: int, first, slack: Fraction) -> Fraction:
+    def _row(self, i: int, first: Fraction | None, slack: Fraction) -> Fraction:
         """The first of the three bounds of row i (vector, fast, per entry) that is at most ``slack``, else the last."""
         if first is not None and first <= slack:
             return first

@@ -69,7 +69,7 @@ class Energies:
         self.energy = A.frobenius_sq()
         self._done = True
 
-    def top_upper_bound(self, k: int):
+    def top_upper_bound(self, k: int) -> Fraction | None:
         """A proved upper bound on ``sum_{i<=k} sigma_i(A)^2``, or None when the hint fails (g >= 1)."""
         if k == 0:
             return Fraction(0)
@@ -79,7 +79,7 @@ class Energies:
             return None
         return (sum(self.diagonal[:k], Fraction(0)) + k * self.off) / (1 - self.g)
 
-    def tail_lower_bound(self, k: int):
+    def tail_lower_bound(self, k: int) -> Fraction | None:
         """A proved lower bound on ``F_k(A)^2``, or None."""
         if k == 0:
             return self.A.frobenius_sq()

@@ -24,7 +24,10 @@ per file and shared by the cells that name the same tensors.
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -32,7 +35,7 @@ from ._dyadic import Dyadic, FloatMatrix, residual
 from ._errors import LimitReached
 from ._limits import MAX_WORK, Meter
 from ._oddmap import label_sets_of
-from ._reader import Cell, Document, read
+from ._reader import Cell, Document, Side, read
 from ._results import CellResult, SideResult, Status
 from ._rows import residual_norm, residual_norm_bound
 from ._slack import SlackBound
@@ -44,16 +47,20 @@ __all__ = ["verify_file", "judge"]
 #: read exactly costs about 60 ns per entry: some 16 units of product work).
 CONVERT_UNITS = 16
 
+_T = TypeVar("_T")
+#: A check of one witness kind: (file, target, witness fields, eps, rank) -> its result.
+_Check = Callable[["_File", str, dict[str, Any], Fraction, int], SideResult]
 
-def _ok(kind, rank, margin=None) -> SideResult:
+
+def _ok(kind: str, rank: int, margin: Fraction | None = None) -> SideResult:
     return SideResult(Status.VERIFIED, kind, rank, margin)
 
 
-def _no(kind, rank, reason, margin=None) -> SideResult:
+def _no(kind: str, rank: int, reason: str, margin: Fraction | None = None) -> SideResult:
     return SideResult(Status.REFUTED, kind, rank, margin, reason)
 
 
-def _undecided(kind, rank, reason) -> SideResult:
+def _undecided(kind: str, rank: int, reason: str) -> SideResult:
     return SideResult(Status.NOT_CHECKED, kind, rank, None, reason)
 
 
@@ -61,16 +68,18 @@ class _File:
     """A document's tensors as exact matrices and every derived quantity, each made once."""
 
     def __init__(self, doc: Document, meter: Meter):
-        self.doc, self.meter, self.memo = doc, meter, {}
+        self.doc, self.meter = doc, meter
+        self.memo: dict[tuple[Any, ...], Any] = {}
 
-    def once(self, key, compute):
+    def once(self, key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
         if key not in self.memo:
             self.memo[key] = compute()
-        return self.memo[key]
+        value: _T = self.memo[key]
+        return value
 
     def matrix(self, name: str) -> FloatMatrix:
         """A tensor as an exact matrix (its integer rows made when first read)."""
-        def convert():
+        def convert() -> FloatMatrix:
 
             t = self.doc.tensors[name]
             self.meter.charge(CONVERT_UNITS * t.shape[0] * t.shape[1], f"reading tensor {name!a} exactly")
@@ -84,7 +93,7 @@ class _File:
 
 
 # ------------------------------------------------------------------ the checks
-def _factors(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideResult:
+def _factors(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     A, P, Q = f.matrix(target), f.matrix(w["P"]), f.matrix(w["Q"])
     (m, n), k = A.shape, P.shape[1]
     if P.shape[0] != m or Q.shape != (n, k):
@@ -99,7 +108,7 @@ def _factors(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideRe
     return _no("factors", rank, f"||A - P Q^T||_row1 = {float(error):.6g} > eps", margin)
 
 
-def _final(kind, rank, norms, eps, name) -> SideResult:
+def _final(kind: str, rank: int, norms: tuple[Any, ...], eps: Fraction, name: str) -> SideResult:
     """K.3's inequalities from ``(||E||, ||L||, ||F||, ||R||)``.
 
     ``norms[0]`` is a pair ``(bound, exact)`` and a function giving the exact ``||E||``: the claim is
@@ -114,7 +123,7 @@ def _final(kind, rank, norms, eps, name) -> SideResult:
     return _inequalities(kind, rank, (exact_E(), *norms[1:]), eps, name)
 
 
-def _inequalities(kind, rank, norms, eps, name) -> SideResult:
+def _inequalities(kind: str, rank: int, norms: tuple[Fraction, ...], eps: Fraction, name: str) -> SideResult:
     norm_E, norm_L, norm_F, norm_R = norms
     if norm_F >= 1:
         return _no(kind, rank, f"basis defect ||F|| = {float(norm_F):.6g} >= 1")
@@ -127,7 +136,8 @@ def _inequalities(kind, rank, norms, eps, name) -> SideResult:
     return _no(kind, rank, f"||{name}|| eps >= 1 - eta", margin)
 
 
-def _defect(f: _File, key, C, X, Y):
+def _defect(f: _File, key: tuple[Any, ...], C: Dyadic | None, X: Dyadic,
+            Y: Dyadic | None) -> tuple[tuple[Fraction, bool], Callable[[], Fraction]]:
     """``((bound, exact), exact norm)`` of ``||X Y - C||_row1``, each computed once (``crosscheck._rows``)."""
     first = f.once(key + ("bound",), lambda: residual_norm_bound(C, X, Y, f.meter))
     if first[1]:
@@ -135,7 +145,7 @@ def _defect(f: _File, key, C, X, Y):
     return first, lambda: f.once(key + ("exact",), lambda: residual_norm(C, X, Y, f.meter))
 
 
-def _reconstruction(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideResult:
+def _reconstruction(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     A, R, X, L = f.matrix(target), f.matrix(w["R"]), f.matrix(w["X"]), f.matrix(w["L"])
     (m, n), d = A.shape, X.shape[1]
     if R.shape != (n, m) or X.shape[0] != n or L.shape != (d, n):
@@ -153,7 +163,7 @@ def _reconstruction(f: _File, target: str, w: dict, eps: Fraction, rank: int) ->
     return _final("reconstruction", rank, norms, eps, "R")
 
 
-def _row_reconstruction(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideResult:
+def _row_reconstruction(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     A, G, Z, M = f.matrix(target), f.matrix(w["G"]), f.matrix(w["Z"]), f.matrix(w["M"])
     (m, n), d = A.shape, Z.shape[1]
     if G.shape != (n, m) or Z.shape[0] != m or M.shape != (d, m):
@@ -163,7 +173,7 @@ def _row_reconstruction(f: _File, target: str, w: dict, eps: Fraction, rank: int
         return _no("row_reconstruction", rank, f"Z has {d} columns, claimed rank {rank}")
     key = ("row", target, w["G"], w["Z"], w["M"])
 
-    def norms():
+    def norms() -> tuple[Any, ...]:
         Zt = Z.T
         T = residual(None, [Zt, A], f.meter)
         return (_defect(f, key, Zt, T, G),                           # E = (Z^T A) G - Z^T
@@ -173,7 +183,7 @@ def _row_reconstruction(f: _File, target: str, w: dict, eps: Fraction, rank: int
     return _final("row_reconstruction", rank, f.once(key, norms), eps, "G")
 
 
-def _frobenius(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideResult:
+def _frobenius(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     A = f.matrix(target)
     (m, n), k = A.shape, w["k"]
     if k + 1 != rank:
@@ -191,7 +201,7 @@ def _frobenius(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> Side
     return _undecided("frobenius", rank, "F_k(A)^2 > m eps^2 not proved (lower bound on the tail too small)")
 
 
-def _odd_map(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideResult:
+def _odd_map(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     A = f.matrix(target)
     (m, n) = A.shape
     raw = f.doc.tensors[w["labels"]]
@@ -211,7 +221,7 @@ def _odd_map(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideRe
     if X.max_abs() > (1 << X.shift):
         return _no("odd_map", rank, "a point has an entry outside [-1, 1]")
 
-    def lowest():
+    def lowest() -> Fraction:
         values = residual(None, [A, X.T], f.meter)                   # a_i . x_S, m x S
         low = min(s * values.rows[i][j] for j, S in enumerate(sets) for i, s in S)
         return Fraction(low, 1 << values.shift)
@@ -222,12 +232,12 @@ def _odd_map(f: _File, target: str, w: dict, eps: Fraction, rank: int) -> SideRe
     return _no("odd_map", rank, "some label (i, s) of some set S has s a_i . x_S <= eps", margin)
 
 
-def _trivial_upper(f, target, w, eps, rank) -> SideResult:
+def _trivial_upper(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     p = min(f.doc.tensors[target].shape)
     return _ok("trivial", rank) if rank == p else _no("trivial", rank, f"B = A proves rank {p}, not {rank}")
 
 
-def _trivial_lower(f, target, w, eps, rank) -> SideResult:
+def _trivial_lower(f: _File, target: str, w: dict[str, Any], eps: Fraction, rank: int) -> SideResult:
     if rank == 0:
         return _ok("trivial", 0)
     if rank != 1:
@@ -236,13 +246,13 @@ def _trivial_lower(f, target, w, eps, rank) -> SideResult:
     return _ok("trivial", 1, margin) if margin > 0 else _no("trivial", 1, "rank 1 needs eps < ||A||_row1", margin)
 
 
-_UPPER = {"trivial": _trivial_upper, "factors": _factors}
-_LOWER = {"trivial": _trivial_lower, "reconstruction": _reconstruction,
+_UPPER: dict[str, _Check] = {"trivial": _trivial_upper, "factors": _factors}
+_LOWER: dict[str, _Check] = {"trivial": _trivial_lower, "reconstruction": _reconstruction,
           "row_reconstruction": _row_reconstruction, "frobenius": _frobenius, "odd_map": _odd_map}
 
 
 # ------------------------------------------------------------------ cells and files
-def _side(f: _File, table: dict, target: str, side, eps: Fraction) -> SideResult:
+def _side(f: _File, table: dict[str, _Check], target: str, side: Side, eps: Fraction) -> SideResult:
     p = min(f.doc.tensors[target].shape)
     if side.rank > p:
         return _no(side.kind, side.rank, f"claimed rank {side.rank} exceeds min(m, n) = {p}")
@@ -250,13 +260,15 @@ def _side(f: _File, table: dict, target: str, side, eps: Fraction) -> SideResult
         return table[side.kind](f, target, dict(side.fields), eps, side.rank)
     except (LimitReached, MemoryError):
         raise
-    except Exception as exc:   # noqa: BLE001 - fail closed: an error in a check is never a verification
+    except Exception as exc:   # fail closed: an error in a check is never a verification
         return _undecided(side.kind, side.rank, f"check failed: {type(exc).__name__}: {str(exc)[:120]}")
 
 
 def _cell(f: _File, c: Cell) -> CellResult:
     shape = f.doc.tensors[c.matrix].shape
-    slack, bound, failure = c.slack, None, None
+    slack = c.slack
+    bound: Fraction | None = None
+    failure: str | None = None
     if c.logits is not None:
         H = f.doc.tensors[c.logits]
         if H.shape != shape:
@@ -265,12 +277,13 @@ def _cell(f: _File, c: Cell) -> CellResult:
             proof = f.once(("slack", c.logits, c.matrix), lambda: SlackBound(
                 [H.row(i) for i in range(shape[0])], [f.doc.tensors[c.matrix].row(i) for i in range(shape[0])],
                 f.meter))
+            assert slack is not None                  # the reader reads logits and slack together
             bound = proof.bound(slack)
             if bound > slack:
                 failure = "target slack not proved"
     alpha = slack or 0
 
-    def judge(table, side, eps):
+    def judge(table: dict[str, _Check], side: Side, eps: Fraction) -> SideResult:
         if failure:
             return _no(side.kind, side.rank, failure)
         if eps < 0 and side.kind != "trivial":
@@ -286,13 +299,13 @@ def _cell(f: _File, c: Cell) -> CellResult:
     return CellResult(f.doc.path, c.id, c.index, c.eps, shape, lower, upper, slack, bound)
 
 
-def judge(doc: Document, max_work: int = MAX_WORK) -> tuple:
+def judge(doc: Document, max_work: int = MAX_WORK) -> tuple[CellResult, ...]:
     """The results of every cell of a read document (``LimitReached`` past ``max_work`` units)."""
     f = _File(doc, Meter(max_work))
     return tuple(_cell(f, c) for c in doc.cells)
 
 
-def verify_file(path, max_work: int = MAX_WORK) -> tuple:
+def verify_file(path: str | os.PathLike[str], max_work: int = MAX_WORK) -> tuple[CellResult, ...]:
     """Read a bracket file with this package's reader and judge every cell: a tuple of ``CellResult``.
 
     Raises ``Malformed`` (one line) when the file is not a bracket file or is past a limit.

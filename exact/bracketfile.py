@@ -23,7 +23,9 @@ import json
 import math
 import os
 import stat
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
+from typing import Any, BinaryIO, NoReturn, Protocol, cast
 
 import numpy as np
 from flint import fmpq
@@ -45,9 +47,17 @@ VERSION = 1
 #: definition the producers and this reader share (``UPPER_KINDS``, ``LOWER_KINDS``).
 #: Bytes read at a time when an unreferenced tensor is checked for NaN and Inf.
 _CHUNK = 2**24
+#: name -> (shape, begin, end) of every tensor of a file, validated.
+_Layout = dict[str, tuple[tuple[int, int], int, int]]
 
 
-def show(value, limit: int = 60) -> str:
+class _Digest(Protocol):
+    """What the reader needs of a hashlib object."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+
+def show(value: object, limit: int = 60) -> str:
     """A value from a file, as one escaped line: ``ascii()`` of a string, JSON of anything else."""
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=True, default=str)
@@ -89,21 +99,21 @@ class Cell:
         return self.spec.upper
 
     @property
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         return dict(self.spec.provenance or {})
 
 
 @dataclass(frozen=True)
 class BracketFile:
     path: str
-    cells: tuple
-    tensors: dict            # name -> read-only float64 ndarray (the tensors the cells name)
+    cells: tuple[Cell, ...]
+    tensors: dict[str, np.ndarray]            # name -> read-only float64 ndarray (the tensors the cells name)
     header_sha256: str = ""  # SHA-256 of the header length and the header (what ``header_facts`` reads)
     sha256: str = ""         # SHA-256 of the whole file: every byte was read, in order
 
 
-def _no_duplicates(pairs):
-    out = {}
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise MalformedInput(f"duplicate JSON key {show(key)}")
@@ -111,7 +121,7 @@ def _no_duplicates(pairs):
     return out
 
 
-def _no_constants(name):
+def _no_constants(name: str) -> NoReturn:
     raise MalformedInput(f"JSON literal {name} is not allowed")
 
 
@@ -123,7 +133,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def _json(text: str, what: str):
+def _json(text: str, what: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants, parse_float=_finite)
     except MalformedInput:
@@ -132,13 +142,13 @@ def _json(text: str, what: str):
         raise MalformedInput(f"{what} is not valid JSON: {show(str(exc).splitlines()[0], 80)}") from None
 
 
-def _int(value, what: str) -> int:
+def _int(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise MalformedInput(f"{what} must be an integer, got {show(value, 40)}")
     return value
 
 
-def _keys(obj, what: str, required: set, optional: set = frozenset()):
+def _keys(obj: object, what: str, required: Set[str], optional: Set[str] = frozenset()) -> None:
     if not isinstance(obj, dict):
         raise MalformedInput(f"{what} must be a JSON object")
     missing = required - obj.keys()
@@ -150,7 +160,7 @@ def _keys(obj, what: str, required: set, optional: set = frozenset()):
 
 
 # ------------------------------------------------------------------ container
-def _open(path: str):
+def _open(path: str) -> tuple[BinaryIO, int]:
     """A binary file object on a regular file (a FIFO or device is refused without blocking)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -166,7 +176,7 @@ def _open(path: str):
     return os.fdopen(fd, "rb"), info.st_size
 
 
-def _read_exactly(fh, n: int, what: str) -> bytes:
+def _read_exactly(fh: BinaryIO, n: int, what: str) -> bytes:
     try:
         raw = fh.read(n)
     except OSError as exc:
@@ -176,7 +186,7 @@ def _read_exactly(fh, n: int, what: str) -> bytes:
     return raw
 
 
-def _header(fh, size: int, digest):
+def _header(fh: BinaryIO, size: int, digest: _Digest) -> tuple[dict[str, Any], int]:
     """The header dict and the size of the data section; ``digest`` (a hashlib object) takes every byte read."""
     if size < 8:
         raise MalformedInput("truncated file: no header length")
@@ -199,12 +209,12 @@ def _header(fh, size: int, digest):
     return header, size - 8 - n
 
 
-def _layout(header: dict, data_size: int) -> dict:
+def _layout(header: dict[str, Any], data_size: int) -> _Layout:
     """name -> (shape, begin, end), validated; the spans cover the data exactly once."""
     entries = {k: v for k, v in header.items() if k != "__metadata__"}
     if len(entries) > MAX_TENSORS:
         raise LimitExceeded(f"{len(entries)} tensors, limit {MAX_TENSORS}")
-    layout = {}
+    layout: _Layout = {}
     for name, info in entries.items():
         what = f"tensor {show(name)}"
         _keys(info, what, {"dtype", "shape", "data_offsets"})
@@ -239,10 +249,12 @@ def _layout(header: dict, data_size: int) -> dict:
     return layout
 
 
-def _tensor_data(fh, start: int, shape, begin: int, end: int, what: str, keep: bool, digest):
+def _tensor_data(fh: BinaryIO, start: int, shape: tuple[int, int], begin: int, end: int, what: str, keep: bool,
+                 digest: _Digest) -> np.ndarray | None:
     """The tensor as a read-only array (``keep``), or None after checking it chunk by chunk."""
     fh.seek(start + begin)
-    pos, parts = begin, []
+    pos = begin
+    parts: list[np.ndarray] = []
     while pos < end or (keep and not parts):
         step = end - pos if keep else min(_CHUNK, end - pos)
         raw = _read_exactly(fh, step, f"{what} data")
@@ -256,7 +268,7 @@ def _tensor_data(fh, start: int, shape, begin: int, end: int, what: str, keep: b
 
 
 # ------------------------------------------------------------------ claims
-def _tensor(name, layout: dict, what: str, nonempty: bool = False) -> str:
+def _tensor(name: object, layout: _Layout, what: str, nonempty: bool = False) -> str:
     if not isinstance(name, str):
         raise MalformedInput(f"{what} must be a tensor name (string)")
     if name not in layout:
@@ -266,7 +278,7 @@ def _tensor(name, layout: dict, what: str, nonempty: bool = False) -> str:
     return name
 
 
-def _claim(obj, what: str, kinds: dict, layout: dict) -> Claim:
+def _claim(obj: Any, what: str, kinds: Mapping[str, Mapping[str, str]], layout: _Layout) -> Claim:
     _keys(obj, what, {"rank", "witness"})
     rank = _int(obj["rank"], f"{what} rank")
     if rank < 0:
@@ -279,7 +291,7 @@ def _claim(obj, what: str, kinds: dict, layout: dict) -> Claim:
         raise MalformedInput(f"{what}: unknown witness kind {show(kind, 40)}")
     spec = kinds[kind]
     _keys(witness, f"{what} witness", {"kind", *spec})
-    fields = {}
+    fields: dict[str, Any] = {}
     for key, typ in spec.items():
         if typ == "tensor":
             fields[key] = _tensor(witness[key], layout, f"{what} witness {key}")
@@ -290,7 +302,7 @@ def _claim(obj, what: str, kinds: dict, layout: dict) -> Claim:
     return Claim(rank, kind, fields)
 
 
-def _cell(obj, index: int, layout: dict) -> Cell:
+def _cell(obj: Any, index: int, layout: _Layout) -> Cell:
     what = f"cell {index}"
     _keys(obj, what, {"id", "eps", "target", "lower", "upper"}, {"provenance"})
     if not isinstance(obj["id"], str):
@@ -320,7 +332,7 @@ def _cell(obj, index: int, layout: dict) -> Cell:
     return Cell(spec, eps, tgt)
 
 
-def _odd_map_shapes(fields: dict, target: tuple, layout: dict, what: str) -> None:
+def _odd_map_shapes(fields: dict[str, Any], target: tuple[int, int], layout: _Layout, what: str) -> None:
     """An odd map's labels are (3^d - 1) x 2 with 1 <= d <= MAX_ODDMAP_DIM; its points have n columns."""
     (V, two), points = layout[fields["labels"]][0], layout[fields["points"]][0]
     d = dimension(V)
@@ -332,10 +344,10 @@ def _odd_map_shapes(fields: dict, target: tuple, layout: dict, what: str) -> Non
         raise MalformedInput(f"{what} points have {points[1]} columns, the target has {target[1]}")
 
 
-def _odd_map_labels(cell: Cell, tensors: dict, seen: set) -> None:
+def _odd_map_labels(cell: Cell, tensors: dict[str, np.ndarray], seen: set[tuple[str, int]]) -> None:
     """Every label is (integer row of the target, +1 or -1); each (labels, rows) pair is read once."""
     rows = tensors[cell.target.matrix].shape[0]
-    key = (cell.lower.fields["labels"], rows)
+    key = (cast(str, cell.lower.fields["labels"]), rows)   # a tensor name: checked by _claim
     if key in seen:
         return
     try:
@@ -349,7 +361,7 @@ def _odd_map_labels(cell: Cell, tensors: dict, seen: set) -> None:
     seen.add(key)
 
 
-def _document(header: dict) -> list:
+def _document(header: dict[str, Any]) -> list[Any]:
     """The claim document's cells (a non-empty JSON array), checked up to the cells themselves."""
     metadata = header.get("__metadata__")
     if not isinstance(metadata, dict) or "softrank" not in metadata:
@@ -375,14 +387,14 @@ def _document(header: dict) -> list:
     return cells
 
 
-def _names(cell: Cell) -> set:
+def _names(cell: Cell) -> set[str | None]:
     names = {cell.target.matrix, cell.target.logits}
     for claim in (cell.lower, cell.upper):
         names.update(v for v in claim.fields.values() if isinstance(v, str))
     return names - {None}
 
 
-def read_bracket_file(path, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> BracketFile:
+def read_bracket_file(path: str | os.PathLike[str], max_tensor_bytes: int = MAX_TENSOR_BYTES) -> BracketFile:
     """Read and validate a bracket file; raise ``MalformedInput`` with a one-line reason. The tensors the
     cells name are kept in memory: their declared bytes are checked against ``max_tensor_bytes`` first."""
     path = os.fspath(path)
@@ -394,30 +406,30 @@ def read_bracket_file(path, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> Bracket
         cells = _document(header)
         layout = _layout(header, data_size)
         parsed = tuple(_cell(c, i, layout) for i, c in enumerate(cells))
-        seen = set()
+        seen: set[Any] = set()
         for c in parsed:
             if c.id in seen:
                 raise MalformedInput(f"duplicate cell id {show(c.id)}")
             seen.add(c.id)
-        used = set().union(*map(_names, parsed))
+        used: set[str | None] = set().union(*map(_names, parsed))
         kept = sum(end - begin for name, (_, begin, end) in layout.items() if name in used)
         if kept > max_tensor_bytes:
             raise LimitExceeded(f"the tensors that the cells name hold {kept} bytes, limit {max_tensor_bytes} "
                                 "(raise it with --max-tensor-bytes)")
         start = size - data_size
-        tensors = {}
+        tensors: dict[str, np.ndarray] = {}
         for name, (shape, begin, end) in sorted(layout.items(), key=lambda item: item[1][1]):
             array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", name in used, digest)
             if array is not None:
                 tensors[name] = array
-    seen: set = set()
+    seen = set()
     for c in parsed:
         if c.lower.kind == "odd_map":
             _odd_map_labels(c, tensors, seen)
     return BracketFile(path, parsed, tensors, header_sha256, digest.hexdigest())
 
 
-def header_facts(path) -> tuple[int, str]:
+def header_facts(path: str | os.PathLike[str]) -> tuple[int, str]:
     """The number of cells of a bracket file and the SHA-256 of its header, from the header alone
     (raises ``MalformedInput``)."""
     fh, size = _open(os.fspath(path))

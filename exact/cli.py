@@ -26,7 +26,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any, cast
 
 from flint import arb, fmpq
 
@@ -42,9 +44,13 @@ _OUT_OF_MEMORY = "out of memory"
 _CHANGED = "the file changed while it was being verified"
 #: Characters of a cell id shown in the table (escaped first; the JSON output keeps it whole).
 ID_CHARS = 40
+#: A worker's task: (path, cell indices or None, max work, max tensor bytes, (cells, header sha256) seen or None).
+_Task = tuple[str, "list[int] | None", int, int, "tuple[int, str | None] | None"]
+#: A worker's outcome: (path, reports as JSON dicts or None, error or None, the file's sha256 or None).
+_Outcome = tuple[str, "list[dict[str, Any]] | None", "str | None", "str | None"]
 
 
-def _approx(q) -> str:
+def _approx(q: fmpq | None) -> str:
     """A short decimal image of an exact rational, for the human table only."""
     if q is None:
         return "-"
@@ -60,7 +66,7 @@ def _clean(text: str) -> str:
     return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
 
 
-def _judge(task):
+def _judge(task: _Task) -> _Outcome:
     """Worker: (path, indices, max_work, max_bytes, (cells, header sha256) the parent saw or None)
     -> (path, reports as JSON dicts, error, the file's sha256)."""
     path, indices, max_work, max_bytes, seen = task
@@ -76,9 +82,9 @@ def _judge(task):
         return path, None, _OUT_OF_MEMORY, None
 
 
-def _tasks(paths, workers, max_work, max_bytes):
+def _tasks(paths: list[str], workers: int, max_work: int, max_bytes: int) -> list[_Task]:
     """One task per file, or with workers its cells dealt out in up to ``workers`` chunks."""
-    tasks = []
+    tasks: list[_Task] = []
     for p in paths:
         try:
             count, header = header_facts(p) if workers > 1 else (0, None)
@@ -92,10 +98,10 @@ def _tasks(paths, workers, max_work, max_bytes):
     return tasks
 
 
-def _run(tasks, workers):
+def _run(tasks: list[_Task], workers: int) -> list[_Outcome]:
     if workers <= 1 or len(tasks) <= 1:
         return [_judge(t) for t in tasks]
-    outcomes = []
+    outcomes: list[_Outcome] = []
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
         futures = [pool.submit(_judge, t) for t in tasks]
         for task, future in zip(tasks, futures):
@@ -106,14 +112,15 @@ def _run(tasks, workers):
     return outcomes
 
 
-def _distinct(paths):
+def _distinct(paths: list[str]) -> list[str]:
     """The paths, each file once (the first path that names it): files are told apart by device and
     inode, paths that cannot be read by their text (they are refused with their own message)."""
-    seen, out = set(), []
+    seen: set[object] = set()
+    out: list[str] = []
     for p in paths:
         try:
             info = os.stat(p)
-            key = (info.st_dev, info.st_ino)
+            key: object = (info.st_dev, info.st_ino)
         except (OSError, ValueError):
             key = p
         if key not in seen:
@@ -122,7 +129,7 @@ def _distinct(paths):
     return out
 
 
-def main(argv=None, prog: str = "python -m exact") -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m exact") -> int:
     parser = OneLineParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -143,7 +150,9 @@ def main(argv=None, prog: str = "python -m exact") -> int:
         parser.error("--max-tensor-bytes must be >= 0")
 
     files = _distinct(args.files)
-    cells, errors, digests = [], {}, {}
+    cells: list[dict[str, Any]] = []
+    errors: dict[str, str] = {}
+    digests: dict[str, str | None] = {}
     for path, reports, error, digest in _run(_tasks(files, args.workers, args.max_work, args.max_tensor_bytes),
                                              args.workers):
         if error is None and digests.setdefault(path, digest) != digest:
@@ -151,7 +160,7 @@ def main(argv=None, prog: str = "python -m exact") -> int:
         if error is not None:
             errors.setdefault(path, error)
         else:
-            cells.extend(dict(r, file=path) for r in reports)
+            cells.extend(dict(r, file=path) for r in cast("list[dict[str, Any]]", reports))   # no error: reports
     cells = [c for c in cells if c["file"] not in errors]          # a refused file contributes no cell
     order = {p: i for i, p in enumerate(files)}
     cells.sort(key=lambda c: (order[c["file"]], c["index"]))
@@ -169,7 +178,7 @@ def main(argv=None, prog: str = "python -m exact") -> int:
     return ExitCode.OK if all_verified else ExitCode.REFUTED
 
 
-def _side(c: dict, s: str) -> str:
+def _side(c: dict[str, Any], s: str) -> str:
     ok = "verified" if c[f"{s}_verified"] else "REFUTED"
     margin = c[f"{s}_margin"]
     text = f"{ok} {c[f'{s}_witness']} margin {_approx(fmpq(margin)) if margin else '-'}"
@@ -181,7 +190,7 @@ def _side(c: dict, s: str) -> str:
     return text
 
 
-def _slack(c: dict) -> str:
+def _slack(c: dict[str, Any]) -> str:
     if c["slack"] is None:
         return ""
     bound = c["slack_bound"]
@@ -196,7 +205,7 @@ def _short_id(text: str) -> str:
     return shown if len(shown) <= ID_CHARS else shown[:ID_CHARS - 3] + "..."
 
 
-def _print_table(cells, refused: int) -> None:
+def _print_table(cells: list[dict[str, Any]], refused: int) -> None:
     # The margins and slack here are this checker's own canonical "p/q" output,
     # which may exceed the input limit MAX_NUMBER_CHARS (a margin's denominator
     # is a product of several inputs'): read them back with flint's parser.

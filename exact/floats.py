@@ -32,6 +32,8 @@ Algorithms*, 2nd ed., 2.2, 3.1, 3.5; u = 2^-53, ``g_n = (n + 2) 2^-52``):
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .limits import charge
@@ -58,14 +60,16 @@ TINY = 2.0**-1022
 _GRID_MIN, _GRID_MAX = 2.0**-450, 2.0**450
 #: An operand needing more slices than this (a huge exponent spread) goes to FLINT instead.
 MAX_SLICES = 6
+#: A value of the filter: ``(hi, lo, error bound)``, hi exact, lo and the bound None when zero.
+_Value = tuple[Any, Any, Any]
 
 
-def up(x):
+def up(x: Any) -> Any:
     """At least the float after x."""
     return x + (np.abs(x) * 2.0**-52 + TINY)
 
 
-def down(x):
+def down(x: Any) -> Any:
     """At most the float before x."""
     return x - (np.abs(x) * 2.0**-52 + TINY)
 
@@ -75,12 +79,12 @@ def g(n: int) -> float:
     return (n + 2) * 2.0**-52
 
 
-def _sum_up(M: np.ndarray) -> np.ndarray:
+def _sum_up(M: np.ndarray) -> Any:
     """Upper bounds of the row sums of a non-negative matrix."""
     return up(M.sum(axis=1) * (1 + g(M.shape[1])))
 
 
-def _mv_up(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _mv_up(M: np.ndarray, x: np.ndarray) -> Any:
     """An upper bound of ``M x`` for non-negative M and x."""
     return up(up(up(M @ x) * (1 + g(M.shape[1]))) + M.shape[1] * TINY)
 
@@ -105,7 +109,8 @@ def _tau(k: int) -> int:
     return tau
 
 
-def _split(M: np.ndarray, axis: int, tau: int, sigma=None):
+def _split(M: np.ndarray, axis: int, tau: int,
+           sigma: Any = None) -> tuple[np.ndarray, np.ndarray, Any] | None:
     """One ExtractScalar step per row (axis 1) or column (axis 0): ``(M1, M - M1, sigma)``.
 
     ``sigma = 2^(e + 1 + tau)`` with ``max |M| < 2^e`` unless given; None when a grid of a
@@ -121,9 +126,11 @@ def _split(M: np.ndarray, axis: int, tau: int, sigma=None):
     return M1, M - M1, sigma
 
 
-def _slices(M: np.ndarray, axis: int, tau: int):
+def _slices(M: np.ndarray, axis: int, tau: int) -> list[np.ndarray] | None:
     """Floats whose exact sum is M, each fit for an exact product (None past MAX_SLICES)."""
-    out, rest, sigma = [], M, None
+    out: list[np.ndarray] = []
+    rest: np.ndarray = M
+    sigma: Any = None
     while rest.any():
         step = None if len(out) == MAX_SLICES else _split(rest, axis, tau, sigma)
         if step is None:
@@ -134,14 +141,14 @@ def _slices(M: np.ndarray, axis: int, tau: int):
     return out
 
 
-def exact_pieces(left: list, right: np.ndarray, max_pieces: int = 256):
+def exact_pieces(left: list[np.ndarray], right: np.ndarray, max_pieces: int = 256) -> list[np.ndarray] | None:
     """Floats whose exact sum is ``(sum of left) right``: products of slices, each exact.
 
     None when an operand needs too many slices or the pieces would exceed ``max_pieces``.
     """
     tau = _tau(right.shape[0])
-    columns = _slices(right, 0, tau)
-    out = []
+    columns: Any = _slices(right, 0, tau)          # None: too many slices (then no piece is made)
+    out: list[np.ndarray] = []
     for V in left:
         rows = None if columns is None else _slices(V, 1, tau)
         if rows is None or len(out) + len(rows) * len(columns) > max_pieces:
@@ -152,7 +159,7 @@ def exact_pieces(left: list, right: np.ndarray, max_pieces: int = 256):
 
 
 # ------------------------------------------------------------------ the filter
-def _product(X: tuple, Y: tuple):
+def _product(X: _Value, Y: _Value) -> _Value | None:
     """``(Xh + Xl + dX)(Yh + Yl + dY)`` as ``(T, rest, beta)``: T exact, beta bounding the row sums of
     ``|product - T - rest|`` (lo parts and error bounds may be None: zero).
 
@@ -186,7 +193,7 @@ def _product(X: tuple, Y: tuple):
     return sx[0] @ sy[0], rest, up(err + len(pairs) * k * (n + 1) * TINY)
 
 
-def row_bounds(C: np.ndarray, factors: list):
+def row_bounds(C: np.ndarray, factors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
     """``(lo, hi)``: float bounds of the exact row l1 sums of ``C - F1 ... Fr`` (None: no bound).
 
     The chain is multiplied in the cheaper order; each value is kept as
@@ -216,7 +223,7 @@ def row_bounds(C: np.ndarray, factors: list):
     return lo_sum, hi_sum
 
 
-def right_first(shapes: list) -> bool:
+def right_first(shapes: list[tuple[int, int]]) -> bool:
     """Whether ``F1 ... Fr`` (these shapes) is cheaper multiplied from the right than from the left."""
     widths = [m for m, _ in shapes] + [shapes[-1][1]]
     from_right = sum(widths[j] * widths[j + 1] * widths[-1] for j in range(len(shapes) - 1))
@@ -224,10 +231,10 @@ def right_first(shapes: list) -> bool:
     return from_right <= from_left
 
 
-def _chain(factors: list):
+def _chain(factors: list[np.ndarray]) -> _Value | None:
     """``F1 ... Fr`` as a filter value, multiplied in the cheaper order."""
     if right_first([F.shape for F in factors]):
-        value = (factors[-1], None, None)
+        value: _Value | None = (factors[-1], None, None)
         for F in reversed(factors[:-1]):
             value = None if value is None else _product((F, None, None), value)
     else:

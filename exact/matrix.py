@@ -16,7 +16,9 @@ True
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
+from typing import Any, cast
 
 import numpy as np
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
@@ -28,7 +30,7 @@ from .rational import to_fmpq
 __all__ = ["ExactMatrix", "check_float64_matrix"]
 
 
-def check_float64_matrix(a, what: str = "matrix", allow_empty: bool = True) -> np.ndarray:
+def check_float64_matrix(a: object, what: str = "matrix", allow_empty: bool = True) -> np.ndarray:
     """Refuse anything but a finite 2-D float64 array within the size limits.
 
     A side of length 0 is allowed (a rank-0 factor P of shape m x 0) unless
@@ -103,7 +105,13 @@ class ExactMatrix:
 
     __slots__ = ("_num", "_den", "_bits", "_shape", "floats")
 
-    def __init__(self, num: fmpz_mat, den, bits: int | None = None):
+    _num: fmpz_mat | None          # None until a matrix read from floats is converted
+    _den: fmpz | None
+    _bits: int | None
+    _shape: tuple[int, int]
+    floats: np.ndarray | None
+
+    def __init__(self, num: fmpz_mat, den: int | fmpz, bits: int | None = None):
         if not isinstance(num, fmpz_mat):
             raise TypeError("num must be an fmpz_mat")
         den = fmpz(den)
@@ -116,7 +124,7 @@ class ExactMatrix:
 
     # construction -----------------------------------------------------------
     @classmethod
-    def from_float64(cls, a, what: str = "matrix") -> "ExactMatrix":
+    def from_float64(cls, a: object, what: str = "matrix") -> "ExactMatrix":
         """The exact value of a finite 2-D float64 array (converted when first needed)."""
         return cls._of_floats(check_float64_matrix(a, what))
 
@@ -124,11 +132,11 @@ class ExactMatrix:
     def _of_floats(cls, a: np.ndarray) -> "ExactMatrix":
         obj = cls.__new__(cls)
         obj._num = obj._den = obj._bits = None
-        obj._shape, obj.floats = a.shape, a
+        obj._shape, obj.floats = (a.shape[0], a.shape[1]), a
         return obj
 
     def _convert(self) -> None:
-        limbs, shift = _dyadic_limbs(self.floats)
+        limbs, shift = _dyadic_limbs(cast(np.ndarray, self.floats))   # set when _num is None
         m, n = self._shape
         charge(m * n * len(limbs), f"converting a {m} x {n} tensor to {len(limbs)}-word integers")
         num = fmpz_mat(m, n, limbs[0].ravel().tolist())
@@ -141,19 +149,19 @@ class ExactMatrix:
     def num(self) -> fmpz_mat:
         if self._num is None:
             self._convert()
-        return self._num
+        return cast(fmpz_mat, self._num)
 
     @property
     def den(self) -> fmpz:
         if self._den is None:
             self._convert()
-        return self._den
+        return cast(fmpz, self._den)
 
     @property
     def bits(self) -> int:
         if self._bits is None:
             self._convert()
-        return self._bits
+        return cast(int, self._bits)
 
     @classmethod
     def from_fmpq_mat(cls, m: fmpq_mat) -> "ExactMatrix":
@@ -165,7 +173,7 @@ class ExactMatrix:
         return cls(fmpz_mat(m.nrows(), m.ncols(), ints), den)
 
     @classmethod
-    def from_rationals(cls, rows) -> "ExactMatrix":
+    def from_rationals(cls, rows: Any) -> "ExactMatrix":
         """From a list of rows of ints, Fractions, fmpq or rational strings."""
         rows = [list(r) for r in rows]
         if not rows or not rows[0] or any(len(r) != len(rows[0]) for r in rows):
@@ -199,9 +207,10 @@ class ExactMatrix:
     def entry(self, i: int, j: int) -> fmpq:
         if not (0 <= i < self.nrows and 0 <= j < self.ncols):
             raise IndexError(f"entry ({i}, {j}) outside shape {self.shape}")
-        return fmpq(self.num[i, j], self.den)
+        value: fmpq = fmpq(self.num[i, j], self.den)
+        return value
 
-    def rows(self, index) -> "ExactMatrix":
+    def rows(self, index: Iterable[int]) -> "ExactMatrix":
         """The rows ``index`` (a sequence of ints), exactly."""
         index = [int(i) for i in index]
         if self.floats is not None:
@@ -214,7 +223,7 @@ class ExactMatrix:
     def to_fmpq_mat(self) -> fmpq_mat:
         return fmpq_mat(self.num) / self.den
 
-    def to_fractions(self):
+    def to_fractions(self) -> list[list[Fraction]]:
         d = int(self.den)
         n = self.ncols
         flat = [Fraction(int(x), d) for x in self.num.entries()]
@@ -235,7 +244,7 @@ class ExactMatrix:
     @property
     def T(self) -> "ExactMatrix":
         if self._num is None:
-            return ExactMatrix._of_floats(self.floats.T)
+            return ExactMatrix._of_floats(cast(np.ndarray, self.floats).T)   # set when _num is None
         out = ExactMatrix(self.num.transpose(), self.den, self.bits)
         out.floats = None if self.floats is None else self.floats.T
         return out
@@ -248,7 +257,7 @@ class ExactMatrix:
         charge(m * k * n * _words(bits), f"an exact {m} x {k} x {n} product of {bits}-bit integers")
         return ExactMatrix(self.num * other.num, self.den * other.den, bits)
 
-    def _common(self, other: "ExactMatrix"):
+    def _common(self, other: "ExactMatrix") -> tuple[fmpz_mat, fmpz_mat, fmpz, int]:
         if self.shape != other.shape:
             raise ValueError(f"shapes {self.shape} and {other.shape} differ")
         den = self.den.lcm(other.den)
@@ -265,14 +274,14 @@ class ExactMatrix:
         a, b, den, bits = self._common(other)
         return ExactMatrix(a + b, den, bits)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, ExactMatrix) or self.shape != other.shape:
             return False
         return (self - other).is_zero()
 
-    __hash__ = None
+    __hash__ = None   # type: ignore[assignment]  # unhashable: a mutable-looking value type, compared exactly
 
-    def scale(self, q) -> "ExactMatrix":
+    def scale(self, q: object) -> "ExactMatrix":
         q = to_fmpq(q)
         return ExactMatrix(self.num * q.p, self.den * q.q, self.bits + q.p.bit_length())
 

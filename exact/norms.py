@@ -27,6 +27,9 @@ blocks of rows. The floats only choose rows; the norm is always exact.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 import numpy as np
 from flint import fmpq, fmpz, fmpz_mat
 
@@ -42,6 +45,11 @@ ROW_BLOCK = 256
 FEW_ROWS = 8
 
 
+def _floats(M: ExactMatrix) -> np.ndarray:
+    """The floats of a matrix read from float64 (the callers checked that it has them)."""
+    return cast(np.ndarray, M.floats)
+
+
 def _exact_row_l1(M: ExactMatrix) -> fmpq:
     """``||M||_row1`` from the integer entries."""
     m, n = M.shape
@@ -51,7 +59,7 @@ def _exact_row_l1(M: ExactMatrix) -> fmpq:
     return fmpq(best, M.den)
 
 
-def _signed_sum(blocks: list, signs: list) -> ExactMatrix:
+def _signed_sum(blocks: list[np.ndarray], signs: list[int]) -> ExactMatrix:
     """``sum_t signs[t] blocks[t]`` exactly, for float blocks of one shape (r x n): one conversion of
     the blocks side by side (or stacked, whichever makes the +-1 coefficient matrix smaller), one product.
 
@@ -79,7 +87,7 @@ def _signed_sum(blocks: list, signs: list) -> ExactMatrix:
     return (stacked @ K if side else K @ stacked).scale(fmpq(2) ** low)
 
 
-def _pieces_l1(C: np.ndarray, factors: list, rows) -> fmpq | None:
+def _pieces_l1(C: np.ndarray, factors: list[np.ndarray], rows: np.ndarray) -> fmpq | None:
     """The largest l1 sum of the rows ``rows`` of ``C - F1 ... Fr``, from exact float pieces."""
     if not factors:                                   # the row sums of |C|: |C| times a column of ones
         best, step = fmpq(0), max(1, 2**20 // max(C.shape[1], 1))
@@ -98,7 +106,7 @@ def _pieces_l1(C: np.ndarray, factors: list, rows) -> fmpq | None:
     return _exact_row_l1(_signed_sum([C[rows]] + pieces, [1] + [-1] * len(pieces)))
 
 
-def residual_row_l1(C: ExactMatrix, factors=()) -> fmpq:
+def residual_row_l1(C: ExactMatrix, factors: Iterable[ExactMatrix] = ()) -> fmpq:
     """``||C - F1 F2 ... Fr||_row1``, exactly."""
     if 0 in C.shape:                             # no rows, or rows of no entries (a rank-0 witness)
         return fmpq(0)
@@ -107,14 +115,14 @@ def residual_row_l1(C: ExactMatrix, factors=()) -> fmpq:
     bounds = None
     if floats and C.nrows > 1:
         charge(C.nrows * C.ncols, "the float filter")
-        bounds = row_bounds(C.floats, [F.floats for F in factors])
+        bounds = row_bounds(_floats(C), [_floats(F) for F in factors])
     if bounds is None:
         chosen = np.arange(C.nrows)
     else:
         lo, hi = bounds
         chosen = np.flatnonzero(hi >= lo.max())
     if floats and (len(chosen) <= FEW_ROWS or not factors):
-        norm = _pieces_l1(C.floats, [F.floats for F in factors], chosen)
+        norm = _pieces_l1(_floats(C), [_floats(F) for F in factors], chosen)
         if norm is not None:
             return norm
     whole = bounds is None and len(chosen) <= ROW_BLOCK

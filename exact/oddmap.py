@@ -47,7 +47,10 @@ from flint import fmpq
 from .errors import LimitExceeded
 from .limits import charge
 from .matrix import ExactMatrix
-from .verdict import Verdict, fresh, refuted, verified
+from .verdict import Cache, Verdict, fresh, refuted, verified
+
+#: A vertex label: (row of the target, sign +1 or -1).
+Label = tuple[int, int]
 
 __all__ = ["MAX_ODDMAP_DIM", "FACET_UNITS", "OddMapWitness", "check_odd_map", "dimension", "label_sets", "labels_of"]
 
@@ -62,7 +65,7 @@ FACET_UNITS = 2**7
 class OddMapWitness:
     """A vertex labelling of the subdivided cross-polytope and one point per facet label set."""
 
-    labels: tuple            # ((row, sign), ...), one per vertex in the documented order
+    labels: tuple[Label, ...]    # ((row, sign), ...), one per vertex in the documented order
     points: ExactMatrix      # S x n
     kind = "odd_map"
 
@@ -75,7 +78,7 @@ def dimension(vertices: int) -> int | None:
     return d if count == vertices else None
 
 
-def labels_of(rows) -> tuple:
+def labels_of(rows: object) -> tuple[Label, ...]:
     """(row, sign) pairs from a V x 2 float array of integer rows (|row| < 2^53) and signs +1 or -1;
     ValueError on anything else."""
     a = np.asarray(rows, dtype=np.float64)
@@ -85,17 +88,19 @@ def labels_of(rows) -> tuple:
     if not ok.all():
         k = int(np.argmin(ok))
         raise ValueError(f"label {k} is ({float(a[k, 0])!r}, {float(a[k, 1])!r}), not (integer row, +1 or -1)")
-    return tuple(map(tuple, a.astype(np.int64).tolist()))
+    pairs: list[list[int]] = a.astype(np.int64).tolist()
+    return tuple((p[0], p[1]) for p in pairs)
 
 
-def label_sets(labels: tuple, d: int) -> list:
+def label_sets(labels: tuple[Label, ...], d: int) -> list[tuple[Label, ...]]:
     """The distinct label sets of the facets (maximal chains), sorted; the walk is charged."""
     facets = 2**d * math.factorial(d)
     charge(FACET_UNITS * d * facets, f"walking the {facets} facets of a d = {d} odd map")
-    middle, sets = (3**d - 1) // 2, set()
+    middle = (3**d - 1) // 2
+    sets: set[tuple[Label, ...]] = set()
     weight = [3 ** (d - 1 - c) for c in range(d)]
 
-    def grow(code: int, free: tuple, acc: frozenset) -> None:
+    def grow(code: int, free: tuple[int, ...], acc: frozenset[Label]) -> None:
         if not free:
             sets.add(tuple(sorted(acc)))
             return
@@ -109,13 +114,13 @@ def label_sets(labels: tuple, d: int) -> list:
     return sorted(sets)
 
 
-def _lowest(A: ExactMatrix, points: ExactMatrix, sets: list) -> tuple:
+def _lowest(A: ExactMatrix, points: ExactMatrix, sets: list[tuple[Label, ...]]) -> tuple[fmpq, int, Label]:
     """``min s (a_i . x_S)`` over the sets S and their labels (i, s), with the (S, label) that attains it."""
     values = A @ points.T                                    # m x S, exact
     return min((s * values.entry(i, j), j, (i, s)) for j, S in enumerate(sets) for i, s in S)
 
 
-def check_odd_map(A: ExactMatrix, w: OddMapWitness, eps: fmpq, rank: int, cache=fresh) -> Verdict:
+def check_odd_map(A: ExactMatrix, w: OddMapWitness, eps: fmpq, rank: int, cache: Cache = fresh) -> Verdict:
     m, n = A.shape
     V = len(w.labels)
     d = dimension(V)

@@ -30,8 +30,10 @@ import functools
 import math
 import sys
 import threading
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from flint import arb, ctx, fmpq, fmpz
@@ -52,10 +54,13 @@ FLOAT_EXP_UNITS, FLOAT_DEV_UNITS, ARB_EXP_UNITS, ARB_DEV_UNITS = 40, 8, 512, 256
 #: Entries of an arb deviation sum between two comparisons with the slack.
 ARB_CHUNK = 64
 _PRECISION = threading.RLock()
+#: One row of the arb pass: ``(True, s)`` (the distance is above the stop s, an fmpq) or ``(False, the
+#: upper endpoint of the distance)`` (an fmpq, None where not finite).
+_ArbRow = tuple[bool, Any]
 
 
 @contextmanager
-def arb_precision(bits: int):
+def arb_precision(bits: int) -> Iterator[None]:
     """arb's working precision set to ``bits`` for the block and restored after it. FLINT keeps one
     precision per process: the lock keeps the threads that use this block from changing it under each other."""
     with _PRECISION, ctx.workprec(bits):
@@ -66,6 +71,7 @@ def _arb_upper_to_fmpq(x: arb) -> fmpq | None:
     """The exact rational value of the upper endpoint of an arb ball (None if not finite)."""
     if not x.is_finite():
         return None
+    exponent: int | fmpz
     mantissa, exponent = x.upper().man_exp()
     exponent = int(exponent)
     if exponent >= 0:
@@ -73,7 +79,8 @@ def _arb_upper_to_fmpq(x: arb) -> fmpq | None:
     return fmpq(mantissa, fmpz(2) ** (-exponent))
 
 
-def _arb_row(hrow: list, arows: dict, stops: dict) -> dict:
+def _arb_row(hrow: list[float], arows: dict[Any, list[float]],
+             stops: Mapping[Any, fmpq | None]) -> dict[Any, _ArbRow]:
     """One row: enclose ``e_j = exp(h_j)`` (arb exponents do not overflow) and ``Z = sum_j e_j`` once,
     then for each matrix row ``arows[k]`` the sum ``sum_j |e_j - a_j Z|``, ARB_CHUNK terms at a time.
     Returns k -> ``(False, upper endpoint of the sum / Z)`` (None: not finite), or ``(True, s)`` once
@@ -96,7 +103,7 @@ def _arb_row(hrow: list, arows: dict, stops: dict) -> dict:
     return out
 
 
-def _validated(H: np.ndarray, matrix) -> np.ndarray:
+def _validated(H: np.ndarray, matrix: object) -> np.ndarray:
     """``matrix`` as a checked float64 array of the shape of the (checked) logits ``H``."""
     A0 = check_float64_matrix(matrix, "matrix", allow_empty=False)
     if H.shape != A0.shape:
@@ -104,7 +111,7 @@ def _validated(H: np.ndarray, matrix) -> np.ndarray:
     return A0
 
 
-def softmax_slack_bound(logits, matrix) -> fmpq | None:
+def softmax_slack_bound(logits: object, matrix: object) -> fmpq | None:
     """A rigorous upper bound on ``||softmax_row(logits) - matrix||_row1`` (arb, tight).
 
     Returns None when an enclosure is not finite (the caller refuses).
@@ -178,7 +185,7 @@ def _float_row_bounds(H: np.ndarray, A0: np.ndarray) -> np.ndarray:
     return _float_deviation(_float_enclosure(H), A0)
 
 
-def _float_enclosure(H: np.ndarray):
+def _float_enclosure(H: np.ndarray) -> tuple[Any, Any, Any, Any]:
     """``(s_lo, s_hi, factor, bad)``: the quotient enclosures of ``_float_row_bounds``, the factor
     ``1 + g + 2^-50`` of its last step and the rows where no bound was proved; one per logits tensor."""
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
@@ -187,9 +194,10 @@ def _float_enclosure(H: np.ndarray):
     return s_lo, s_hi, 1 + g + 2.0**-50, bad | ~ok
 
 
-def _float_deviation(enclosure, A0: np.ndarray) -> np.ndarray:
+def _float_deviation(enclosure: tuple[Any, Any, Any, Any], A0: np.ndarray) -> np.ndarray:
     """The last step of ``_float_row_bounds`` for one matrix A0: its sum, times the factor (NaN where none)."""
     s_lo, s_hi, factor, bad = enclosure
+    dev: np.ndarray
     with np.errstate(over="ignore", invalid="ignore"):
         dev, _ = pairwise_row_sums(np.maximum(s_hi - A0, A0 - s_lo))
         dev = dev * factor
@@ -197,7 +205,7 @@ def _float_deviation(enclosure, A0: np.ndarray) -> np.ndarray:
     return dev
 
 
-def _exp_enclosure(H: np.ndarray):
+def _exp_enclosure(H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(lo, hi, bad)``: ``lo <= exp(h_j - max h) <= hi`` entrywise, in rows not ``bad`` (the steps of
     ``_float_row_bounds``'s docstring up to ``2^k p (1 +- delta)``)."""
     t = H - H.max(axis=1, keepdims=True)
@@ -217,7 +225,7 @@ def _exp_enclosure(H: np.ndarray):
     return lo, hi, bad
 
 
-def _quotient_enclosure(lo: np.ndarray, hi: np.ndarray):
+def _quotient_enclosure(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """``(s_lo, s_hi, g, ok)``: with ``Z`` between the row sums of lo and of hi, every ``e / Z`` with
     ``lo <= e <= hi`` lies in ``[s_lo, s_hi]`` (rows where ``ok``). The row sums, pairwise of depth L,
     are widened by ``g = (L + 2) 2^-52 + 2^-50`` and the quotients by ``2^-50`` relative."""
@@ -258,7 +266,11 @@ class SoftmaxSlacks:
     #: rows per block of the float bound (memory stays bounded on large targets)
     BLOCK_ENTRIES = 2**20
 
-    def __init__(self, logits, matrices: dict, plan: dict | None = None):
+    rows: dict[tuple[Any, int], _ArbRow]
+    refused: set[Any]
+
+    def __init__(self, logits: object, matrices: dict[Any, object],
+                 plan: Mapping[Any, Collection[fmpq]] | None = None):
         self.H = check_float64_matrix(logits, "logits", allow_empty=False)
         self.A0 = {k: _validated(self.H, A) for k, A in matrices.items()}
         m, n = self.H.shape
@@ -273,7 +285,7 @@ class SoftmaxSlacks:
         self.plan = {k: (max(s), ~(self.fasts[k] <= _below(min(s)))) for k, s in (plan or {}).items()}
         self.rows, self.refused = {}, set()    # (k, i) -> (above, value) of _arb_row; the ks with a row above
 
-    def bound(self, k, slack: fmpq) -> fmpq | None:
+    def bound(self, k: Any, slack: fmpq) -> fmpq | None:
         """A proved bound on the distance of matrix k, ``<= slack`` when one is found (None: none proved)."""
         ok = self.fasts[k] <= _below(slack)                # NaN rows are never ok
         bound = fmpq(*float(self.fasts[k][ok].max()).as_integer_ratio()) if ok.any() else fmpq(0)
@@ -284,7 +296,7 @@ class SoftmaxSlacks:
             bound = max(bound, value)
         return bound
 
-    def _row(self, k, i: int, slack: fmpq):
+    def _row(self, k: Any, i: int, slack: fmpq) -> _ArbRow:
         """Row i of matrix k by arb, with the planned matrices that need row i too (``plan``)."""
         done = self.rows.get((k, i))
         if done is None or (done[0] and done[1] < slack):
@@ -303,7 +315,7 @@ class SlackProof(SoftmaxSlacks):
     """One (logits, matrix) pair: ``fast``, its float row bounds; ``bound_for(slack)``; ``arb``, the rows
     that arb proved."""
 
-    def __init__(self, logits, matrix):
+    def __init__(self, logits: object, matrix: object):
         super().__init__(logits, {0: matrix})
         self.fast = self.fasts[0]
 
@@ -311,5 +323,5 @@ class SlackProof(SoftmaxSlacks):
         return self.bound(0, slack)
 
     @property
-    def arb(self) -> dict:
+    def arb(self) -> dict[int, _ArbRow]:
         return {i: result for (_, i), result in self.rows.items()}

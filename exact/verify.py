@@ -15,8 +15,12 @@ tensors it comes from. All exact work is metered (``exact.limits``).
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
+import numpy as np
 from flint import fmpq
 
 from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
@@ -25,10 +29,10 @@ from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, 
 from .errors import LimitExceeded
 from .limits import MAX_TENSOR_BYTES, MAX_WORK, work_limit
 from .matrix import ExactMatrix
-from .oddmap import labels_of
+from .oddmap import Label, labels_of
 from .rational import format_rational
 from .slack import SoftmaxSlacks
-from .verdict import Verdict, refuted
+from .verdict import Cache, Verdict, refuted
 
 __all__ = ["CellReport", "verify_cell", "verify_file", "judge_file"]
 
@@ -43,14 +47,15 @@ class CellReport:
     slack_bound: fmpq | None
     target_sha256: str
     logits_sha256: str | None
-    shape: tuple
+    shape: tuple[int, ...]
     index: int = 0
 
     @property
     def verified(self) -> bool:
         return self.lower.verified and self.upper.verified
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
+        q: Callable[[fmpq | None], str | None]
         q = lambda x: None if x is None else format_rational(x)
         return {
             "id": self.id, "index": self.index, "eps": q(self.eps), "shape": list(self.shape),
@@ -69,7 +74,13 @@ class CellReport:
 class _Exact:
     """A file's tensors as exact matrices and everything derived from them, each made once."""
 
-    def __init__(self, tensors: dict, cells=()):
+    matrices: dict[str, ExactMatrix]
+    slacks: dict[str, SoftmaxSlacks]
+    derived: dict[Any, Any]
+    hashes: dict[str | None, str]
+    plan: dict[str, dict[str, set[Any]]]
+
+    def __init__(self, tensors: dict[str, np.ndarray], cells: Iterable[Cell] = ()):
         self.tensors, self.matrices, self.slacks, self.derived, self.hashes = tensors, {}, {}, {}, {}
         self.plan = {}                    # logits -> matrix -> the slacks claimed for the pair (same shapes)
         for t in (c.target for c in cells):
@@ -82,7 +93,7 @@ class _Exact:
             self.hashes[name] = hashlib.sha256(self.tensors[name].tobytes()).hexdigest()
         return self.hashes.get(name)
 
-    def slack_bound(self, logits: str, matrix: str, slack: fmpq):
+    def slack_bound(self, logits: str, matrix: str, slack: fmpq) -> fmpq | None:
         """A proved bound on the slack of two named tensors, ``<= slack`` when one is found (K.5); one
         ``SoftmaxSlacks`` per logits tensor serves the matrices that ``plan`` pairs with it."""
         if logits not in self.slacks:
@@ -90,21 +101,22 @@ class _Exact:
             self.slacks[logits] = SoftmaxSlacks(self.tensors[logits], {k: self.tensors[k] for k in plan}, plan)
         return self.slacks[logits].bound(matrix, slack)
 
-    def cache_for(self, side: str, target: str, claim: Claim):
+    def cache_for(self, side: str, target: str, claim: Claim) -> Cache:
         """The ``cache`` of one side's check, keyed by the tensor names (and ints) it reads."""
         key = (side, claim.kind, target, tuple(sorted(claim.fields.items())))
 
-        def cache(what: str, compute):
+        def cache(what: str, compute: Callable[[], Any]) -> Any:
             if (key, what) not in self.derived:
                 self.derived[key, what] = compute()
             return self.derived[key, what]
         return cache
 
-    def labels(self, name: str) -> tuple:
+    def labels(self, name: str) -> tuple[Label, ...]:
         """An odd map's labels as (row, sign) pairs, read once per tensor."""
         if ("labels", name) not in self.derived:
             self.derived["labels", name] = labels_of(self.tensors[name])
-        return self.derived["labels", name]
+        labels: tuple[Label, ...] = self.derived["labels", name]
+        return labels
 
     def __call__(self, name: str) -> ExactMatrix:
         if name not in self.matrices:
@@ -112,9 +124,9 @@ class _Exact:
         return self.matrices[name]
 
 
-def _witness(side: str, claim: Claim, exact: _Exact):
+def _witness(side: str, claim: Claim, exact: _Exact) -> object:
     """The in-memory witness of one side, its tensors converted exactly."""
-    f, kind = claim.fields, claim.kind
+    f, kind = cast("dict[str, Any]", claim.fields), claim.kind   # names and ints, checked by the reader
     if kind == "trivial":
         return TrivialUpper() if side == "upper" else TrivialLower()
     if kind == "factors":
@@ -130,23 +142,26 @@ def _witness(side: str, claim: Claim, exact: _Exact):
     raise ValueError(f"unknown {side} witness kind {kind!r}")
 
 
-def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: int = 0) -> CellReport:
+def verify_cell(cell: Cell, tensors: dict[str, np.ndarray], exact: _Exact | None = None, index: int = 0) -> CellReport:
     exact = exact or _Exact(tensors, [cell])
     matrix = tensors[cell.target.matrix]
     A = exact(cell.target.matrix)
-    slack, bound, failure = cell.target.slack, None, None
+    slack = cell.target.slack
+    bound: fmpq | None = None
+    failure: str | None = None
     if cell.target.logits is not None:
         logits = tensors[cell.target.logits]
         if logits.shape != matrix.shape:
             failure = f"target logits {logits.shape} and matrix {matrix.shape} differ in shape"
         else:
+            slack = cast(fmpq, slack)                        # the reader reads it with the logits
             bound = exact.slack_bound(cell.target.logits, cell.target.matrix, slack)
             if bound is None or bound > slack:
                 failure = "target slack not proved"
     eps_lower = cell.eps + (slack or 0)
     eps_upper = cell.eps - (slack or 0)
 
-    def judge(side: str, claim: Claim, check, eps) -> Verdict:
+    def judge(side: str, claim: Claim, check: Callable[..., Verdict], eps: fmpq) -> Verdict:
         if failure:
             return refuted(claim.kind, claim.rank, failure, claimed=None if slack is None else f"slack = {slack}",
                            derived=None if bound is None else f"bound = {bound}")
@@ -169,11 +184,12 @@ def verify_cell(cell: Cell, tensors: dict, exact: _Exact | None = None, index: i
                         lower.margin, claimed=cell.lower.rank, derived=cell.upper.rank)
         upper = refuted(upper.kind, upper.rank, why + ("" if upper.verified else f"; {upper.reason}"),
                         upper.margin, claimed=cell.upper.rank, derived=cell.lower.rank)
-    return CellReport(cell.id, cell.eps, lower, upper, slack, bound, exact.sha256(cell.target.matrix),
+    return CellReport(cell.id, cell.eps, lower, upper, slack, bound, cast(str, exact.sha256(cell.target.matrix)),
                       exact.sha256(cell.target.logits), matrix.shape, index)
 
 
-def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple[list[CellReport], int]:
+def judge_file(bf: BracketFile, indices: Sequence[int] | None = None,
+               max_work: int = MAX_WORK) -> tuple[list[CellReport], int]:
     """The reports of the cells ``indices`` (default all) and the work units they took; raises
     ``LimitExceeded`` past ``max_work`` units."""
     chosen = range(len(bf.cells)) if indices is None else indices
@@ -183,7 +199,7 @@ def judge_file(bf: BracketFile, indices=None, max_work: int = MAX_WORK) -> tuple
     return reports, meter.used
 
 
-def verify_file(path, indices=None, max_work: int = MAX_WORK,
+def verify_file(path: str | os.PathLike[str], indices: Sequence[int] | None = None, max_work: int = MAX_WORK,
                 max_tensor_bytes: int = MAX_TENSOR_BYTES) -> list[CellReport]:
     """Read, validate and re-verify a bracket file (raises ``MalformedInput``)."""
     return judge_file(read_bracket_file(path, max_tensor_bytes), indices, max_work)[0]

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from exact.errors import ExitCode, one_line_error
-from numeric.panel.process import pinned_threads
+from numeric.runtime import pinned_threads
 
 #: Commands that never use torch: their threads are pinned without importing it.
 NO_TORCH = ("study",)
@@ -26,7 +26,7 @@ COMMANDS = {
 
 def main(argv=None) -> int:
     """Dispatch to a command; its process state (threads) is set here, once,
-    and restored when it returns (``numeric.panel.process.pinned_threads``)."""
+    and restored when it returns (``numeric.runtime.pinned_threads``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())

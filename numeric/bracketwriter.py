@@ -11,7 +11,7 @@ standard library), so every producer may import it: the float tier,
 ``oracles`` and ``proofs_checks`` (``tests/test_architecture.py``). The file
 is written through ``numeric.safeio.write_bytes``: atomically, and never over
 anything that is not a regular file (a link, a directory, a FIFO, a device
-node is refused with ``numeric.safeio.SafeIOError``, issue 25).
+node is refused with ``numeric.safeio.SafeIOError``; the trust model of docs/panel.md).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors.numpy import save
 
 from exact.bracketfile import FORMAT, VERSION
 from exact.cellspec import CellSpec
@@ -57,8 +58,6 @@ def write_bracket_file(path, cells: Sequence[CellSpec | Mapping[str, Any]], tens
     between it and ``path`` (``numeric.safeio``; default the file's directory).
     Returns the path written; ``numeric.safeio.SafeIOError`` when the path is refused.
     """
-    from safetensors.numpy import save
-
     out = {}
     for name, arr in tensors.items():
         a = np.ascontiguousarray(arr, dtype=np.float64)

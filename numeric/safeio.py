@@ -1,4 +1,4 @@
-"""File input and output that a hostile directory or output path cannot turn against the caller (issue 25).
+"""File input and output that a hostile directory or output path cannot turn against the caller.
 
 Every command that writes a file writes it through :func:`write_bytes` (or
 :func:`write_text`), and every read of an untrusted directory (a panel

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 
+import numpy as np
 from flint import fmpq, fmpz
 
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, TrivialLower, TrivialUpper,
@@ -34,6 +35,8 @@ from exact.matrix import ExactMatrix
 from exact.norms import row_l1_norm
 from exact.rational import format_rational, parse_rational
 from exact.verdict import Verdict, refuted
+from numeric.bracketwriter import write_bracket_file
+from numeric.safeio import SafeIOError, check_target, escape
 
 from ._exactlp import Infeasible, LPSolution, solve
 
@@ -533,9 +536,6 @@ def export_cells(path, cells: list[CellResult]) -> None:
     written (the defect terms of K.3 absorb the rounding of R). Raises
     :class:`ExportRefused` for a cell that cannot be carried.
     """
-    import numpy as np
-    from numeric.bracketwriter import write_bracket_file
-
     tensors, out = {}, []
     for n, cell in enumerate(cells):
         name = f"t={_fmt(cell.t)} s={_fmt(cell.s)} eps={_fmt(cell.eps)}"
@@ -626,8 +626,8 @@ def _tests_block(c: CellResult) -> str:
 
 
 def _facts_text(rs: RowStochasticFact, h: HierarchyFact) -> str:
-    ok = lambda b: "proved" if b else "NOT PROVED"  # noqa: E731
-    verdict = lambda x: "verified" if x.verified else ("passes" if x.passes else "fails")  # noqa: E731
+    ok = lambda b: "proved" if b else "NOT PROVED"
+    verdict = lambda x: "verified" if x.verified else ("passes" if x.passes else "fails")
     c = rs.cell
     f2 = h.frobenius_f2
     lines = [
@@ -681,7 +681,6 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print a JSON array, one object per cell")
     parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1)")
     args = parser.parse_args(argv)
-    from numeric.safeio import SafeIOError, check_target, escape
 
     given = [v is not None for v in (args.t, args.s, args.eps)]
     try:

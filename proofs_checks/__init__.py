@@ -1,4 +1,4 @@
-"""Exact regression checks of the paper's appendix constructions (issue 6).
+"""Exact regression checks of the paper's appendix constructions.
 
 ``python -m proofs_checks`` runs them all; ``all_checks()`` lists them in the
 paper's order. See ``docs/proofs-checks.md`` for what each one proves.

@@ -1,4 +1,4 @@
-"""Run the appendix constructions as exact regression checks (issue 6).
+"""Run the appendix constructions as exact regression checks.
 
 Each check proves (or, where the paper gives only a heading, checks the
 smallest honest instance of) one appendix statement with exact rationals,

@@ -1,11 +1,11 @@
-"""Odd-map certificates on real attention cells: do they prove more than the verified L? (issue 17 item 2)
+"""Odd-map certificates on real attention cells: do they prove more than the verified L?
 
 Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo roster (``DEMO_HEADS`` x
 ``DEMO_SOURCES``), 256 x 256 softmax targets, eps 1/10, 1/4, 1/2 (``--eps``); a (head, source) in
 both is one matrix. ``search_brackets`` (seed 0, ``--effort``) gives each verified bracket [L, U];
 open cells with 1 <= L <= 7 are kept. Per kept cell an odd-map certificate (MATH.md section 2, the
 kind of ``exact/oddmap.py``) for ``r_eps(A) >= d = L + 1`` is sought at ``eps + slack``
-(K.5, as every softmax lower witness), by the route of issue 17:
+(K.5, as every softmax lower witness), by the route of the reference search:
 
 1. a pool of ``--pool`` rows: the verified row-side witness's rows, then
    farthest-first in l1 (``far_order``), sorted by index;

@@ -1,4 +1,4 @@
-"""Do odd-map certificates beat the best Bernstein width of both sides? A search on small matrices (issue 17 item 2).
+"""Do odd-map certificates beat the best Bernstein width of both sides? A search on small matrices.
 
 For each random or structured row-stochastic n x m matrix (n, m <= 6) and each
 d = 3..min(n, m):

@@ -19,10 +19,14 @@ from tqdm.auto import tqdm
 from exact.bracketfile import read_bracket_file
 from exact.errors import MalformedInput
 from exact.limits import MAX_WORK
+from numeric._optional import require
 from numeric.heads.extract import softmax_rows
+from numeric.runtime import stop_scope
 from numeric.search import front
-from numeric.search.budget import clear_stop
 from numeric.search.effort import effort_budgets
+from oracles import twobit as tb
+from oracles.twobit import _cell_table
+from proofs_checks import all_checks, run_check
 from softrank.attention import Attention
 from softrank.errors import SoftrankError, SoundnessError, UserInputError
 from softrank.inputs import as_matrices, parse_tolerances
@@ -50,7 +54,7 @@ def _device(device):
     """A torch device the descents can use, or None (the command line's default)."""
     if device is None:
         return None
-    import torch
+    torch = require("torch")
 
     try:
         dev = torch.device(device)
@@ -119,9 +123,9 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
         bar.set_postfix_str(label if not batch else f"{targets[i].id_prefix} {label}", refresh=False)
         bar.update()
 
-    clear_stop()                       # a new run: no stop request left over from an earlier one
     try:
-        with tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
+        # a stop scope of its own: no stop request of an earlier or a concurrent run reaches this one
+        with stop_scope(), tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
             try:
                 outputs = front.search_targets(targets, eps_items, effort=effort, seed=seed, device=device,
                                                attack=attack, on_step=step)
@@ -136,7 +140,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     finally:
         bar.close()
     if len(outputs) < len(targets) or any(o.provenance.get("stopped") for o in outputs):
-        raise SoftrankError("the search was stopped (budget.request_stop) before every matrix was bracketed")
+        raise SoftrankError("the search was stopped (a stop request) before every matrix was bracketed")
     for out in outputs:
         for cell, res in zip(out.cells, out.results):
             if res.attack_success:
@@ -171,16 +175,12 @@ class TwoBit:
                 and all(f.holds for f in self.facts))
 
     def table(self) -> str:
-        from oracles.twobit import _cell_table
-
         return _cell_table(list(self.cells))
 
 
 def twobit(t=None, s=None, eps=None) -> TwoBit:
     """The exact two-bit known-answer control (Appendix K.6): the paper's six cells and two facts,
     or with ``t``, ``s``, ``eps`` (rationals, e.g. ``"3/4"``) one cell."""
-    from oracles import twobit as tb
-
     given = [v is not None for v in (t, s, eps)]
     try:
         if any(given) and not all(given):
@@ -211,8 +211,6 @@ class Proofs:
 def proofs(only=None) -> Proofs:
     """The paper's appendix constructions as exact checks (``python -m proofs_checks``); ``only``:
     a label or labels such as ``"G.1"``."""
-    from proofs_checks import all_checks, run_check
-
     entries = all_checks()
     if only is not None:
         wanted = {str(w).strip().upper() for w in ([only] if isinstance(only, str) else only)}

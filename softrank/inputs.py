@@ -27,6 +27,7 @@ import numpy as np
 
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps
 from softrank.errors import UserInputError
+from numeric._optional import require
 
 __all__ = ["ROW_SUM_ULPS", "UNIT_ROUNDOFF", "Matrices", "row_tolerance", "as_matrices", "parse_tolerances"]
 
@@ -62,7 +63,7 @@ class Matrices:
 
 
 def _from_torch(A, what: str) -> tuple[np.ndarray, str, str]:
-    import torch
+    torch = require("torch")
 
     if A.requires_grad:
         raise UserInputError(f"{what} requires gradients: pass {what}.detach() (a search is not differentiable)")

@@ -10,27 +10,34 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ("exact", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
 #: package -> project packages it may import (prefix match on the imported module)
 #: ``numeric.bracketwriter`` (numpy and safetensors only) is the one float-tier module every producer may use,
-#: with ``numeric.safeio`` (the standard library only): the safe writer and reader (issue 25).
+#: with ``numeric.safeio`` (the standard library only): the safe writer and reader (safe file I/O).
+#: what every float-tier package may use: its process state and the optional heavy packages
+FLOAT_BASE = ("numeric.runtime", "numeric._optional")
 ALLOWED = {
     "exact": ("exact",),
     # the second checker shares no code with the exact tier or the float tier (docs/crosscheck.md)
     "crosscheck": ("crosscheck",),
     "numeric.safeio": (),
+    # process state and the optional heavy packages: below every float-tier package
+    "numeric._optional": ("exact.errors",),
+    "numeric.runtime": ("exact.errors", "numeric._optional"),
     "numeric.bracketwriter": ("exact", "numeric.safeio"),
     "oracles": ("exact", "oracles", "numeric.bracketwriter", "numeric.safeio"),
     "proofs_checks": ("exact", "proofs_checks", "numeric.bracketwriter", "numeric.safeio"),
-    "numeric.heads": ("exact", "numeric.heads", "numeric.safeio"),
-    "numeric.search": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio"),
-    "numeric.geometry": ("exact", "numeric.heads", "numeric.search.norms", "numeric.geometry", "numeric.safeio"),
-    "numeric.panel": ("exact", "crosscheck", "numeric.heads", "numeric.search", "numeric.geometry",
+    "numeric.heads": (*FLOAT_BASE, "exact", "numeric.heads", "numeric.safeio"),
+    "numeric.search": (*FLOAT_BASE, "exact", "numeric.heads", "numeric.search", "numeric.bracketwriter",
+                       "numeric.safeio"),
+    "numeric.geometry": (*FLOAT_BASE, "exact", "numeric.heads", "numeric.search.norms", "numeric.geometry",
+                         "numeric.safeio"),
+    "numeric.panel": (*FLOAT_BASE, "exact", "crosscheck", "numeric.heads", "numeric.search", "numeric.geometry",
                       "numeric.panel", "numeric.bracketwriter", "numeric.safeio"),
     # numeric.heads.domains: the input domains' registry (plain data, no model code), for the transfer rows;
     # numeric.search.driver: the attention-SVD budget target is recomputed by the search's own function
-    "numeric.study": ("exact", "numeric.panel", "numeric.geometry", "numeric.search.effort", "numeric.study",
-                      "numeric.safeio", "numeric.heads.domains", "numeric.search.driver"),
+    "numeric.study": (*FLOAT_BASE, "exact", "numeric.panel", "numeric.geometry", "numeric.search.effort",
+                      "numeric.study", "numeric.safeio", "numeric.heads.domains", "numeric.search.driver"),
     # the Python front door sits on top: it may use every tier below it, and nothing imports it
-    "softrank": ("exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio", "oracles",
-                 "proofs_checks", "softrank"),
+    "softrank": (*FLOAT_BASE, "exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio",
+                 "oracles", "proofs_checks", "softrank"),
 }
 FORBIDDEN_IN_CORE = ("torch", "transformers", "scipy", "sklearn", "highspy", "numeric")
 

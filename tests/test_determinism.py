@@ -1,4 +1,4 @@
-"""Same input, same brackets (issue 12 item 2): counted budgets, one seed per tolerance and
+"""Same input, same brackets (determinism): counted budgets, one seed per tolerance and
 pinned threads make the bracket file independent of the machine's load and of the caller's
 BLAS/torch thread count. Files are compared by hash, minus the timing fields."""
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_concurrent_searches_share_one_pinning_and_restore_it():
 
     import torch
 
-    from numeric.search.threads import pinned_threads
+    from numeric.runtime import pinned_threads
 
     caller = torch.get_num_threads()
     torch.set_num_threads(2)                  # a caller's setting that the pinning must change

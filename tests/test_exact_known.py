@@ -426,7 +426,7 @@ def test_slack_bound_encloses_on_random_logits():
     prop()
 
 
-# ------------------------------------------------- weakened checks must fail these (issue 14)
+# ------------------------------------------------- weakened checks must fail these (the exact tier's mutation run)
 def _slack_cells(slacks):
     """r_{3/10}(softmax_row(0_{2x2})) >= 2 with A0 = I: softmax_row(0) = J/2 is at distance exactly 1 from I.
     With the slack proved, the witness R = X = L = I would prove rank 2 for J/2, which has rank 1."""

@@ -1,4 +1,4 @@
-"""``exact.bracketfile.show``: values from a file, shown whole up to the limit, marked when cut (issue 14, item 6)."""
+"""``exact.bracketfile.show``: values from a file, shown whole up to the limit, marked when cut (a mutation-run survivor)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The CLI's printing helpers at their boundaries (issue 14, items 4 and 6).
+"""The CLI's printing helpers at their boundaries.
 
 Found by the mutation run (``bench/mutation.py --only cli.py``): each test
 pins a boundary that no other test reached.

@@ -1,4 +1,4 @@
-"""The float filter's error terms against the formulas that prove them (issue 14, item 6).
+"""The float filter's error terms against the formulas that prove them (mutation-run survivors).
 
 ``exact.floats`` bounds rounding errors by formulas (module docstring: ``g_n``
 times the row sums of ``|A||B|``, ``2^-52`` times each rounded sum, ``up``

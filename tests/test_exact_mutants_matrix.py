@@ -1,4 +1,4 @@
-"""``exact.matrix.check_float64_matrix`` refuses every dtype but float64 (issue 14, item 6).
+"""``exact.matrix.check_float64_matrix`` refuses every dtype but float64 (a mutation-run survivor).
 
 The mutation run (``bench/mutation.py --only matrix.py``) showed that the
 dtype test could become ``a.dtype < np.float64`` (numpy orders dtypes by safe
@@ -100,3 +100,21 @@ def test_matrices_of_other_shapes_are_unequal_and_do_not_combine():
     for f in (lambda: A - B, lambda: B - A, lambda: A + B, lambda: B + A, lambda: A @ A, lambda: B @ B):
         with pytest.raises(ValueError):
             f()
+
+
+def test_rows_and_floats_of_an_exact_matrix_without_floats():
+    """``rows`` and ``to_float64`` of a matrix that has no float array (a rational one, or a product) take the
+    integer route; of a float-backed one, its floats (two mutation-run survivors: ``self.floats is not None``
+    turned into ``is None`` sent each kind down the other route unseen)."""
+    from fractions import Fraction
+
+    from exact.matrix import ExactMatrix
+
+    R = ExactMatrix.from_rationals([[1, "1/2"], ["-3/4", 2], [0, "1/3"]])
+    assert R.floats is None
+    assert R.rows([2, 0]).to_fractions() == [[0, Fraction(1, 3)], [1, Fraction(1, 2)]]
+    assert np.array_equal(R.to_float64(), np.array([[1.0, 0.5], [-0.75, 2.0], [0.0, 1 / 3]]))
+    F = ExactMatrix.from_float64(np.array([[0.5, -0.25], [3.0, 1e-300]]))
+    picked = F.rows([1])
+    assert picked.floats is not None and np.array_equal(picked.floats, np.array([[3.0, 1e-300]]))
+    assert F.to_float64() is F.floats                    # the floats themselves, no conversion

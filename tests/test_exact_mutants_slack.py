@@ -1,4 +1,4 @@
-"""The float softmax bound's enclosures, probed one side at a time (issue 14, item 6; K.5).
+"""The float softmax bound's enclosures, probed one side at a time (mutation-run survivors; K.5).
 
 ``exact.slack._float_row_bounds`` encloses each ``e_j / Z`` in ``[s_lo, s_hi]``
 and returns ``sum_j max(s_hi - a_j, a_j - s_lo)``. With ``A0 = 0`` that sum is

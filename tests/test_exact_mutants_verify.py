@@ -1,4 +1,4 @@
-"""The per-cell logic of ``exact.verify`` at its exact boundaries (issue 14, item 6).
+"""The per-cell logic of ``exact.verify`` at its exact boundaries (mutation-run survivors).
 
 Each test pins one decision of ``verify_cell`` that the mutation run
 (``bench/mutation.py --only verify.py``) showed no other test pinned: the

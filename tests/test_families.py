@@ -1,4 +1,4 @@
-"""Several families in one panel (issue 16): the family comparison of the report (ordering
+"""Several families in one panel: the family comparison of the report (ordering
 coverage, bootstrap, gate), the decoded-inverse ablation from exactly verified certificates,
 the common-shape roster, native-causal decoder cells, and the bad input of these options."""
 from __future__ import annotations

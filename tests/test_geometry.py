@@ -1,4 +1,4 @@
-"""Intrinsic descriptors on constructions with known kappa and q (issue 7).
+"""Intrinsic descriptors on constructions with known kappa and q.
 
 Known values (MATH.md sections 3-5):
 - H.2, A = [[4/5, 1/5], [1/5, 4/5]]: C = (ln 2) [[1, -1], [-1, 1]], so
@@ -205,7 +205,7 @@ def _dense_gauge(rng, d, cond):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("cond", [4, 16])
 def test_gauge_invariance_dense_gauge(seed, cond):
-    """Issue 7 item 4: under a dense gauge of condition 4 or 16 (the logits
+    """Reproducible descriptors: under a dense gauge of condition 4 or 16 (the logits
     recomputed in float64, so they differ by rounding) every intrinsic
     descriptor -- the optimised size brackets included -- agrees to 1e-9."""
     rng = np.random.default_rng(7 + 10 * seed)

@@ -1,4 +1,4 @@
-"""The geometry report section (issue 7): plots, tables, and degenerate input."""
+"""The geometry report section: plots, tables, and degenerate input."""
 from __future__ import annotations
 
 import numpy as np

@@ -10,10 +10,10 @@ ROOT = Path(__file__).resolve().parents[1]
 WORDS = {"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 NOT_PROJECT_DIRS = {"runs", "build", "dist", "shared", "node_modules"}
 
-#: Packages whose module graph must stay acyclic. numeric.panel joins once its branch removes its
-#: cycles (numeric.search joined when refine and upper took the device choice from numeric.search.device).
-ACYCLIC = ("exact", "crosscheck", "softrank", "proofs_checks", "oracles", "numeric.heads", "numeric.geometry",
-           "numeric.search", "research")
+#: Packages whose module graph must stay acyclic: the whole project.
+ACYCLIC = ("exact", "crosscheck", "softrank", "proofs_checks", "oracles", "numeric", "research")
+#: No cycle is tolerated (the refine <-> upper cycle went with numeric.search.device).
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def _tree_block() -> list[str]:
@@ -162,8 +162,8 @@ def _graph() -> dict[str, set[str]]:
             for n, p in modules.items() if _owned(n)}
 
 
-def test_import_graph_of_the_owned_packages_is_acyclic():
-    assert _cycles(_graph()) == []
+def test_import_graph_of_the_project_is_acyclic():
+    assert [c for c in _cycles(_graph()) if c not in KNOWN_CYCLES] == []
 
 
 def test_cycle_finder_sees_a_cycle():

@@ -1,4 +1,4 @@
-"""Row-set searches of the float tier's lower side (issue 4, item 2): the screened
+"""Row-set searches of the float tier's lower side: the screened
 greedy growth and the LP swap search. Every witness they return must satisfy
 ``A[S, :] G = I`` to rounding and be accepted by the exact tier; the searches
 must find row sets the farthest-first order misses; and the bracket search
@@ -131,7 +131,7 @@ def test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps(eps):
 
 
 def test_lp_budgets_count_work_by_the_size_of_each_lp():
-    """Issue 12: an LP budget is spent in ``decoder_work`` units, which grow with the row set
+    """Counted budgets: an LP budget is spent in ``decoder_work`` units, which grow with the row set
     (a large LP costs more of it, as it cost more seconds); a budget of exactly one solve's
     units allows that solve and no second one."""
     from numeric.search.far_rows import far_rows_lp

@@ -1,4 +1,4 @@
-"""Native features and the diagonal gauge audit (issue 7, Appendix L.7, E.2, F.1)."""
+"""Native features and the diagonal gauge audit (Appendix L.7, E.2, F.1)."""
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,4 @@
-"""Smoke tests of ``research/oddmap_search.py`` (odd-map certificates against Bernstein widths, issue 17 item 2)."""
+"""Smoke tests of ``research/oddmap_search.py`` (odd-map certificates against Bernstein widths)."""
 from __future__ import annotations
 
 from fractions import Fraction

@@ -1,4 +1,4 @@
-"""Same input, same panel (issue 12 item 2): two runs of the real MiniLM give the
+"""Same input, same panel (determinism): two runs of the real MiniLM give the
 same table and the same bracket files apart from timing fields, and a run whose
 worker is killed (kill -9) mid-panel resumes to that same table, nothing lost
 or duplicated; the cells it finished before the kill (resumed) equal those the

@@ -1,4 +1,4 @@
-"""Tests for proofs_checks (issue 6): every appendix check is a test, plus the CLI
+"""Tests for proofs_checks: every appendix check is a test, plus the CLI
 and checks that the machinery can fail (a check that cannot fail proves nothing)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Negative controls for proofs_checks (issue 26): every construction, perturbed, must make
+"""Negative controls for proofs_checks: every construction, perturbed, must make
 its check fail. A check that cannot fail proves nothing."""
 from __future__ import annotations
 

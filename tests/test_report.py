@@ -1,5 +1,5 @@
 """The panel report (numeric.panel.report): it re-verifies every bracket file and
-believes no record it did not check (issue 12 item 4).
+believes no record it did not check (the report's own re-verification).
 
 A small panel directory is built from real bracket files (three random 8 x 8
 softmax matrices searched by ``search_brackets``) and records written beside

@@ -1,4 +1,4 @@
-"""A panel directory is untrusted input (issue 25): a corpus of hostile directories.
+"""A panel directory is untrusted input (docs/panel.md, trust model): a corpus of hostile directories.
 
 Each case copies a small real panel (``tests/test_report.build_panel``: two
 8 x 8 heads, two tolerances, bracket files, head files and records), damages

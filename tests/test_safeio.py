@@ -1,4 +1,4 @@
-"""numeric.safeio and every writer that uses it (issue 25 items 2, 3 and 5).
+"""numeric.safeio and every writer that uses it (docs/panel.md, trust model).
 
 Each command that writes a file refuses a target that exists and is not a
 regular file (a character device made here, skipped where ``mknod`` is not

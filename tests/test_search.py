@@ -1,4 +1,4 @@
-"""The float tier's bracket search (issue 4): exported brackets verify exactly,
+"""The float tier's bracket search: exported brackets verify exactly,
 close where r_eps is known, and the attack machinery is both harmless on
 certified cells and strong enough to reach the upper rank on closed ones."""
 from __future__ import annotations
@@ -237,19 +237,17 @@ def test_lp_svd_skips_subspaces_a_basis_vector_refutes():
 
 
 def test_the_safety_cap_stops_the_search_and_the_cell_says_so(tmp_path):
-    """Issue 12 item 1: the outer cap (fired by a stop request, the only thing that ends a search
+    """Counted budgets: the outer cap (fired by a stop request, the only thing that ends a search
     early: no clock is read) stops every budgeted search at once; the cell records ``capped`` and
     is still a verified bracket. Cells without a stop request are not capped."""
-    from numeric.search.budget import clear_stop, request_stop
+    from numeric.runtime import stop_scope
 
     rng = np.random.default_rng(3)
     q, k = rng.normal(size=(24, 4)), rng.normal(size=(24, 4))
     A = softmax_rows(q @ k.T)
-    request_stop()
-    try:
+    with stop_scope() as token:
+        token.request()
         out = _search_and_verify(tmp_path, A, [0.25], name="capped", effort="quick")
-    finally:
-        clear_stop()
     assert out.results[0].capped and out.cells[0].provenance["search"]["capped"] is True
     assert out.provenance["capped"] == ["capped/eps=0.25"]
     free = search_brackets(A, [0.25], effort="quick", attack=False)

@@ -1,4 +1,4 @@
-"""Witnesses across tolerances (issue 17): brackets are monotone in eps (L and U non-increasing),
+"""Witnesses across tolerances : brackets are monotone in eps (L and U non-increasing),
 a side carried from another tolerance is re-verified at its own (``python -m exact verify``
 accepts the file), upper searches are warm-started from smaller tolerances, and the result is
 still a function of input, code, seed and effort."""
@@ -109,7 +109,7 @@ def test_search_upper_offers_warm_factors_below_the_svd_rank():
 
 
 def test_same_brackets_twice():
-    """Issue 12: with the cross-tolerance passes the cells still depend on input, code, seed and
+    """Determinism: with the cross-tolerance passes the cells still depend on input, code, seed and
     effort only (timing fields aside)."""
     A, H = head(5, n=16)
 

@@ -14,7 +14,7 @@ from numeric.search import oddmap
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "data"))
-import make_oddmap  # noqa: E402
+import make_oddmap
 
 
 def verify_json(path) -> tuple[int, dict]:

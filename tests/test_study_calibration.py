@@ -289,7 +289,7 @@ def test_synthetic_shape_and_head_constant_columns():
 
 
 def test_within_head_permutation_keeps_a_head_level_gain():
-    """Issue 29 item 2: G permuted over the sources of each head keeps its head means, so a gain
+    """The head-preserving placebo: G permuted over the sources of each head keeps its head means, so a gain
     that lives in head-level structure survives it (the paper's reading of L.6), while a
     cell-level gain does not. Seed 9; 12 heads x 8 sources; y's head effects are hc0's."""
     rng = np.random.default_rng(9)

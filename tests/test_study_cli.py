@@ -173,7 +173,7 @@ def test_bad_input(panel, tmp_path, capsys):
 
 
 def test_too_small_panels_get_a_reason_in_the_row(panel, tmp_path, capsys):
-    """Issue 28: 3 sources skip the source-fold rows, 1 head skips the head analyses, each with a
+    """Small panels: 3 sources skip the source-fold rows, 1 head skips the head analyses, each with a
     one-line reason in its row; the study itself runs (exit 0) and says so."""
     out = panel[1]
     for name, drop, needle, kind in (("s", lambda k: k.endswith("_s03"), "3 sources", "source"),

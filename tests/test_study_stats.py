@@ -1,4 +1,4 @@
-"""The study's statistics on synthetic tables with a known answer (issue 15 item 6).
+"""The study's statistics on synthetic tables with a known answer.
 
 The tables are drawn here with a fixed seed: a target that a ``signal``
 column carries by construction, a ``noise`` column independent of it, and a
@@ -85,8 +85,8 @@ def test_bootstrap_is_reproducible_from_its_seed():
 
 
 def test_families_are_weighted_equally():
-    """The aggregate rho is the mean of the family rhos, whatever the families' target scales (issue
-    28 item 5; the old ratio of mean MAEs gave the family with the largest scale the say): a gain
+    """The aggregate rho is the mean of the family rhos, whatever the families' target scales (the
+    study's calibration; the old ratio of mean MAEs gave the family with the largest scale the say): a gain
     planted in one of two families, that family's target 100 times smaller, still counts half."""
     a, b = _table(4, families=("enc",)), _table(5, families=("dec",))
     y = np.concatenate([a.y, 0.01 * b.y])
@@ -153,7 +153,7 @@ def _grouped_loo_fit(X, y, copies, alphas):
 
 
 def test_inner_leave_one_out_leaves_all_copies_of_a_row_out():
-    """Issue 28 item 1: in a bootstrap draw a row may have copies; the inner leave-one-out that
+    """The study's bootstrap calibration: in a bootstrap draw a row may have copies; the inner leave-one-out that
     picks the penalty must leave all of them out (divisor ``1 - w * hat``), or a copy left in
     predicts its twin and the penalty comes out too small. Checked against a brute-force grouped
     leave-one-out on the expanded rows, fold by fold (fails with the old ``1 - hat``)."""
@@ -297,7 +297,7 @@ def test_bootstrap_draws_keep_two_sources_in_every_family():
     """Families with disjoint sources (text and image): every draw keeps >= 2 distinct sources
     of each family, so the cross-fitting of a replicate never meets a one-source family
     (a 4 + 4 source panel crashed on such a draw), and the comparison runs; each pool is drawn
-    to its own size (issue 28: the image family got 6 to 25 picks of 16 from a pooled draw)."""
+    to its own size (the image family got 6 to 25 picks of 16 from a pooled draw)."""
     a, b = _table(3, families=("enc",)), _table(4, families=("vit",))
     ka, kb = np.isin(a.sources, ["s0", "s1", "s2", "s3"]), np.isin(b.sources, ["s0", "s1", "s2", "s3"])
     data = StudyData.build({k: np.concatenate([a.numeric[k][ka], b.numeric[k][kb]]) for k in a.numeric}, {},

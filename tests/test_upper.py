@@ -55,7 +55,7 @@ def test_search_upper_respects_lower(head):
 def test_boundary_retries_a_rank_the_narrowing_missed_from_the_svd_with_full_trials(head, monkeypatch):
     """A rank the narrowing's short trials missed is tried again in the boundary phase, first from
     the truncated SVD (not its converged iterate), with a full-length trial; the real descent runs
-    throughout (issue 27: one complete annealed run per trial)."""
+    throughout (one complete annealed run per trial)."""
     svd, errs = up.svd_baseline(head)
     eps, short, full = 0.25, 150, 400
     real = up.refine

@@ -1,4 +1,4 @@
-"""Issue 27: upper trials are complete annealed runs, restarts below the best rank are run and
+"""Upper trials are complete annealed runs, restarts below the best rank are run and
 counted, the mechanics are deterministic across thread counts, and bad input is refused early."""
 from __future__ import annotations
 

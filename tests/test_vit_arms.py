@@ -1,4 +1,4 @@
-"""The second ViT arm (issue 29 item 3, paper Appendix L.3): the preset
+"""The second ViT arm (paper Appendix L.3): the preset
 ``digitvit-rot90`` (``digitvit`` fine-tuned on rotated digits) and the two-arm
 qualification ``python -m numeric.panel.arms`` (docs/models.md).
 """

@@ -18,7 +18,7 @@ Owns the descriptors of one cell, one concept per module:
 May import: numpy, threadpoolctl, python-flint, ``exact`` and the float
 helpers of ``numeric.heads`` and ``numeric.search``. Never ``numeric.panel``.
 """
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.geometry.descriptors import cell_descriptors
 from numeric.geometry.gauge import KappaBracket, kappa_factors
 from numeric.geometry.interaction import canonical_interaction, visible_interaction

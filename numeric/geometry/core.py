@@ -7,7 +7,7 @@ imports from ``numeric.geometry``. Removed: the hand-written exact arithmetic
 (``IntRat``, ``tanh_bounds``), replaced by ``exact.matrix.ExactMatrix`` and
 arb in :mod:`numeric.geometry.bounds`.
 """
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.geometry.descriptors import RANK_RTOL, cell_descriptors
 from numeric.geometry.gauge import KappaBracket, kappa_factors
 from numeric.geometry.interaction import CANON_BITS, canonical_interaction, visible_interaction

@@ -1,4 +1,4 @@
-"""The intrinsic profile of one attention cell as a flat dict (issue 7, MATH.md section 3).
+"""The intrinsic profile of one attention cell as a flat dict (MATH.md section 3).
 
 For the target ``A = softmax_row(H)`` of stored float64 logits ``H`` this
 assembles the paper's intrinsic profile, every piece of it invariant under
@@ -11,7 +11,7 @@ every number claimed as a bound, its rigorous version
 (:mod:`~numeric.geometry.bounds`). These are descriptor bounds, not rank
 certificates; ranks only ever come from the exact tier.
 
-Reproducibility (issue 7 item 4): the size problems run on C rounded to a
+Reproducibility: the size problems run on C rounded to a
 fixed dyadic grid (``canonical_interaction``), so logits that differ by
 rounding give bit-identical size descriptors; the exactly computed ones (q,
 tau, double difference) are continuous in C.
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from flint import arb
 
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.geometry.bounds import (
     double_centre,
     double_difference_exact,

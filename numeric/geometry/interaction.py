@@ -6,7 +6,7 @@ Q/K gauge leaves H, hence C, unchanged (F.1). Every intrinsic descriptor reads
 the logits only through C.
 
 The size optimisation (``numeric.geometry.gauge``) takes discrete decisions, so
-it runs on C rounded to a fixed dyadic grid (issue 7 item 4): logits that
+it runs on C rounded to a fixed dyadic grid (reproducible descriptors): logits that
 differ by rounding, as under a dense Q/K gauge, give bit-identical inputs.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["CANON_BITS", "visible_interaction", "canonical_interaction"]
 
-# Canonical input of the size optimisation (issue 7 item 4). The gauge and MEB
+# Canonical input of the size optimisation (reproducible descriptors). The gauge and MEB
 # solvers take discrete decisions (argmax picks, active sets, early stops), so
 # inputs that differ by float rounding -- the same cell read through a dense
 # Q/K gauge -- can end at different points inside the ~1% duality gap. They
@@ -46,7 +46,7 @@ def visible_interaction(logits: np.ndarray) -> np.ndarray:
 
 
 def canonical_interaction(C: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """C rounded to the dyadic grid of ``CANON_BITS`` (issue 7 item 4).
+    """C rounded to the dyadic grid of ``CANON_BITS`` (reproducible descriptors).
 
     Returns ``(C_round, g, margin)``: ``g`` the grid (a power of two,
     ``2^(e + ceil(log2(m n)) - CANON_BITS)`` with ``2^(e-1) <= max|C| < 2^e``),

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.geometry.interaction import visible_interaction
 from numeric.geometry.meb import meb_radius
 from numeric.geometry.residual import double_difference, residual_q, tau_of_q

@@ -39,6 +39,9 @@ import numpy as np
 from numeric.heads.blocks import (LOCAL_MASS_MAX, LOCAL_WINDOW, ExtractionError, Target, decoder_block,
                                   full_block, native_block)
 from numeric.heads.models import LoadedModel, ModelInputError
+from numeric._optional import require
+from numeric.heads.sources import SourceError, digit_source, image_source, text_source
+from numeric.heads.domains import domains_of
 
 __all__ = [
     "PREFIX", "BLOCK", "ENCODER_LENGTH", "LOCAL_WINDOW", "LOCAL_MASS_MAX",
@@ -165,7 +168,7 @@ def capture_attention(model):
 
 def _forward(loaded: LoadedModel, source):
     """One forward pass with ``output_attentions``; the model's probabilities (or None)."""
-    import torch
+    torch = require("torch")
 
     model = loaded.model
     device = next(model.parameters()).device       # a model the caller holds may live on a GPU
@@ -225,7 +228,7 @@ class _Head:
 def _head_logits(c: _Call, layer: int, head: int, prefix_block: tuple[int, int] | None) -> _Head:
     """The head's projections and full logits ``scaling q k^T + mask``; causal
     when ``prefix_block = (prefix, block)`` is given (decoders)."""
-    import torch
+    torch = require("torch")
 
     q = c.query[0, head].to(torch.float64).cpu().numpy()
     groups = getattr(c.module, "num_key_value_groups", 1) or 1
@@ -254,7 +257,7 @@ def _head_logits(c: _Call, layer: int, head: int, prefix_block: tuple[int, int] 
 
 def _compare_hf(att, layer: int, head: int, probs: np.ndarray, h: _Head, c: _Call) -> float:
     """Max |model probabilities - our float64 softmax|; above ``hf_tolerance`` is an error."""
-    import torch
+    torch = require("torch")
 
     hf = att[layer][0, head].to(torch.float64).cpu().numpy()
     hf_diff = float(np.max(np.abs(hf - probs)))
@@ -346,8 +349,6 @@ def source_for(loaded: LoadedModel, index: int, *, length: int | None = None, pr
     A ViT takes only its configured ``image_size`` (None: that size); a
     decoder only ``prefix + block`` within its positions.
     """
-    from numeric.heads.domains import domains_of
-    from numeric.heads.sources import SourceError, digit_source, image_source, text_source
 
     modality = source_modality(loaded, image_dir)
     names = [d.name for d in domains_of(modality)]

@@ -26,6 +26,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from numeric._optional import require
+from numeric.heads.zoo import common
+from numeric.heads.zoo.common import ManifestError, verify_manifest, MANIFEST
+
 __all__ = [
     "PRESETS", "ModelInputError", "LoadedModel", "family_of", "load_model",
     "wrap_model", "minilm_path", "preset_path", "weights_sha256",
@@ -82,7 +86,6 @@ def preset_path(name: str) -> Path:
         return minilm_path()
     if name not in ZOO_PRESETS:
         raise ModelInputError(f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")
-    from numeric.heads.zoo import common
 
     path = common.WEIGHTS_DIR / name
     _verified_manifest(path)
@@ -91,8 +94,6 @@ def preset_path(name: str) -> Path:
 
 def _verified_manifest(path: Path) -> dict:
     """The manifest of ``path`` after its hash check (ModelInputError on any mismatch)."""
-    from numeric.heads.zoo.common import ManifestError, verify_manifest
-
     try:
         return verify_manifest(path)
     except ManifestError as e:
@@ -128,7 +129,7 @@ def weights_sha256(path: Path) -> str:
 
 def _state_sha256(model) -> str:
     """SHA-256 of an in-memory model's parameters (float bytes, name order)."""
-    import torch
+    torch = require("torch")
 
     h = hashlib.sha256()
     for name, t in sorted(model.state_dict().items()):
@@ -186,11 +187,10 @@ def load_model(spec: str) -> LoadedModel:
         if not (path / "config.json").is_file():
             raise ModelInputError(f"model path {spec!r} has no config.json")
         name = path.resolve().name
-    from numeric.heads.zoo.common import MANIFEST
 
     manifest = _verified_manifest(path) if (path / MANIFEST).is_file() else None
-    import transformers
-    from transformers import AutoConfig
+    transformers = require("transformers")
+    AutoConfig = transformers.AutoConfig
 
     # Process-wide, like _offline: the CLIs promise one line on stderr for bad
     # input, and transformers' warnings would otherwise add lines later on.
@@ -198,28 +198,30 @@ def load_model(spec: str) -> LoadedModel:
     transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars on stderr
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-    except Exception as e:  # noqa: BLE001 - any loader failure is bad input
+    except Exception as e:  # any loader failure is bad input
         raise ModelInputError(f"cannot read model config in {path}: {str(e).splitlines()[0]}") from None
     family = family_of(config.model_type)
     sha = weights_sha256(path)
-    import torch
+    torch = require("torch")
 
     # float32 whatever the checkpoint's storage dtype (Qwen2.5 ships bf16): the
     # captured logits are then the float32 model's, on every machine
     common = {"local_files_only": True, "attn_implementation": "eager", "dtype": torch.float32}
     try:
         if family == "vit":
-            from transformers import AutoModel
+            AutoModel = transformers.AutoModel
             model = AutoModel.from_pretrained(path, add_pooling_layer=False, **common)
             processor = None
         else:
-            from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerFast
+            AutoModel = transformers.AutoModel
+            AutoTokenizer = transformers.AutoTokenizer
+            PreTrainedTokenizerFast = transformers.PreTrainedTokenizerFast
             model = AutoModel.from_pretrained(path, **common)
             # a zoo model's tokenizer is exactly its tokenizer.json: AutoTokenizer
             # would swap in the architecture's own pre-tokenizer (Qwen2's regex)
             tok_class = PreTrainedTokenizerFast if manifest else AutoTokenizer
             processor = tok_class.from_pretrained(path, local_files_only=True)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise ModelInputError(f"cannot load model from {path}: {str(e).splitlines()[0]}") from None
     model.eval()
     layers, heads = _counts(model.config)

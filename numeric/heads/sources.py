@@ -28,6 +28,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
+
+from numeric.heads.zoo.corpus import DataError
+from numeric.heads.zoo.digits import digits, heldout_pixels, pixels
+from numeric.heads.zoo.vit_shift import shifted
+from numeric.heads.domains import DOMAINS
 
 __all__ = [
     "CORPUS_PATH", "CODE_CORPUS_PATH", "TEXT_CORPORA", "MAX_SOURCES", "SourceError", "TextSource", "ImageSource",
@@ -120,7 +126,6 @@ def text_source(tokenizer, index: int, length: int, *, special_tokens: bool = Tr
     for BERT) are added and count towards ``length``. Decoders take the raw
     window (GPT-2 and Qwen2 add no BOS by default).
     """
-    from numeric.heads.domains import DOMAINS
 
     if not 0 <= index < MAX_SOURCES:
         raise SourceError(f"source index {index} outside 0..{MAX_SOURCES - 1}")
@@ -167,12 +172,11 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
     files = sorted(p for p in Path(image_dir).iterdir() if p.suffix.lower() in IMAGE_EXTS)
     if index >= len(files):
         raise SourceError(f"image directory {image_dir} has {len(files)} images, source {index} requested")
-    from PIL import Image
 
     try:
         with Image.open(files[index]) as im:
             arr = np.asarray(im.convert("RGB").resize((size, size), Image.BICUBIC), dtype=np.float32) / 255.0
-    except Exception as e:  # noqa: BLE001 - any decoder failure is bad input
+    except Exception as e:  # any decoder failure is bad input
         raise SourceError(f"cannot read image {files[index]}: {e}") from None
     arr = (arr - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
     return ImageSource(f"image:{files[index].name}", arr.transpose(2, 0, 1)[:channels].copy(), str(files[index]))
@@ -186,8 +190,6 @@ def digit_source(index: int, size: int, domain: str = "digits") -> ImageSource:
     """Held-out digit ``index`` at ``size`` x ``size``, one channel, in [-1, 1]; ``domain``
     ``digits-rot90``: the 8 x 8 digit rotated 90 degrees counter-clockwise first (``numpy.rot90``,
     the shift of the second ViT arm, ``numeric.heads.zoo.vit_shift``)."""
-    from numeric.heads.zoo.corpus import DataError
-    from numeric.heads.zoo.digits import digits, heldout_pixels, pixels
 
     if domain not in DIGIT_DOMAINS:
         raise SourceError(f"no digit domain {domain!r} (digit domains: {', '.join(DIGIT_DOMAINS)})")
@@ -197,7 +199,6 @@ def digit_source(index: int, size: int, domain: str = "digits") -> ImageSource:
         px, label, k = heldout_pixels(index, size)
         shift = DIGIT_DOMAINS[domain]
         if shift is not None:
-            from numeric.heads.zoo.vit_shift import shifted
 
             px = pixels(shifted(digits()[0][k:k + 1], shift), size)[0]
     except DataError as e:

@@ -20,6 +20,7 @@ report says so.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -28,6 +29,15 @@ import numpy as np
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from numeric.panel.provenance import CellProvenance
+from exact.bracketfile import read_bracket_file
+from exact.rational import format_rational
+from exact.verify import verify_file
+from numeric.bracketwriter import write_bracket_file
+from numeric.panel.audit import BRACKET_BYTES
+from numeric.safeio import snapshot, write_bytes
+from numeric.search.frobenius import frobenius, trivial
+from numeric.search.inverse import pinv
+from numeric.search.driver import lower_claim
 
 __all__ = ["DECODED", "ABLATION_DIR", "Ablated", "ablated_lowers"]
 
@@ -52,7 +62,6 @@ def _family(cell) -> str | None:
 
 def _lower_claim(c, prefix: str) -> tuple[Claim, dict]:
     """The candidate's lower side (``numeric.search.driver.lower_claim``) and its tensors, named under ``prefix``."""
-    from numeric.search.driver import lower_claim
 
     names = {} if c.kind in ("trivial", "frobenius") else {k: f"{prefix}/{k}" for k in c.tensors}
     return lower_claim(c, names), {names[k]: v for k, v in c.tensors.items() if k in names}
@@ -60,13 +69,6 @@ def _lower_claim(c, prefix: str) -> tuple[Claim, dict]:
 
 def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
     """The best verified direct certificate (trivial, K.2, pinv) on the cell's own target."""
-    from numeric.bracketwriter import write_bracket_file
-    from numeric.safeio import write_bytes
-    from exact.rational import format_rational
-    from exact.verify import verify_file
-    from numeric.search.frobenius import frobenius, trivial
-    from numeric.search.inverse import pinv
-
     A = np.asarray(bf.tensors[cell.target.matrix], dtype=np.float64)
     slack = cell.target.slack
     eps_lo = float(Fraction(cell.eps_text)) + (float(Fraction(int(slack.p), int(slack.q))) if slack else 0.0)
@@ -104,16 +106,11 @@ def ablated_lowers(out, rows: list, eps: Fraction, family: str = DECODED) -> dic
 
     Each bracket file is read from a private copy (``numeric.safeio.snapshot``: a regular file of ``out``,
     no link followed, the audit's size limit)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="softrank-ablation-") as tmpdir:
         return _ablated(Path(out), rows, eps, family, tmpdir)
 
 
 def _ablated(out: Path, rows: list, eps: Fraction, family: str, tmpdir: str) -> dict:
-    from exact.bracketfile import read_bracket_file
-    from numeric.panel.audit import BRACKET_BYTES
-    from numeric.safeio import snapshot
 
     verified = [r for r in rows if r.status == "ok" and r.verified]
     result = {}

@@ -43,6 +43,13 @@ from fractions import Fraction
 from pathlib import Path
 
 from exact.errors import OneLineParser
+from numeric.heads.extract import source_for, parse_heads, ExtractionError
+from numeric.heads.models import load_model, PRESETS, preset_path, weights_sha256, ModelInputError
+from numeric.heads.sources import MAX_SOURCES, SourceError
+from numeric.panel import cli
+from numeric.panel.report_geometry import spearman
+from numeric.panel.table import read_rows, atomic_write
+from numeric.runtime import pinned_threads
 from numeric.safeio import escape
 from numeric.panel.presets import ARMS_EFFORT, ARMS_EPS, ARMS_SOURCES, VIT_ARMS, model_shape
 from numeric.panel.provenance import PanelError
@@ -112,8 +119,6 @@ def compare_arms(rows_a: list, rows_b: list, cells: list, eps: list) -> list[Arm
     A cell enters only where both arms have a verified row for it; the arms' values are
     paired cell by cell, never pooled.
     """
-    from numeric.panel.report_geometry import spearman
-
     def index(rows):
         return {(int(r.layer), int(r.head), str(r.source), _eps_key(r.eps)): r for r in rows}
 
@@ -170,9 +175,6 @@ def _check_arms(arms: list) -> None:
 
 def _source_ids(arm: str, n: int) -> list:
     """The ids of the arm's first ``n`` panel sources (as ``numeric panel`` builds them)."""
-    from numeric.heads.extract import source_for
-    from numeric.heads.models import load_model
-
     lm = load_model(arm)
     return [source_for(lm, k).source_id for k in range(n)]
 
@@ -180,11 +182,6 @@ def _source_ids(arm: str, n: int) -> list:
 def run_arms(out: Path, arms: list, heads: list, n_sources: int, eps_text: str, effort: str, *,
              workers: int = 1, quiet: bool = True) -> tuple[int, dict]:
     """Run both arms' panels (resumable) and compare them; (exit status, the arms document)."""
-    from numeric.panel import cli
-    from numeric.panel.table import read_rows
-
-    from numeric.heads.sources import MAX_SOURCES
-
     if not 1 <= n_sources <= MAX_SOURCES:
         raise PanelError(f"--sources must be in 1..{MAX_SOURCES}")
     _check_arms(arms)
@@ -214,8 +211,6 @@ def run_arms(out: Path, arms: list, heads: list, n_sources: int, eps_text: str, 
 
 
 def _weights(arm: str) -> str:
-    from numeric.heads.models import PRESETS, preset_path, weights_sha256
-
     return weights_sha256(preset_path(arm) if arm in PRESETS else Path(arm))
 
 
@@ -263,8 +258,6 @@ def markdown(doc: dict) -> str:
 
 
 def write_arms(out: Path, doc: dict) -> str:
-    from numeric.panel.table import atomic_write
-
     atomic_write(Path(out) / JSON_NAME, json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     md = markdown(doc)
     atomic_write(Path(out) / MD_NAME, md)
@@ -285,8 +278,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _heads(text: str | None, arm: str) -> list:
-    from numeric.heads.extract import parse_heads
-
     if text:
         try:
             return list(dict.fromkeys(parse_heads(text)))
@@ -297,11 +288,6 @@ def _heads(text: str | None, arm: str) -> list:
 
 
 def main(argv=None) -> int:
-    from numeric.heads.extract import ExtractionError
-    from numeric.heads.models import ModelInputError
-    from numeric.heads.sources import SourceError
-    from numeric.panel.process import pinned_threads
-
     args = _parser().parse_args(argv)
     try:
         arms = [a.strip() for a in args.arms.split(",") if a.strip()]

@@ -1,5 +1,5 @@
 """The report's source of truth: every bracket file of a panel re-verified, every row bound to its head
-(issue 12 item 4, issue 25).
+(the report's own re-verification; the trust model of docs/panel.md).
 
 A panel directory is untrusted input: anyone who can write it can write any
 record, bracket file or head file in it. ``audit(out)`` trusts nothing in it
@@ -37,16 +37,28 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import re
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 from numeric.panel.provenance import RUN_BYTES, CellProvenance, CodeVersion, PanelRun
 from numeric.panel.schema import PanelRow, SchemaError, check_record, check_run, record_key_ok
+import numpy as np
+from safetensors.numpy import load
+
+import crosscheck
+from exact.bracketfile import read_bracket_file
+from exact.verify import verify_file
+from numeric.panel import vcache
+from numeric.panel.cell import family_label
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
+from numeric.panel.vcache import result_of
 from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json, snapshot
+from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
 __all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
            "HEAD_BYTES", "RECORD_BYTES", "RUN_BYTES", "bind_row"]
@@ -78,13 +90,9 @@ class Audit:
 
 def _verify_one(path: str) -> dict:
     """``{"cells": {cell id: report JSON}}`` or ``{"error": message}`` (run in a worker process)."""
-    from exact.bracketfile import read_bracket_file
-    from exact.verify import verify_file
-    from numeric.panel.vcache import result_of
-
     try:
         return result_of(read_bracket_file(path), verify_file(path))
-    except Exception as e:  # noqa: BLE001 - an unreadable file is an error in the report, not a crash
+    except Exception as e:  # an unreadable file is an error in the report, not a crash
         first = str(e).splitlines()[0] if str(e) else ""
         return {"error": f"{type(e).__name__}: {escape(first)}"}
 
@@ -169,8 +177,6 @@ def _snapshots(out: Path, snapdir: str, errors: list) -> tuple[dict, dict]:
 def _independent(results: dict, paths: dict, workers) -> dict:
     """The second checker (``crosscheck``, which shares no code with ``exact``) on the same snapshots the
     exact pass read, compared with that pass (paper L.2: brackets independently re-derived)."""
-    import crosscheck
-
     judged = {paths[f]: v for f, v in results.items() if "cells" in v and f in paths}
     totals = crosscheck.summary(crosscheck.agree_all(judged, workers))
     names = {snap: f for f, snap in paths.items()}
@@ -183,8 +189,6 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
                 independent: bool = False) -> tuple[dict, int, dict | None]:
     """{file: result of the exact pass}, how many came from records, and the second checker's totals
     (``independent``; else None)."""
-    from numeric.panel import vcache
-
     with tempfile.TemporaryDirectory(prefix="softrank-audit-") as snapdir:
         paths, digests = _snapshots(out, snapdir, errors)
         results = {f: {"error": f"unreadable: {paths[f]}"} for f, d in digests.items() if d is None}
@@ -203,37 +207,31 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
 
 
 def _sha256(arr) -> str:
-    import numpy as np
-
     return hashlib.sha256(np.ascontiguousarray(arr, dtype="<f8").tobytes()).hexdigest()
 
 
 def _head(out: Path, key: str) -> dict:
     """``{"logits": sha256, "matrix": sha256}`` of ``heads/<key>.safetensors``, or ``{"error": message}``."""
-    from safetensors.numpy import load
-
     path = out / HEADS_DIR / f"{key}.safetensors"
     try:
         tensors = load(read_bytes(path, limit=HEAD_BYTES, root=out))
     except SafeIOError as e:
         return {"error": str(e)}
-    except Exception as e:  # noqa: BLE001 - a malformed head file is an error of its rows
+    except Exception as e:  # a malformed head file is an error of its rows
         return {"error": f"{HEADS_DIR}/{key}.safetensors is not a safetensors file ({type(e).__name__})"}
     out_ = {}
     for name in ("logits", "matrix"):
         a = tensors.get(name)
         if a is None or a.ndim != 2 or a.dtype.kind != "f" or a.dtype.itemsize != 8:
             return {"error": f"{HEADS_DIR}/{key}.safetensors has no 2-D float64 {name!r} tensor (a head file written "
-                             "before issue 25 has no matrix: re-run the panel)"}
+                             "before the panel's trust model has no matrix: re-run the panel)"}
         out_[name] = _sha256(a)
     return out_
 
 
 def _family_label(prov: CellProvenance) -> str | None:
     """The row's family of a provenance (``numeric.panel.cell.family_label``)."""
-    from types import SimpleNamespace
 
-    from numeric.panel.cell import family_label
 
     fam = prov.label("family")
     if not isinstance(fam, str):
@@ -244,7 +242,6 @@ def _family_label(prov: CellProvenance) -> str | None:
 def _key_labels(key: str) -> tuple | None:
     """(layer, head, native, domain) named by a record key ``[tag_]L<l>H<h>_s<nn>[_domain][_nc]``
     (domain ``""``: the model's primary one, ``numeric.heads.domains``), or None."""
-    import re
 
     m = re.search(r"(?:^|_)L(\d+)H(\d+)_s\d+(?:_(?!nc$)([a-z0-9-]+))?(_nc)?$", key)
     return (int(m.group(1)), int(m.group(2)), bool(m.group(4)), m.group(3) or "") if m else None
@@ -252,7 +249,6 @@ def _key_labels(key: str) -> tuple | None:
 
 def _domain_mismatch(r: PanelRow, key_domain: str) -> bool:
     """Whether the row's source, its ``domain`` column and its key's domain disagree."""
-    from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
     dom = source_domain(r.source)
     if row_domain(r.domain, r.source) != dom:
@@ -337,7 +333,8 @@ def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, ru
         return None
     slack = rep.get("slack")
     checked = replace(r, L=rep["lower"], U=rep["upper"], lower_verified=rep["lower_verified"],
-                      upper_verified=rep["upper_verified"], verified=bool(rep["lower_verified"] and rep["upper_verified"]),
+                      upper_verified=rep["upper_verified"],
+                      verified=bool(rep["lower_verified"] and rep["upper_verified"]),
                       n_rows=rep["shape"][0], n_cols=rep["shape"][1],
                       lower_witness=rep["lower_witness"], upper_witness=rep["upper_witness"],
                       slack=None if slack is None else float(Fraction(slack)), slack_exact=slack,

@@ -9,7 +9,7 @@ file is written atomically, the record last: a cell whose record exists is
 complete.
 
 ``run_cell`` touches no process state (threads, environment, descriptors):
-the entry points set that (``numeric.panel.process``). Several cells may run
+the entry points set that (``numeric.runtime``). Several cells may run
 at once in threads of one process (a Dask worker): the model cache and the
 extraction (a process-wide patch of the attention function) are locked, and
 every file name belongs to one cell.
@@ -25,10 +25,27 @@ from fractions import Fraction
 from pathlib import Path
 
 from exact.cellspec import CellSpec
+import numpy as np
+from safetensors.numpy import save
+
+from exact.bracketfile import read_bracket_file
+from exact.matrix import ExactMatrix
+from exact.norms import row_l1_norm
+from exact.rational import parse_rational
+from exact.verify import verify_file
+from numeric.geometry import cell_descriptors, native_features
+from numeric.heads.extract import extract_heads, source_for
+from numeric.heads.models import load_model
+from numeric.heads.zoo.common import file_sha256
+from numeric.panel import vcache
+from numeric.panel.features import study_columns
 from numeric.search.attack import SoundnessError
+from numeric.search.driver import search_brackets, svd_budget
+from numeric.heads.domains import DOMAINS, source_domain
 from numeric.search.effort import DEFAULT_EFFORT, cell_seed
 from numeric.panel.schema import ROW_SCHEMA, PanelRow
 from numeric.panel.table import RecordError, atomic_write, read_record, record_path, write_record
+from numeric.search.export import write_bracket_file
 
 __all__ = ["CellTask", "run_cell", "finished_rows", "direct_upper_check", "family_label"]
 
@@ -90,8 +107,6 @@ _EXTRACT_LOCK = threading.Lock()
 
 
 def _model(spec: str):
-    from numeric.heads.models import load_model
-
     with _MODELS_LOCK:
         if spec not in _MODELS:
             _MODELS[spec] = load_model(spec)
@@ -100,25 +115,21 @@ def _model(spec: str):
 
 def _geometry_columns(cap) -> dict:
     """The descriptor columns of ``numeric.geometry``; a failure is recorded in the row, not raised."""
-    from numeric.geometry import cell_descriptors, native_features
-
     cols = {}
     for fn, args, tag in ((cell_descriptors, (cap.logits, cap.matrix), "geometry"),
                           (native_features, (cap.Q, cap.K, cap.scale), "native")):
         try:
             cols.update({str(k): v for k, v in dict(fn(*args)).items()})
-        except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
+        except Exception as e:  # a descriptor failure must not lose the bracket
             cols[f"{tag}_error"] = f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"
     return cols
 
 
 def _study_columns(lm, cap, task: CellTask) -> tuple[dict, dict]:
     """The held-out study's columns (``numeric.panel.features``); a failure is recorded, not raised."""
-    from numeric.panel.features import study_columns
-
     try:
         return study_columns(lm, cap, task.layer, [_eps_key(e) for e in task.eps])
-    except Exception as e:  # noqa: BLE001 - a descriptor failure must not lose the bracket
+    except Exception as e:  # a descriptor failure must not lose the bracket
         return {"study_error": f"{type(e).__name__}: {str(e)[:ERROR_CHARS]}"}, {}
 
 
@@ -128,9 +139,6 @@ def direct_upper_check(cell: CellSpec, tensors: dict) -> bool | None:
     upper witness is not a factorisation."""
     if cell.upper.kind != "factors":
         return None
-    from exact.matrix import ExactMatrix
-    from exact.norms import row_l1_norm
-    from exact.rational import parse_rational
 
     A = ExactMatrix.from_float64(tensors[cell.target.matrix])
     P = ExactMatrix.from_float64(tensors[cell.upper.fields["P"]])
@@ -160,9 +168,6 @@ def _status(task: CellTask, lm, cap) -> str:
 def _save_head(path: Path, cap, out: Path) -> None:
     """The head's Q, K, logits and float attention matrix (the bracket file's target), for later study and
     for the report, which binds every row to this file by the hashes of its logits and matrix (atomic)."""
-    import numpy as np
-    from safetensors.numpy import save
-
     # one metadata key: safetensors writes a metadata map in no fixed order, so two keys
     # would make the bytes of equal head files differ between runs (the scale is in the provenance)
     data = save({"Q": np.ascontiguousarray(cap.Q), "K": np.ascontiguousarray(cap.K),
@@ -173,22 +178,15 @@ def _save_head(path: Path, cap, out: Path) -> None:
 
 def _write_brackets(path: Path, res, out: Path) -> None:
     """The bracket file, written to a temporary name first and moved into place (``numeric.safeio``)."""
-    from numeric.search.export import write_bracket_file
-
     write_bracket_file(path, res.cells, res.tensors, root=out)
 
 
 def _verify(path: Path, out: Path) -> dict:
     """The exact pass on one bracket file, recorded for the audit (``numeric.panel.vcache``)."""
-    from exact.bracketfile import read_bracket_file
-    from exact.verify import verify_file
-    from numeric.heads.zoo.common import file_sha256
-    from numeric.panel import vcache
-
     try:
         bf = read_bracket_file(path)
         reports = verify_file(path)
-    except Exception as e:  # noqa: BLE001 - fail closed: the file's cells count as unverified
+    except Exception as e:  # fail closed: the file's cells count as unverified
         print(f"python -m numeric panel: {path}: exact verification failed: {e}", file=sys.stderr)
         return {}
     vcache.store(out, file_sha256(path), vcache.result_of(bf, reports))
@@ -197,8 +195,6 @@ def _verify(path: Path, out: Path) -> dict:
 
 def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[PanelRow], dict]:
     """Search, export, verify: one row per tolerance, and the search's run provenance."""
-    from numeric.heads.domains import DOMAINS
-    from numeric.search.driver import search_brackets, svd_budget
 
     out = Path(task.out)
     res = search_brackets(cap.matrix, [Fraction(e) for e in task.eps], logits=cap.logits, id_prefix=task.key,
@@ -242,8 +238,6 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[P
 
 def run_cell(task: CellTask) -> list[PanelRow]:
     """Extract, search, export, verify one (head, source) cell; rows per eps."""
-    from numeric.heads.domains import source_domain
-    from numeric.heads.extract import extract_heads, source_for
 
     lm = _model(task.model)
     src = source_for(lm, task.source, length=task.length, prefix=task.prefix, block=task.block,

@@ -35,15 +35,23 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from exact.errors import OneLineParser
+from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX, parse_heads, ExtractionError
+from numeric.heads.models import PRESETS as MODEL_PRESETS, ModelInputError
+from numeric.heads.sources import MAX_SOURCES, SourceError
 from numeric.panel.cell import CellTask
 from numeric.panel.presets import (COMMON_EPS, COMMON_LENGTH, COMMON_MODELS, COMMON_PER_FAMILY, COMMON_SOURCES,
                                    DEFAULT_EPS, DEMO_HEADS, DEMO_SOURCES, STUDY_EPS, STUDY_PER_LAYER, STUDY_SOURCES,
                                    model_domains, preflight, spread_roster, study_roster)
 from numeric.panel.provenance import PanelError, check_resume, run_identity, write_run
+from numeric.panel.report import ReportError, write_report
 from numeric.panel.runner import run_panel
 from numeric.panel.table import RecordError, read_rows, write_table
+from numeric.safeio import SafeIOError
+from numeric.search import parse_eps as parse_one
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, EFFORTS, parse_effort
+from numeric.search.export import rational_string
+from numeric.heads.domains import ALL
 
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "MIN_MASS", "parse_eps", "build_parser", "main",
            "study_roster"]
@@ -65,9 +73,6 @@ def parse_eps(text: str) -> tuple:
     >>> parse_eps("0.1, 1/4")
     ('1/10', '1/4')
     """
-    from numeric.search import parse_eps as parse_one
-    from numeric.search.export import rational_string
-
     out = []
     for item in text.split(","):
         try:
@@ -78,8 +83,6 @@ def parse_eps(text: str) -> tuple:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX
-
     p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="preset (minilm, docgpt2, docqwen2, digitvit) or a local model directory; "
                    f"a comma-separated list runs several (default with --preset common-shape: "
@@ -97,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--demo", action="store_true", help="the MiniLM demo roster (8 heads, 2 sources) and report")
     p.add_argument("--preset", choices=PRESETS, help=f"study: {STUDY_PER_LAYER} heads per layer, "
-                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (issue 15); common-shape: every family at "
+                   f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (the held-out study); common-shape: every family at "
                    f"128 x 128, --per-family heads per model, {COMMON_SOURCES} sources, eps {COMMON_EPS}, "
                    "with the report (Appendix L.4)")
     p.add_argument("--per-family", type=int, default=COMMON_PER_FAMILY,
@@ -128,8 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _models(args) -> list:
     """The model specs of the run (presets by name, directories resolved), in the order given."""
-    from numeric.heads.models import PRESETS as MODEL_PRESETS
-
     if args.model:
         names = [m.strip() for m in args.model.split(",") if m.strip()]
     elif args.preset == "common-shape":
@@ -145,8 +146,6 @@ def _models(args) -> list:
 
 
 def _heads(args, model: str) -> list:
-    from numeric.heads.extract import parse_heads
-
     if args.heads:
         try:
             heads = parse_heads(args.heads)
@@ -173,8 +172,6 @@ def _tag(model: str, several: bool) -> str:
 
 def _defaults(args) -> tuple[int, str, int]:
     """Sources, tolerance text and encoder length after the preset's defaults."""
-    from numeric.heads.extract import ENCODER_LENGTH
-
     per = {"study": (STUDY_SOURCES, STUDY_EPS, ENCODER_LENGTH),
            "common-shape": (COMMON_SOURCES, COMMON_EPS, COMMON_LENGTH)}.get(args.preset,
                                                                           (DEMO_SOURCES, DEFAULT_EPS, ENCODER_LENGTH))
@@ -201,7 +198,6 @@ def _domains(args, model: str) -> list:
 
 def _check_domains(args, plan) -> None:
     """Every domain named must be read by some model of the run."""
-    from numeric.heads.domains import ALL
 
     for name in _domain_names(args) if args.domains is not None else []:
         if name != ALL and not any(model_domains(model, [name], args.images) for model, *_ in plan):
@@ -210,8 +206,6 @@ def _check_domains(args, plan) -> None:
 
 def _tasks(args) -> tuple[list, dict, Path]:
     """Validate the arguments; the cell tasks, the run identity and the output directory."""
-    from numeric.heads.sources import MAX_SOURCES
-
     n_sources, eps_text, length = _defaults(args)
     if not 1 <= n_sources <= MAX_SOURCES:
         raise PanelError(f"--sources must be in 1..{MAX_SOURCES}")
@@ -252,12 +246,6 @@ def _tasks(args) -> tuple[list, dict, Path]:
 
 
 def _user_errors():
-    from numeric.heads.extract import ExtractionError
-    from numeric.heads.models import ModelInputError
-    from numeric.heads.sources import SourceError
-
-    from numeric.safeio import SafeIOError
-
     return (ExtractionError, ModelInputError, SourceError, PanelError, SafeIOError)
 
 
@@ -311,9 +299,6 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
     write_run(out, identity, argv=argv, summary=summary)
     if args.report if args.report is not None else (args.demo or args.preset == "common-shape"):
-        from numeric.panel.report import ReportError, write_report
-        from numeric.safeio import SafeIOError
-
         try:
             rep = write_report(out)
         except (ReportError, SafeIOError) as e:

@@ -1,7 +1,7 @@
 """The Dask backend of the panel: cells on a cluster (``--scheduler ADDRESS``).
 
 A worker plugin pins each worker's threads on setup and restores them on
-teardown (``numeric.panel.process``); the cells touch no process state, so a
+teardown (``numeric.runtime``); the cells touch no process state, so a
 worker may run several at once in threads.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from distributed import Client, WorkerPlugin, as_completed
 
 from numeric.panel.cell import run_cell
-from numeric.panel.process import pinned_threads
+from numeric.runtime import pinned_threads
 
 __all__ = ["PinnedThreads", "run_on_cluster"]
 

@@ -1,4 +1,4 @@
-"""The held-out study's feature columns of one cell (issue 15 item 2; docs/study.md).
+"""The held-out study's feature columns of one cell (docs/study.md, the feature blocks).
 
 ``study_columns(lm, cap, layer, eps)`` returns the B0, B1 and B2 columns that
 ``numeric.geometry`` does not already compute, plus the I-block audit columns
@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, SVD_RANKS, cell_descriptors, geometric_gauge, visible_interaction
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.heads.extract import softmax_rows
 
 __all__ = ["study_columns", "stable_rank", "effective_rank", "weight_columns", "logit_rank_profile"]

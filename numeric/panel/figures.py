@@ -10,6 +10,7 @@ import io
 from fractions import Fraction
 from pathlib import Path
 
+from numeric.runtime import pyplot
 from numeric.safeio import make_dirs, write_bytes
 
 __all__ = ["plot_all", "CAPTIONS"]
@@ -35,8 +36,7 @@ def _eps_label(e) -> str:
 
 def _save(fig, path: Path, root) -> Path:
     """The figure as PNG at ``path``, written through ``numeric.safeio`` (no link followed below ``root``)."""
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
@@ -124,11 +124,7 @@ def _u_over_n(plt, rows, eps_values, colours, path, root):
 def plot_all(rows: list[dict], figdir: Path, root=None) -> dict:
     """Write the four figures of ``rows`` into ``figdir``; ``{name: path}``. ``root``: no symbolic link is
     followed between it (default ``figdir``'s parent) and a figure (``numeric.safeio``)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     root = figdir.parent if root is None else root
     make_dirs(figdir, root=root)
     eps_values = sorted({Fraction(r.eps) for r in rows})

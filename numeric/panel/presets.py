@@ -3,7 +3,7 @@
 Every roster is a rule fixed before any bracket is seen:
 
 - ``--demo``: 8 MiniLM heads by hand over all 6 layers, 2 sources;
-- ``--preset study`` (issue 15): in every layer the heads ``k H // 4``;
+- ``--preset study`` (the held-out study): in every layer the heads ``k H // 4``;
 - ``--preset common-shape`` (the architecture audit, Appendix L.4): every
   family at the common 128 x 128 shape (MiniLM with 128 tokens, the decoders'
   128 x 128 common-prefix blocks, the ViT at the nearest shape it allows:
@@ -24,7 +24,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from numeric.heads.models import PRESETS, preset_path, family_of
+from numeric.heads.zoo.common import MANIFEST, ManifestError, verify_manifest
 from numeric.panel.provenance import PanelError
+from numeric.heads.domains import primary_domain
+from numeric.heads.domains import DomainError, resolve_domains
 
 __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUDY_SOURCES", "STUDY_EPS",
            "COMMON_MODELS", "COMMON_PER_FAMILY", "COMMON_SOURCES", "COMMON_EPS", "COMMON_LENGTH",
@@ -37,19 +41,19 @@ __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUD
 DEMO_HEADS = ((0, 1), (0, 7), (1, 3), (2, 5), (3, 8), (4, 2), (5, 4), (5, 11))
 DEMO_SOURCES = 2
 DEFAULT_EPS = "0.1,0.25,0.5"  # the paper's three tolerances (section 6)
-# The held-out study's preset (issue 15, docs/study.md), fixed before its run:
+# The held-out study's preset (docs/study.md), fixed before its run:
 # in every layer the heads k * H // STUDY_PER_LAYER, k = 0..3 (MiniLM: 0, 3, 6, 9),
 # on STUDY_SOURCES sources at eps STUDY_EPS.
 STUDY_PER_LAYER = 4
 STUDY_SOURCES = 16
 STUDY_EPS = "1/4"
-# The common-shape preset (issue 16, Appendix L.4): one model per family, fixed before its run.
+# The common-shape preset (the family comparison, Appendix L.4): one model per family, fixed before its run.
 COMMON_MODELS = ("minilm", "docgpt2", "docqwen2", "digitvit")
 COMMON_PER_FAMILY = 4
 COMMON_SOURCES = 4
 COMMON_EPS = "1/4"
 COMMON_LENGTH = 128   # MiniLM tokens at the common shape ([CLS] text [SEP])
-# The ViT two-arm qualification (issue 29 item 3, Appendix L.3), fixed before its run:
+# The ViT two-arm qualification (Appendix L.3), fixed before its run:
 # the two arms, every head of each, the same sources, the paper's three tolerances.
 VIT_ARMS = ("digitvit", "digitvit-rot90")
 ARMS_SOURCES = 4
@@ -71,8 +75,6 @@ class ModelShape:
 
 def _check_manifest(path: Path) -> None:
     """A directory with a manifest (a zoo model, or a copy of one) must match it before any work."""
-    from numeric.heads.zoo.common import MANIFEST, ManifestError, verify_manifest
-
     if (path / MANIFEST).is_file():
         try:
             verify_manifest(path)
@@ -81,7 +83,6 @@ def _check_manifest(path: Path) -> None:
 
 
 def _model_dir(model: str) -> Path:
-    from numeric.heads.models import PRESETS, preset_path
 
     return preset_path(model) if model in PRESETS else Path(model).expanduser()
 
@@ -90,7 +91,6 @@ def model_domains(model: str, names: list, image_dir=None) -> list:
     """The domains (``numeric.heads.domains``) of ``names`` that ``model`` reads, in registry order,
     with its primary domain as ``""`` (its cells keep their keys); ``[]`` when it reads none of them.
     A ViT reads the held-out digits when its manifest says so (``numeric.heads.extract.source_modality``)."""
-    from numeric.heads.domains import DomainError, resolve_domains
 
     family = model_shape(model).family
     if family != "vit":
@@ -108,15 +108,12 @@ def model_domains(model: str, names: list, image_dir=None) -> list:
         found = resolve_domains(names, modality)
     except DomainError as e:
         raise PanelError(str(e)) from None
-    from numeric.heads.domains import primary_domain
 
     return ["" if d == primary_domain(modality) else d for d in found]
 
 
 def read_config(model: str) -> dict:
     """``config.json`` of a preset (a zoo preset checked against its manifest first) or a directory."""
-    from numeric.heads.models import PRESETS, preset_path
-
     if model in PRESETS:
         path = preset_path(model)
     else:
@@ -134,8 +131,6 @@ def read_config(model: str) -> dict:
 
 
 def model_shape(model: str) -> ModelShape:
-    from numeric.heads.models import family_of
-
     cfg = read_config(model)
     family = family_of(cfg.get("model_type", "?"))
     layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")

@@ -1,4 +1,4 @@
-"""What produced a panel directory: its run identity and ``panel.json`` (issue 12 item 3).
+"""What produced a panel directory: its run identity and ``panel.json``.
 
 The run identity is everything, besides the roster, that can change a
 cell's brackets: the model, the tolerances, the extraction settings, the
@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from numeric.panel.table import RUN_NAME, atomic_write
+from numeric.safeio import SafeIOError, read_json
+from numeric.search import driver
+from numeric.search.effort import package_versions, code_version
 
 __all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run",
            "PanelRun", "CellProvenance", "SearchProvenance", "CodeVersion"]
@@ -64,8 +67,6 @@ def sources_sha256(packages: Iterable[str], prefix: bytes = b"") -> str:
 
 def _search_tolerances() -> dict[str, float]:
     """The search driver's named tolerances (``numeric.search.driver``)."""
-    from numeric.search import driver
-
     return {name: getattr(driver, name) for name in ("STOCHASTIC_TOL", "UPPER_SAFETY", "LOWER_SAFETY")}
 
 
@@ -74,8 +75,6 @@ def run_identity(*, model: str | list[str], eps: Iterable[str], prefix: int, blo
                  image_size: int | None = None) -> dict[str, Any]:
     """The identity every cell of a directory shares (JSON-normalised); ``model`` is one
     spec, or the list of them when several models share the directory."""
-    from numeric.search.effort import package_versions
-
     versions = package_versions()
     code = {"version": versions.get("softrank-verify"), "source_sha256": source_digest()}
     identity: dict[str, Any] = json.loads(json.dumps({
@@ -88,8 +87,6 @@ def run_identity(*, model: str | list[str], eps: Iterable[str], prefix: int, blo
 
 def read_run(out: str | Path) -> dict[str, Any] | None:
     """``panel.json`` of a directory; None when absent; ``PanelError`` when unreadable."""
-    from numeric.safeio import SafeIOError, read_json
-
     path = Path(out) / RUN_NAME
     if not path.exists() and not path.is_symlink():
         return None
@@ -131,8 +128,6 @@ def check_resume(out: str | Path, identity: dict[str, Any]) -> None:
 def write_run(out: str | Path, identity: dict[str, Any], *, argv: Iterable[str] | None = None,
               summary: dict[str, Any] | None = None) -> Path:
     """Write ``panel.json``: the identity, the command, the git commit and the last summary."""
-    from numeric.search.effort import code_version
-
     doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "code_version": code_version(),
            "summary": summary}
     return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True), root=out)
@@ -150,7 +145,8 @@ def _obj(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class CodeVersion:
-    """The project version, and the git commit and dirtiness of the checkout (``numeric.search.effort.code_version``)."""
+    """The project version, and the git commit and dirtiness of the checkout
+    (``numeric.search.effort.code_version``)."""
 
     version: str | None = None
     commit: str | None = None

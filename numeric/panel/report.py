@@ -2,7 +2,7 @@
 
   python -m numeric report DIR [--trust-records] [--no-independent]
 
-A panel directory is untrusted input (issue 25, ``docs/panel.md``). Every
+A panel directory is untrusted input (the trust model of ``docs/panel.md``). Every
 bracket file under ``DIR/brackets`` is re-verified by the exact tier
 (``exact.verify``, one process per core) and every row bound to its head
 (``numeric.panel.audit``): counts, ranks, shapes, witness kinds and slack
@@ -41,7 +41,8 @@ from exact.errors import OneLineParser
 import crosscheck
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.figures import CAPTIONS, plot_all
-from numeric.panel.report_families import GATE
+from numeric.panel.report_families import GATE, families_section
+from numeric.panel.report_geometry import geometry_section
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
 from numeric.safeio import SafeIOError, escape, list_dir, write_text
@@ -265,26 +266,23 @@ def _figures_and_drops(s, out: Path) -> list:
 
 def _geometry_section(rows, out: Path) -> str:
     """The geometry section (``numeric.panel.report_geometry``) on the verified rows."""
-    from numeric.panel.report_geometry import geometry_section
 
     # the section writes its PNGs next to report.md
     try:
         return geometry_section(rows, out)
     except SafeIOError:
         raise
-    except Exception as e:  # noqa: BLE001 - a plotting failure is reported, the brackets stay
+    except Exception as e:  # a plotting failure is reported, the brackets stay
         return f"## Geometry\n\nThe geometry section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}\n"
 
 
 def _families(out: Path, checked, s, gate: float, errors: list) -> list:
     """The family comparison (``numeric.panel.report_families``); a failure is listed as an error."""
-    from numeric.panel.report_families import families_section
-
     try:
         section = families_section(out, [_shown(r) for r in checked.rows], s["verified_rows"], REFERENCE_EPS, gate)
     except SafeIOError:
         raise
-    except Exception as e:  # noqa: BLE001 - the brackets stay; the failure is an error of the report
+    except Exception as e:  # the brackets stay; the failure is an error of the report
         errors.append(f"the family section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}")
         return []
     return [section] if section else []

@@ -1,4 +1,4 @@
-"""The report section on interaction geometry (issue 7).
+"""The report section on interaction geometry.
 
 ``geometry_section(rows, outdir)`` takes the panel table rows (``PanelRow``: the descriptor
 columns of ``numeric.geometry.cell_descriptors`` and
@@ -18,9 +18,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-from numeric.geometry import intrinsic_profile_score
+from numeric.geometry import intrinsic_profile_score, SVD_RANKS
 from numeric.panel.schema import PanelRow
+from numeric.runtime import pyplot
+from numeric.safeio import write_bytes
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -31,7 +34,8 @@ HEADLINE_EPS = 0.25
 EPS_MATCH = 1e-12
 DPI = 110
 
-_INTRINSIC = (("kappa_upper", "intrinsic size kappa(C) (upper)", True), ("tau0", "residual tau(0) = 2 tanh(q(C)/4)", False))
+_INTRINSIC = (("kappa_upper", "intrinsic size kappa(C) (upper)", True),
+              ("tau0", "residual tau(0) = 2 tanh(q(C)/4)", False))
 _NATIVE = (
     ("gamma_native", "native radius product Gamma", True),
     ("svd_interaction_dim", "normalised native SVD dimension", False),
@@ -98,20 +102,13 @@ def _fmt(v, nd=3) -> str:
 
 def _png(fig, path: Path) -> None:
     """The figure as PNG at ``path`` (``numeric.safeio``: atomic, never over a link or a non-regular file)."""
-    from numeric.safeio import write_bytes
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     write_bytes(path, buf.getvalue())
 
 
 def _scatter(path: Path, rows, columns, eps) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401 - formatters below
-
+    plt = pyplot()
     families = sorted({r.family for r in rows})
     fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 4), squeeze=False)
     drew = False
@@ -134,8 +131,8 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
             ax.scatter(x[okl], L[okl], s=10, marker="_", color=colour)
         if logx:
             ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label)
         ax.set_ylabel(f"certified rank bracket [L, U] at eps = {eps:g}")
     if drew:
@@ -148,13 +145,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
 
 def _family_curves(path: Path, rows, eps) -> bool:
     """The J.2 trade-off per cell: (kappa(T_r), tau(T_r)) over retained ranks r."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401 - formatters below
-
-    from numeric.geometry import SVD_RANKS
+    plt = pyplot()
 
     families = sorted({r.family for r in rows})
     fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -176,8 +167,8 @@ def _family_curves(path: Path, rows, eps) -> bool:
         if math.isfinite(eps):
             ax.axhline(eps, color="k", linestyle=":", linewidth=1, label=f"eps = {eps:g}")
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("kappa(T_r) (upper), r = " + ", ".join(str(q) for q in SVD_RANKS))
         ax.set_ylabel("tau(T_r) = 2 tanh(q(C - T_r)/4)")
         ax.legend(fontsize=7)
@@ -249,7 +240,8 @@ def _cert_summary(have) -> list:
     lines = []
     cert = [r for r in have if math.isfinite(_num(_col(r, "kappa_upper_cert")))]
     if cert:
-        worst = max(_num(_col(r, "kappa_upper_cert")) / _num(_col(r, "kappa_upper")) - 1 for r in cert if _num(_col(r, "kappa_upper")) > 0)
+        worst = max(_num(_col(r, "kappa_upper_cert")) / _num(_col(r, "kappa_upper")) - 1
+                    for r in cert if _num(_col(r, "kappa_upper")) > 0)
         lines += [
             f"Rigorous versions: {len(cert)} of {len(have)} cells carry exact/arb bounds; the largest "
             f"relative excess of the certified kappa upper bound over the float one is {_fmt(worst)}.",
@@ -262,7 +254,7 @@ def geometry_section(rows: list[PanelRow], outdir) -> str:
     """Markdown for the interaction-geometry section; PNGs written to ``outdir``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    lines = ["## Interaction geometry (issue 7)", ""]
+    lines = ["## Interaction geometry", ""]
     have = [r for r in rows if math.isfinite(_num(_col(r, "kappa_upper")))]
     if not have:
         lines.append("No cell carries geometry columns (kappa_upper missing); nothing to plot.")

@@ -12,15 +12,16 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from tqdm import tqdm
+
 from numeric.panel.cell import CellTask, finished_rows, run_cell
-from numeric.panel.process import worker_init
+from numeric.panel.cluster import run_on_cluster
+from numeric.runtime import worker_init
 
 __all__ = ["run_panel"]
 
 
 def _progress(total, desc, quiet):
-    from tqdm import tqdm
-
     return tqdm(total=total, desc=desc, unit="cell", disable=quiet, file=sys.stderr, dynamic_ncols=True)
 
 
@@ -53,8 +54,6 @@ def run_panel(tasks: list[CellTask], *, workers: int = 1, scheduler: str | None 
     bar.update(skipped)
     try:
         if scheduler:
-            from numeric.panel.cluster import run_on_cluster
-
             run_on_cluster(todo, scheduler, bar.update)
         elif workers <= 1 or len(todo) <= 1:
             for t in todo:

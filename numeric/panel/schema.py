@@ -1,4 +1,4 @@
-"""The schema of everything the report reads from a panel directory (issue 25 item 3).
+"""The schema of everything the report reads from a panel directory.
 
 A panel directory is untrusted input. Its JSON documents are read through
 ``numeric.safeio.read_json`` (regular files only, size and depth limits) and
@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Union
 
-__all__ = ["SchemaError", "STATUSES", "MAX_LABEL", "MAX_ROWS", "ROW_SCHEMA", "DESCRIPTOR_PREFIXES", "Scalar", "PanelRow", "COLUMNS",
+__all__ = ["SchemaError", "STATUSES", "MAX_LABEL", "MAX_ROWS", "ROW_SCHEMA", "DESCRIPTOR_PREFIXES", "Scalar",
+           "PanelRow", "COLUMNS",
            "check_record", "check_row", "check_run", "check_result", "record_key_ok"]
 
 #: The layout of a row (``PanelRow``) and of its record; a record without a ``schema`` key is version 1
@@ -39,7 +40,8 @@ ROW_SCHEMA = 1
 #: study's (``numeric.panel.features``: b0/b1/b2 blocks and the gauge audit ``iaudit_*``) and their
 #: ``*_error`` columns. A new descriptor family is one more prefix here.
 DESCRIPTOR_PREFIXES = ("b0_", "b1_", "b2_", "c_", "canon_", "gamma_", "geom_", "geometry_", "iaudit_", "intrinsic_",
-                       "kappa_", "log1p_", "logit_change_", "native_", "profile_", "q_residual", "softmax_mismatch", "study_",
+                       "kappa_", "log1p_", "logit_change_", "native_", "profile_", "q_residual",
+                       "softmax_mismatch", "study_",
                        "svd_r", "svd_interaction_", "tau0", "width_spectrum_gap")
 _DESCRIPTOR_NAME = re.compile(r"[a-z][a-z0-9_]{0,127}")
 #: A JSON object, as read.

@@ -9,7 +9,7 @@ Every file is written atomically through ``numeric.safeio`` (a temporary
 file in the same directory, then ``os.replace``), so a process killed at any
 point leaves either the old file or the new one, never half of one; a target
 that is not a regular file, or a symbolic link inside the panel directory, is
-refused (``SafeIOError``, issue 25).
+refused (``SafeIOError``; the trust model of docs/panel.md).
 
 >>> sort_key(PanelRow("encoder", "m", 1, 2, "text:0", "1/4", "ok", cell_kind="full"))
 ('encoder', 'm', 'full', 1, 2, 'text:0', Fraction(1, 4))

@@ -10,7 +10,7 @@ name and the checker is the same; anything else (a changed file, a changed
 checker, an unreadable or foreign record) is re-verified and the record
 rewritten. A record is as trustworthy as the directory it lies in: anyone who
 can write the directory can forge one, since both hashes it carries are
-public (issue 25). So the report re-verifies every file by default and reads
+public (docs/panel.md, trust model). So the report re-verifies every file by default and reads
 these records only behind ``--trust-records``, saying so in its first lines;
 a record is read like every other file of the directory (``numeric.safeio``:
 regular file, size and depth limits) and checked against its schema
@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from numeric.panel.provenance import CellProvenance, sources_sha256
+import flint
+
 from numeric.panel.schema import SchemaError, check_result
 from numeric.panel.table import atomic_write
 from numeric.safeio import SafeIOError, read_json
@@ -50,8 +52,6 @@ def result_of(bf, reports) -> dict:
 @lru_cache(maxsize=1)
 def checker_digest() -> str:
     """SHA-256 of the ``exact`` package's Python sources (``provenance.sources_sha256``) and python-flint's version."""
-    import flint
-
     return sources_sha256(("exact",), prefix=f"python-flint {flint.__version__}\0".encode())
 
 

@@ -1,4 +1,4 @@
-"""Witnesses carried across tolerances: monotone brackets (issue 17).
+"""Witnesses carried across tolerances: monotone brackets.
 
 ``r_eps(A)`` is non-increasing in eps, and so are the certificates' conditions:
 

@@ -1,4 +1,4 @@
-"""Targeted attacks on certified lower bounds (issue 4, item 3).
+"""Targeted attacks on certified lower bounds.
 
 A lower certificate ``r_eps(A) >= L`` says no rank-(L-1) matrix is within
 eps of A. The attack runs the strongest upper machinery of
@@ -22,7 +22,7 @@ from numeric.search.upper import compress, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 
-#: The attack tolerance is eps (1 - 1e-3) (issue 4, item 3): safely inside
+#: The attack tolerance is eps (1 - 1e-3): safely inside
 #: the certified region, so no float rounding can make a success spurious.
 ATTACK_FRACTION = 1 - 1e-3
 

@@ -1,13 +1,13 @@
-"""Counted work, the outer safety cap and a clean stop (issues 12 and 17).
+"""Counted work, the outer safety cap and a clean stop (counted budgets; the clean stop).
 
 A search stops when its ``Budget`` of work units (descent steps, LP work by size,
 candidate rows) is spent, never on a clock, so a bracket does not depend
 on the load of the machine. No clock is read anywhere: ``SafetyCap``, the
-outer cap of a cell, fires only on ``request_stop`` (the CLI's first Ctrl-C).
-Then every search ends with what it has, ``fired`` turns true, the cell
-records ``"capped": true``, and the driver starts no further tolerance (the
-upper sides of those started are cut short), so a long run writes what it
-certified so far.
+outer cap of a cell, fires only when its stop token is requested (the CLI's
+first Ctrl-C; ``numeric.runtime.stop_scope``). Then every search ends with what
+it has, ``fired`` turns true, the cell records ``"capped": true``, and the
+driver starts no further tolerance (the upper sides of those started are cut
+short), so a long run writes what it certified so far.
 
 >>> b = Budget(3); b.spend(2); b.exhausted
 False
@@ -21,35 +21,32 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Budget", "SafetyCap", "request_stop", "stop_requested", "clear_stop"]
+from numeric.runtime import StopToken, current_stop_token, stop_requested
 
-_STOP = {"requested": False}
-
-
-def request_stop() -> None:
-    """Ask every running search to stop with what it has (a signal handler may call this)."""
-    _STOP["requested"] = True
-
-
-def stop_requested() -> bool:
-    """Whether ``request_stop`` was called (and not cleared)."""
-    return _STOP["requested"]
-
-
-def clear_stop() -> None:
-    """Forget a stop request (a new run starts)."""
-    _STOP["requested"] = False
+__all__ = ["Budget", "SafetyCap", "stop_requested"]
 
 
 class SafetyCap:
-    """The outer cap of one cell: it fires on a stop request and remembers that it did."""
+    """The outer cap of one cell: it fires when its stop token is requested and remembers that it did.
 
-    def __init__(self):
+    ``token``: the stop token to watch; by default the current one (``numeric.runtime.stop_scope``)
+    when the cap is made. Outside every stop scope, with no token, the cap never fires.
+
+    >>> from numeric.runtime import stop_scope
+    >>> with stop_scope() as t:
+    ...     cap = SafetyCap()
+    >>> cap.expired(); t.request(); cap.expired(), cap.fired
+    False
+    (True, True)
+    """
+
+    def __init__(self, token: StopToken | None = None):
+        self.token = current_stop_token() if token is None else token
         self.fired = False
 
     def expired(self) -> bool:
         """True once a stop was requested (and from then on ``fired``)."""
-        if _STOP["requested"]:
+        if self.token is not None and self.token.requested:
             self.fired = True
         return self.fired
 

@@ -131,7 +131,7 @@ def _seed(text: str) -> int:
 
 
 def _clean_stop():
-    """First Ctrl-C: ``budget.request_stop`` (the search ends with what it has); second: abort."""
+    """First Ctrl-C: request the run's stop token (the search ends with what it has); second: abort."""
     return front.clean_stop(PROG)
 
 
@@ -170,7 +170,8 @@ def main(argv=None) -> int:
     try:
         eps_items = parse_eps_list(args.eps)
         effort, seed = _effort(args.effort, args.budget), _seed(args.seed)
-        check_target(args.out)     # refused before the search: a link, a directory, a FIFO, a device (issue 25)
+        # refused before the search: a link, a directory, a FIFO, a device (docs/panel.md, trust model)
+        check_target(args.out)
         _check_memory(_stored_shape(args.logits or args.matrix, args.tensor))
         raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:

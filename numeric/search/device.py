@@ -5,6 +5,8 @@ other (``upper`` imports ``refine``; ``refine`` needs only the device).
 """
 from __future__ import annotations
 
+from numeric._optional import require
+
 __all__ = ["pick_device"]
 
 
@@ -16,7 +18,7 @@ def pick_device(device=None):
     """
     # torch takes 3 s to import: loaded by the first descent, not when numeric.search is imported
     # (the bracket command refuses bad input before it loads).
-    import torch  # noqa: PLC0415
+    torch = require("torch")
 
     if device is not None:
         return torch.device(device)

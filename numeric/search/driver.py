@@ -1,4 +1,4 @@
-"""Bracket search: the float tier's public entry point (issue 4).
+"""Bracket search: the float tier's public entry point.
 
 ``search_brackets(matrix, eps_list, ...)`` finds, for each tolerance, the
 tightest bracket ``L <= r_eps(A) <= U`` whose witnesses the exact tier
@@ -41,10 +41,10 @@ of all runs), and keeps the larger verified L and the smaller verified U (the
 base's on ties) before step 4: never a wider bracket than the base's.
 
 Same input, code, seed and effort give the same cells apart from timing
-fields (issue 12): every search spends counted budgets (``effort.Effort``),
+fields (counted budgets, determinism): every search spends counted budgets (``effort.Effort``),
 the random choices of a tolerance come from ``cell_seed(seed, eps)``, and
-the search runs with pinned threads (``threads.pinned_threads``). No clock
-is read: only a stop request (Ctrl-C, ``budget.request_stop``) ends a search
+the search runs with pinned threads (``numeric.runtime.pinned_threads``). No clock
+is read: only a stop request (Ctrl-C: the stop token of ``numeric.runtime.stop_scope``) ends a search
 early, and a cell it ended records ``"capped": true``. After a stop request no
 further tolerance's lower side starts; the tolerances whose lower side ran
 get their upper sides with every budget spent (the SVD baseline or trivial).
@@ -72,9 +72,9 @@ from numeric.search.effort import (BASE, DEFAULT_EFFORT, cell_seed, code_version
 from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
 from numeric.search.lower import lower_candidates
-from numeric.search.slack import target_slack
-from numeric.search.threads import SEARCH_THREADS, pinned_threads
+from numeric.runtime import SEARCH_THREADS, pinned_threads
 from numeric.search.device import pick_device
+from numeric.search.slack import target_slack
 from numeric.search.upper import UpperResult, first_within, search_upper, svd_baseline, svd_factors
 
 __all__ = ["search_brackets", "svd_budget", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",

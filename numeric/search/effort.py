@@ -1,4 +1,4 @@
-"""Effort presets, per-cell seeds and run provenance (issue 12).
+"""Effort presets, per-cell seeds and run provenance.
 
 A bracket depends on the input, the code, the seed and the effort preset,
 and on nothing else: budgets count work (steps, LP work by size, rows tried),
@@ -30,7 +30,7 @@ __all__ = ["BASE", "EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "pa
 #: searches that spend them; the name is what a file records.
 EFFORTS = ("quick", "default", "thorough")
 DEFAULT_EFFORT = "default"
-#: Packages whose versions can change a float result (issue 12 item 3).
+#: Packages whose versions can change a float result.
 VERSIONED = ("numpy", "torch", "python-flint", "highspy", "scipy", "transformers", "softrank-verify")
 
 
@@ -79,7 +79,7 @@ def code_version() -> dict:
 
 @dataclass(frozen=True)
 class Effort:
-    """Named work budgets of one search, per tolerance (issue 12 item 1).
+    """Named work budgets of one search, per tolerance.
 
     Every number counts work, never seconds. The default figures are the work
     that the former wall-clock budgets allowed on an idle core (MiniLM
@@ -93,13 +93,13 @@ class Effort:
     upper_work: int
     #: The rank at which ``upper_work`` is counted: a cell whose truncated-SVD rank k is above it
     #: gets ``step_work(k) / step_work(upper_rank)`` times the units, so its rank bisection
-    #: affords as many Adam steps as a cell at that rank (issue 17: ranks near n get as many
+    #: affords as many Adam steps as a cell at that rank (ranks near n get as many
     #: steps as ranks near 10). Default and quick: 65,536 (never above: no scaling).
     upper_rank: int
     #: 1: thorough's upper mechanics: narrowing trials that miss from the compressed and SVD
     #: starts also start from coordinate columns for near-one-hot rows plus the SVD
-    #: (``upper.hybrid_factors``, issue 17), and the boundary phase gallops down and spends the
-    #: rest of the budget on restarts below the best rank (``upper._restarts``, issue 27); 0: the
+    #: (``upper.hybrid_factors``), and the boundary phase gallops down and spends the
+    #: rest of the budget on restarts below the best rank (``upper._restarts``, the annealed upper trials); 0: the
     #: boundary phase descends one rank at a time and stops at the first clear miss.
     upper_hybrid: int
     #: LP work units (``lp.decoder_work``: a solve of d rows costs about (d/16)^3 thousand) of the
@@ -150,7 +150,7 @@ class Effort:
         return dataclasses.replace(self, **budgets)
 
 
-#: The presets. Default: the former wall-clock budgets of an idle core (issue 12), in work
+#: The presets. Default: the former wall-clock budgets of an idle core, in work
 #: units that grow with the size of each piece of work as its time does, so a large LP or a
 #: high-rank descent spends more of its budget, as it spent more seconds: upper 640,000 Adam
 #: units (``refine.step_work``; 8,000 steps at rank 16 on 256 x 256; was 10 s), far-rows LP
@@ -161,7 +161,7 @@ class Effort:
 #: heads of ``bench/quality.py`` (docs/benchmarks.md 2.3: same medians, no cell wider,
 #: 0.95 times the seconds). Quick is a quarter of it, thorough four times, with its upper
 #: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16) and hybrid starts
-#: for sharp heads (``upper_hybrid``, issue 17).
+#: for sharp heads (``upper_hybrid``).
 PRESETS = {
     "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, far_lp_work=7000,
                       lp_iterations=5000, descent_steps=3000, greedy_steps=3000, greedy_rows=12, swap_work=3500,
@@ -175,7 +175,7 @@ PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough")
 
 
-#: Presets that keep another preset's witnesses (issue 17: thorough is never wider than default):
+#: Presets that keep another preset's witnesses (thorough is never wider than default):
 #: at each tolerance the search runs the base preset first (with the base's own chain of row
 #: sets across tolerances, so its witnesses are those a base run finds), then its own budgets,
 #: and keeps the larger verified L and the smaller verified U (the base's on ties).

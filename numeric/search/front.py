@@ -15,7 +15,8 @@ run the same three steps, in this module, so there is one path:
    file as written, with the raised work limit ``OWN_FILE_WORK``.
 
 Nothing here reads a clock or changes process state, apart from
-``clean_stop``, the command line's Ctrl-C handler (``budget.request_stop``).
+``clean_stop``, the command line's Ctrl-C handler (it requests the stop token of its
+``numeric.runtime.stop_scope``).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +32,7 @@ import numpy as np
 
 from exact.errors import CertificateError
 from exact.verify import verify_file
-from numeric.search.budget import clear_stop, request_stop, stop_requested
+from numeric.runtime import StopToken, stop_requested, stop_scope
 from numeric.search.driver import SearchOutput, search_brackets
 from numeric.search.effort import effort_budgets, expected_seconds
 from numeric.search.export import write_bracket_file
@@ -100,27 +102,29 @@ def announce(prog: str, effort, shape, tolerances: int, count: int = 1, stop: st
 
 
 @contextlib.contextmanager
-def clean_stop(prog: str):
-    """First Ctrl-C: ``budget.request_stop`` (the search ends with what it has); second: abort.
+def clean_stop(prog: str) -> Iterator[StopToken]:
+    """Run the block in a fresh ``stop_scope``; yield its token. First Ctrl-C: request the token (the
+    search ends with what it has); second: abort.
 
-    Signal handlers belong to the main thread: elsewhere the block runs without one."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    Signal handlers belong to the main thread: elsewhere the block runs without one (the token can
+    still be requested by the caller)."""
+    with stop_scope() as token:
+        if threading.current_thread() is not threading.main_thread():
+            yield token
+            return
 
-    def handler(signum, frame):
-        if stop_requested():
-            raise KeyboardInterrupt
-        request_stop()
-        print(f"{prog}: stopping: finishing the tolerances started with the witnesses they have "
-              "(Ctrl-C again aborts without writing)", file=sys.stderr, flush=True)
+        def handler(signum, frame):
+            if token.requested:
+                raise KeyboardInterrupt
+            token.request()
+            print(f"{prog}: stopping: finishing the tolerances started with the witnesses they have "
+                  "(Ctrl-C again aborts without writing)", file=sys.stderr, flush=True)
 
-    clear_stop()
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield token
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def search_targets(targets, eps_items, *, effort, seed: int, device=None, attack: bool = True,

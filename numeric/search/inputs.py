@@ -1,4 +1,4 @@
-"""Input checks of the search: tolerances and matrices (issue 13 item 2: one parser).
+"""Input checks of the search: tolerances and matrices (one tolerance parser).
 
 ``parse_eps`` reads one tolerance as an exact Fraction, ``parse_eps_list``
 a comma-separated list of them (the bracket CLI and the panel share it),

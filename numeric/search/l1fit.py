@@ -5,7 +5,7 @@ of P may be replaced by the best ``p`` for ``min_p ||a_i - Q p||_1``, an l1
 regression, without changing any other row's error. The smooth-max descent
 (``refine``) ends near the optimum of its surrogate, not at each row's l1
 optimum, so a trial that misses eps by a little can be rescued by refitting
-the rows over eps (issue 17: the reference search's "exact per-row l1 refit
+the rows over eps (the reference search's "exact per-row l1 refit
 of P on span(Q) by LP").
 
 The LP is solved in its dual form, ``max a . y`` subject to ``Q^T y = 0`` and

@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 import sys
 
-import highspy
 import numpy as np
 import scipy.sparse as sp
+
+from numeric._optional import require
 
 __all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse", "decoder_work"]
 
@@ -52,6 +53,8 @@ _BANNER_DONE = False
 def _quiet_highs():
     """A silent ``highspy.Highs``: the first one prints a banner on file descriptor 1,
     which would corrupt ``--json`` output, so fd 1 points at /dev/null while it is made."""
+    highspy = require("highspy")
+
     global _BANNER_DONE
     if _BANNER_DONE:
         h = highspy.Highs()
@@ -85,6 +88,8 @@ def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, it
     >>> round(v, 9), [round(float(t), 9) for t in x]
     (1.0, [0.0, 1.0])
     """
+    highspy = require("highspy")
+
     c = np.asarray(c, dtype=np.float64)
     nv = c.size
     blocks, lo, hi = [], [], []

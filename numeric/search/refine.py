@@ -40,7 +40,8 @@ import numpy as np
 from numeric.search.budget import Budget
 from numeric.search.device import pick_device
 from numeric.search.norms import row_l1_error
-from numeric.search.threads import torch_threads
+from numeric.runtime import torch_threads
+from numeric._optional import require
 
 __all__ = ["DEFAULT_ITERS", "FULL_ITERS", "TrialLog", "refine", "schedule", "snap_dyadic", "step_work"]
 
@@ -150,7 +151,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     ``lr_scale`` multiplies the Adam step. Returns (P, Q, err) of the best iterate by
     float64 max row-l1 error. The torch thread count is set for the call and restored.
     """
-    import torch  # noqa: PLC0415  (3 s to import: loaded by the first trial, not on import)
+    torch = require("torch")
 
     dev = pick_device(device)
     iters = max(int(iters), 1)
@@ -180,7 +181,8 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
 
 
 def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget):
-    F = torch.nn.functional
+    F = require("torch").nn.functional
+
     dtype = torch.float64
     m, n = A.shape
     At = torch.as_tensor(A, dtype=dtype, device=dev)

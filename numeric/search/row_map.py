@@ -14,7 +14,8 @@ import numpy as np
 
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_norm
-from numeric.search.threads import torch_threads
+from numeric.runtime import torch_threads
+from numeric._optional import require
 
 __all__ = ["DESCENT_ITERS", "descend_row_map", "initial_row_map", "voronoi_map"]
 
@@ -65,7 +66,7 @@ def descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, budget: Budge
     Stops once the norm is below ``target``, after ``iters`` steps, on a stall,
     or when ``budget`` is spent (one unit per step).
     """
-    import torch  # noqa: PLC0415  (3 s to import: loaded by the first descent, not on import)
+    torch = require("torch")
 
     d, n = AS.shape
     _, _, vt = np.linalg.svd(AS)

@@ -1,1 +1,1 @@
-"""The held-out study (issue 15): does geometry explain certified rank demand?"""
+"""The held-out study: does geometry explain certified rank demand?"""

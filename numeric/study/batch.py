@@ -6,7 +6,7 @@ estimator as a ridge on the draw's distinct rows weighted by their number of
 copies: the medians, means and standard deviations are those of the expanded
 column, the Gram matrix is ``Z^T diag(w) Z``, the inner leave-one-out leaves
 all ``w`` copies of a row out together (a copy left in would predict its twin:
-the residual's divisor is ``1 - w * hat``, issue 28), so the leave-one-out
+the residual's divisor is ``1 - w * hat``), so the leave-one-out
 error is the weighted mean over distinct rows, and the intercept's leverage is
 ``1 / sum(w)``. So
 ``weighted_cross_fit`` fits every fold of one model in one stacked
@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from numeric.study.fit import ALPHAS, negligible
+from numeric.study.fit import ALPHAS, negligible, FastRidgeCV
 
 __all__ = ["FoldFits", "complete_fits", "fit_folds", "weighted_cross_fit", "weighted_mae"]
 
@@ -216,8 +216,6 @@ def weighted_cross_fit(X, y, weights, fold, n_folds: int) -> np.ndarray:
 
 
 def _expanded_cross_fit(X, y, w, fold, ks) -> np.ndarray:
-    from numeric.study.fit import FastRidgeCV
-
     reps = w.astype(np.int64)
     pred = np.empty_like(y)
     for f in ks:

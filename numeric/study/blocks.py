@@ -1,4 +1,4 @@
-"""The study's feature blocks (issue 15 item 2; docs/study.md) as column lists.
+"""The study's feature blocks (docs/study.md) as column lists.
 
 A block is a tuple of column names of the panel table. ``B0 < B1 < B2`` are
 nested baselines; ``G`` (the paper's native block) and ``I`` (the intrinsic

@@ -42,13 +42,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numeric.study.blocks import B0, B1_EXTRA, B2_EXTRA, CATEGORICAL, G, I, WEIGHT, block_columns
-from numeric.study.compare import AGGREGATE, compare
+from numeric.study.compare import AGGREGATE, compare, source_pools
 from numeric.study.data import StudyData, StudyError
+from numeric.study.demean import head_means
 from numeric.study.fit import negligible
 from numeric.study.protocol import demeaned_name, placebo_name, reading, _c
 
 __all__ = ["Shape", "FOUR_FAMILY", "RECORDED_FOUR_FAMILY", "SCENARIOS", "synthetic", "panel_shape", "parse_shape",
-           "RECORDED_FOUR_FAMILY_SPEC", "calibrate", "CalibrationResult", "report_lines", "binomial_tail", "lower_bound",
+           "RECORDED_FOUR_FAMILY_SPEC", "calibrate", "CalibrationResult", "report_lines", "binomial_tail",
+           "lower_bound",
            "max_count", "within_rate"]
 
 #: The synthetic scenarios (module docstring).
@@ -109,8 +111,6 @@ RECORDED_FOUR_FAMILY = parse_shape(RECORDED_FOUR_FAMILY_SPEC)
 def panel_shape(data: StudyData) -> Shape:
     """The shape of a loaded panel: families, heads, sources, pools, and the B0/B1 columns whose
     within-head spread is rounding residue against their spread (``fit.negligible``)."""
-    from numeric.study.compare import source_pools
-
     pools = source_pools(data)
     fams = []
     for f in np.unique(data.families):
@@ -119,7 +119,6 @@ def panel_shape(data: StudyData) -> Shape:
         pool = next(i for i, p in enumerate(pools) if srcs & set(p))
         fams.append((str(f), int(np.unique(data.heads[m]).size), len(srcs), f"pool{pool}"))
     const = []
-    from numeric.study.demean import head_means
 
     for c in B0 + B1_EXTRA:
         if c not in data.numeric:

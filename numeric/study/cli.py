@@ -1,4 +1,4 @@
-"""The held-out study of a panel directory (issue 15; protocol in docs/study.md).
+"""The held-out study of a panel directory (protocol in docs/study.md).
 
 Reads the panel's cells through the report's audit (every bracket file
 re-verified by the exact tier and every row bound to its head file; a panel
@@ -40,12 +40,15 @@ from pathlib import Path
 
 from exact.errors import OneLineParser
 from numeric.safeio import SafeIOError
+from numeric.search.effort import code_version
+from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
 from numeric.study.compare import PERMUTATIONS, compare
 from numeric.study.data import PanelDisagreement, StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study, target_values
 from numeric.study.protocol import PRIMARY, comparisons, reading
+from numeric.study.robust import gbm_check
 from numeric.study.targets import other_targets
 from numeric.study.transfer import transfer_markdown, transfer_rows, transfer_section
 from numeric.study.write import check_outputs, write_outputs
@@ -86,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eps", default="1/4", help="tolerance the panel ran (default 1/4)")
     p.add_argument("--out", help="output directory (default DIR/study)")
     p.add_argument("--replicates", type=int, default=DEFAULT_REPLICATES,
-                   help=f"resamples of the secondary, conservative percentile bootstrap (default {DEFAULT_REPLICATES}: off)")
+                   help="resamples of the secondary, conservative percentile bootstrap "
+                        f"(default {DEFAULT_REPLICATES}: off)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     p.add_argument("--folds", type=int, default=FOLDS, help=f"source folds (default {FOLDS})")
     p.add_argument("--workers", type=int, help="exact re-verification processes (default: one per core)")
@@ -144,13 +148,12 @@ def run(args, command: str) -> dict:
     gauge = gauge_audit(data, folds=args.folds)
     gbm = None
     if args.gbm:
-        from numeric.study.robust import gbm_check
-
         gbm = gbm_check(data, comparisons(), replicates=args.gbm, seed=args.seed, folds=args.folds)
     setup = {"panel": ", ".join(map(str, args.dir)), "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
-             "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm, "code_version": _code_version(),
+             "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm,
+             "code_version": _code_version(),
              "seconds": round(time.perf_counter() - t0, 1)}
     verdicts = {b: reading(results, b) for b in ("G", "I")}
     transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
@@ -160,8 +163,6 @@ def run(args, command: str) -> dict:
 
 def calibrate_main(args) -> int:
     """``--calibrate``: the self-check's report on stdout; 0 when every check passes, else 1."""
-    from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
-
     _check(args)
     try:
         rhos = [float(x) for x in args.rho.split(",")]
@@ -196,8 +197,6 @@ def calibrate_main(args) -> int:
 
 
 def _code_version() -> dict:
-    from numeric.search.effort import code_version
-
     return code_version()
 
 

@@ -1,4 +1,4 @@
-"""Held-out comparisons ``base`` vs ``base + block`` (issue 15; calibrated in issue 28).
+"""Held-out comparisons ``base`` vs ``base + block`` (calibrated: docs/study.md).
 
 For each family separately the base model and the augmented model are
 cross-fitted (``numeric.study.fit``); the gain is ``Delta = MAE(base) -
@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from joblib import Parallel, delayed
 import numpy as np
 
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import keep_freed_memory, one_blas_thread
 from numeric.study.data import StudyData
 from numeric.study.batch import complete_fits, weighted_cross_fit, weighted_mae
 from numeric.study.demean import fold_demeaned
@@ -240,29 +241,8 @@ def _percentile(values) -> tuple:
     return float(lo), float(hi)
 
 
-#: glibc's ``mallopt`` parameters: the size from which a block gets its own mapping, and the
-#: free top of the heap kept before it is given back.
-_M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD = -3, -1
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc reuse freed blocks up to 64 MiB instead of unmapping them.
-
-    A bootstrap fit allocates temporaries of about a megabyte, above glibc's default mapping
-    threshold, and frees them at once: without this, a fifth of the study's time went to the
-    kernel mapping and unmapping them (``bench/study_speed.py``). Not glibc: nothing to do."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 64 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
-    except (OSError, AttributeError):
-        pass
-
-
 def _replicates(data, comparisons, folds, draws) -> list:
-    _keep_freed_memory()
+    keep_freed_memory()
     with one_blas_thread():   # small matrices: threads only contend
         mats = _Cache(data)
         return [_replicate(data, rows, comparisons, folds, mats) for rows in draws]
@@ -279,8 +259,6 @@ def bootstrap(data: StudyData, comparisons, *, replicates: int, seed: int, folds
     draws = [resample_rows(data, rng) for _ in range(replicates)]
     jobs = min(jobs, max(1, replicates // MIN_PER_JOB))   # a process per few draws costs more than it saves
     if jobs > 1:
-        from joblib import Parallel, delayed
-
         chunks = [draws[i::jobs] for i in range(jobs)]
         parts = Parallel(n_jobs=jobs)(delayed(_replicates)(data, comparisons, folds, c) for c in chunks)
         boot = [parts[i % jobs][i // jobs] for i in range(replicates)]

@@ -1,4 +1,4 @@
-"""The study's table: numeric columns, categories, target and clusters (issue 15).
+"""The study's table: numeric columns, categories, target and clusters.
 
 ``StudyData`` holds one row per verified cell at the study's tolerance: the
 numeric feature columns, the categorical ones, the target, and the cluster

@@ -1,4 +1,4 @@
-"""Within-head demeaning for one cross-fitting fold (issue 28 item 3; paper L.6).
+"""Within-head demeaning for one cross-fitting fold (paper L.6).
 
 The demeaned comparison asks whether a block tracks input-to-input variation
 *within* a head. Three rules make it clean:

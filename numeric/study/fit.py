@@ -1,4 +1,4 @@
-"""The study's model and its cross-fitting over clusters (issue 15 item 3).
+"""The study's model and its cross-fitting over clusters.
 
 The model is a calibrated linear model: median imputation, standardised
 features, ridge regression whose penalty is chosen on the training fold by
@@ -36,7 +36,7 @@ ALPHAS = tuple(10.0 ** (k / 2) for k in range(-6, 9))
 #: Outer folds of the source cross-fitting (16 sources: 4 per fold).
 FOLDS = 4
 #: A column whose spread is at most this fraction of its scale is constant (rounding residue, not
-#: variation): it is left out of the fit instead of being divided by an sd of 1e-17 (issue 28 item 3).
+#: variation): it is left out of the fit instead of being divided by an sd of 1e-17.
 REL_TOL = 1e-9
 
 

@@ -1,4 +1,4 @@
-"""The gauge audit at study resolution (issue 15 item 4, paper L.7).
+"""The gauge audit at study resolution (paper L.7).
 
 Each fitted model that uses G or I is cross-fitted on the panel's columns and
 then also fed, on its held-out rows, the same columns recomputed under the

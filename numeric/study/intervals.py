@@ -1,4 +1,4 @@
-"""Calibrated intervals from the point fit's paired held-out losses (issue 28 items 1, 4, 5).
+"""Calibrated intervals from the point fit's paired held-out losses.
 
 The point fit gives every row ``i`` of family ``f`` a held-out absolute error
 under the base model, ``l0_i``, and under the augmented one, ``l1_i``. The
@@ -20,7 +20,7 @@ of freedom, so its interval speaks about unseen heads. Coverage, false
 positive rate and power are measured by simulation
 (``numeric.study.calibrate``, ``python -m numeric study --calibrate``).
 
-The equivalence reading (issue 29 item 1) is two one-sided tests of
+The equivalence reading is two one-sided tests of
 ``|Delta| < RESOLUTION`` at 5 % each, on the same standard error: equivalent
 when the 90 % interval lies inside ``(-delta, +delta)``; different when the
 95 % interval excludes 0; not shown otherwise.
@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 __all__ = ["LEVEL", "RESOLUTION", "Estimate", "paired_estimates", "cluster_variance", "tost"]
 
@@ -78,9 +79,7 @@ def cluster_variance(psi: np.ndarray, clusters) -> tuple:
 
 
 def _t(df: int, level: float) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.5 + level / 2, df)) if df >= 1 else np.inf
+    return float(stats.t.ppf(0.5 + level / 2, df)) if df >= 1 else np.inf
 
 
 def tost(delta: float, se: float, df: int, resolution: float = RESOLUTION) -> str:

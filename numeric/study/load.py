@@ -1,4 +1,4 @@
-"""Read a panel directory into the study's table (issue 15 items 1 and 3).
+"""Read a panel directory into the study's table.
 
 The rows come from ``numeric.panel.audit.audit``: every bracket file is
 re-verified with the exact tier and every record checked against that pass,
@@ -7,7 +7,7 @@ at the study's tolerance, a tolerance the panel did not run or a missing
 column is a ``StudyError``: unverified cells are never targets. A panel too
 small for an analysis (``numeric.study.compare.MIN_SOURCES`` sources,
 ``MIN_HEADS`` heads) is not an error here: that comparison's row carries a
-one-line reason (issue 28). Cells the panel dropped (decoder mass or
+one-line reason. Cells the panel dropped (decoder mass or
 locality screen) have no bracket and are not study rows.
 """
 from __future__ import annotations
@@ -20,7 +20,9 @@ import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
+from numeric.safeio import escape
 from numeric.panel.schema import COLUMNS, PanelRow, SchemaError
+from numeric.panel.audit import audit
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import PanelDisagreement, StudyData, StudyError
 
@@ -40,9 +42,7 @@ def _eps(text) -> Fraction:
 def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> list[PanelRow]:
     """The audited rows of a panel directory at tolerance ``eps`` (all verified; ``reverify``: every
     file through the exact tier now, not from the records of its pass)."""
-    from numeric.panel.audit import audit
 
-    from numeric.safeio import escape
 
     out = Path(out)
     if not out.exists():

@@ -62,7 +62,8 @@ def native_data(data: StudyData, audited, target_values) -> tuple[StudyData | No
     if unpaired:
         note += f"; {unpaired} without a common-prefix study cell (dropped by a decoder screen?) not used"
     if not paired:
-        return None, f"no native-causal cell has a common-prefix partner among the study's cells ({len(native)} unpaired)"
+        return None, (f"no native-causal cell has a common-prefix partner among the study's cells "
+                      f"({len(native)} unpaired)")
     idx = np.array([i for _, i in paired])
     rows = [r for r, _ in paired]
     sub = StudyData({k: v[idx] for k, v in data.numeric.items()}, {k: v[idx] for k, v in data.categorical.items()},

@@ -1,4 +1,4 @@
-"""The study's comparisons and its reading rule (issue 15 item 4, issue 28; docs/study.md).
+"""The study's comparisons and its reading rule (docs/study.md).
 
 Each comparison is ``base`` vs ``base + block`` with the blocks of
 ``numeric.study.blocks``. The placebo rows add the block permuted

@@ -1,4 +1,4 @@
-"""The gradient-boosted robustness check (issue 15 item 3, optional; ``--gbm N``).
+"""The gradient-boosted robustness check (optional; ``--gbm N``).
 
 The primary comparison and its intrinsic counterpart (``GBM_COMPARISONS``)
 refitted with scikit-learn's ``HistGradientBoostingRegressor`` (default
@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from sklearn.ensemble import HistGradientBoostingRegressor
 
+from numeric.runtime import one_native_thread
 from numeric.study.compare import AGGREGATE, ComparisonResult, _gains, _percentile, resample_rows, stream
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, fold_indices
@@ -30,8 +32,6 @@ GBM_COMPARISONS = ("B1 vs B1+G", "B1 vs B1+I")
 
 def gbm_model(seed: int):
     """The boosted regressor (scikit-learn defaults, seeded)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
     return HistGradientBoostingRegressor(random_state=seed)
 
 
@@ -66,10 +66,8 @@ def gbm_check(data: StudyData, comparisons, *, replicates: int, seed: int, folds
     comps = [c for c in comparisons if c.name in GBM_COMPARISONS]
     rng = stream(seed, 0)
     draws = [resample_rows(data, rng) for _ in range(replicates)]
-    from threadpoolctl import threadpool_limits
-
     everything = np.arange(len(data))
-    with threadpool_limits(limits=1):   # OpenMP threads of the booster only contend on small tables
+    with one_native_thread():   # OpenMP threads of the booster only contend on small tables
         point = _one(data, everything, comps, folds, seed)
         boot = [_one(data, rows, comps, folds, seed) for rows in draws]
     results = []

@@ -27,6 +27,10 @@ import numpy as np
 
 from numeric.panel.schema import PanelRow
 from numeric.study.data import PanelDisagreement, StudyData, StudyError
+from safetensors.numpy import load
+from numeric.search.driver import svd_budget
+from numeric.safeio import SafeIOError, read_bytes
+from numeric.panel.audit import HEAD_BYTES, HEADS_DIR
 
 __all__ = ["SVD_BUDGET", "TableDisagreement", "recorded_svd_budget", "head_tensors", "svd_targets", "svd_data"]
 
@@ -69,10 +73,7 @@ def _sha256(a: np.ndarray) -> str:
 def head_tensors(panel_dir, row: PanelRow) -> tuple[np.ndarray, np.ndarray]:
     """(logits, matrix) of the row's head file, read once, each bound to the exact pass by its SHA-256
     (the row's ``logits_sha256`` and ``target_sha256``, set by the audit); ``StudyError`` otherwise."""
-    from safetensors.numpy import load
 
-    from numeric.panel.audit import HEAD_BYTES, HEADS_DIR
-    from numeric.safeio import SafeIOError, read_bytes
 
     root = Path(panel_dir)
     key = _key(row)
@@ -96,7 +97,6 @@ def head_tensors(panel_dir, row: PanelRow) -> tuple[np.ndarray, np.ndarray]:
 def svd_targets(audited, eps) -> dict:
     """``{cell id: k_svd}`` of the audited rows ``[(panel dir, row)]`` at tolerance ``eps``, recomputed from
     their head files; a table value that differs is a ``TableDisagreement``."""
-    from numeric.search.driver import svd_budget
 
     e = Fraction(str(eps))
     out = {}

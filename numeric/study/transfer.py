@@ -58,11 +58,14 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from numeric.geometry.blas import one_blas_thread
+from numeric.runtime import one_blas_thread
 from numeric.study.compare import AGGREGATE, heldout_losses
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, FastRidgeCV
 from numeric.study.intervals import RESOLUTION, _combined, _family_point, _jk_var, cluster_variance
+from numeric.study.blocks import block_columns
+from numeric.heads.domains import DOMAINS
+from dataclasses import replace
 
 __all__ = ["COMPARISONS", "MIN_DOMAIN_SOURCES", "TransferSplit", "TransferRow", "transfer_splits",
            "split_predictions", "split_losses", "transfer_rows", "transfer_section", "transfer_markdown",
@@ -117,7 +120,6 @@ class TransferRow:
 
 def _domain_order(names) -> list:
     """A family's domains in registry order (its primary one first; unknown names after, sorted)."""
-    from numeric.heads.domains import DOMAINS
 
     known = [d for d in DOMAINS if d in names]
     return known + sorted(set(names) - set(known))
@@ -274,7 +276,6 @@ def _row_name(base: str, block: str, direction: str, pairs: dict) -> str:
 
 def transfer_rows(data: StudyData, folds: int = FOLDS) -> list:
     """Every ``TransferRow``: the comparisons of ``COMPARISONS`` in both directions."""
-    from numeric.study.blocks import block_columns
 
     rows = []
     for direction in DIRECTIONS:
@@ -348,7 +349,6 @@ def synthetic_domains(data: StudyData, first: int, offset: float = 0.0, names=("
     """A synthetic table (``numeric.study.calibrate.synthetic``, sources ``pool:sK``) with two domains:
     sources ``K < first`` in ``names[0]``, the others in ``names[1]``, whose targets are moved by
     ``offset`` (a planted domain effect); for the tests and ``bench/study_transfer_calibration.py``."""
-    from dataclasses import replace
 
     k = np.array([int(s.rsplit(":s", 1)[1]) for s in data.sources])
     doms = np.where(k < first, names[0], names[1])

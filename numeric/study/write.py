@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from numeric.panel.table import jsonable
+from numeric.runtime import pyplot
 from numeric.safeio import check_target, make_dirs, write_bytes, write_text
 from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
@@ -141,20 +142,11 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
                      + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig, path: Path, root: Path) -> None:
     """The figure as PNG at ``path`` (``numeric.safeio``; no link followed below ``root``)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     make_dirs(path.parent, root=root)
     write_bytes(path, buf.getvalue(), root=root)
 
@@ -164,7 +156,7 @@ SCATTER_MODELS = ("B1", "B1+G", "B1+I")
 
 
 def _scatter(data: StudyData, preds: dict, path: Path, root: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(SCATTER_MODELS), figsize=(4 * len(SCATTER_MODELS), 4), sharey=True)
     lo, hi = float(data.y.min()), float(data.y.max())
     for ax, m in zip(axes, SCATTER_MODELS):
@@ -178,7 +170,7 @@ def _scatter(data: StudyData, preds: dict, path: Path, root: Path) -> None:
 
 
 def _figure(doc: dict, path: Path, root: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     comps = [c for c in doc["comparisons"] if not c.get("reason")]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(comps) + 1))
     for i, c in enumerate(comps):

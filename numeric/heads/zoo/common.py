@@ -13,6 +13,7 @@ import platform
 from pathlib import Path
 
 from exact.errors import UserInputError
+from numeric._optional import require
 
 __all__ = ["THREADS", "MANIFEST", "WEIGHTS_DIR", "quiet_transformers",
            "TrainingError", "ManifestError", "verify_manifest", "deterministic", "lr_at",
@@ -32,7 +33,7 @@ HASH_CHUNK = 1 << 20
 
 def quiet_transformers() -> None:
     """No progress bars or notices on stderr (the CLI's stderr carries the step log and errors)."""
-    import transformers
+    transformers = require("transformers")
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -48,7 +49,7 @@ class ManifestError(UserInputError):
 
 def deterministic(seed: int, threads: int = THREADS):
     """Seed torch, fix its thread count and forbid nondeterministic kernels."""
-    import torch
+    torch = require("torch")
 
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
@@ -65,14 +66,14 @@ def lr_at(step: int, steps: int, warmup: int, peak: float) -> float:
 
 
 def make_optimizer(model, lr: float):
-    import torch
+    torch = require("torch")
 
     return torch.optim.AdamW(model.parameters(), lr=lr, betas=ADAM_BETAS, weight_decay=WEIGHT_DECAY)
 
 
 def train_step(model, optimizer, lr: float, loss) -> float:
     """One optimiser step on ``loss`` at rate ``lr``; returns the loss value."""
-    import torch
+    torch = require("torch")
 
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -93,9 +94,9 @@ def file_sha256(path: Path) -> str:
 
 def write_manifest(out: Path, record: dict) -> dict:
     """Add the sha256 of every file in ``out`` and the software versions; write ``manifest.json``."""
-    import tokenizers
-    import torch
-    import transformers
+    tokenizers = require("tokenizers")
+    torch = require("torch")
+    transformers = require("transformers")
 
     files = {p.name: file_sha256(p) for p in sorted(Path(out).iterdir()) if p.is_file() and p.name != MANIFEST}
     doc = dict(record)

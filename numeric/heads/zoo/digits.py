@@ -15,8 +15,11 @@ import hashlib
 from functools import lru_cache
 
 import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
 
 from numeric.heads.zoo.corpus import DataError
+from numeric._optional import require
 
 __all__ = ["IMAGE_SIZE", "PATCH", "DIGITS_SHA256", "digits", "split", "pixels", "heldout_pixels"]
 
@@ -36,12 +39,10 @@ def _digits_sha256(x: np.ndarray, y: np.ndarray) -> str:
 @lru_cache(maxsize=1)
 def digits() -> tuple[np.ndarray, np.ndarray]:
     """(images [n, 8, 8] float64 in 0..16, labels [n]) after the hash check."""
-    from sklearn.datasets import load_digits
-
     try:
         d = load_digits()
         x, y = np.asarray(d.images), np.asarray(d.target)
-    except Exception as e:  # noqa: BLE001 - a missing or damaged package data file
+    except Exception as e:  # a missing or damaged package data file
         raise DataError(f"cannot read scikit-learn's digits data: {str(e).splitlines()[0]}") from None
     got = _digits_sha256(x, y)
     if got != DIGITS_SHA256:
@@ -52,8 +53,6 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
 @lru_cache(maxsize=1)
 def split() -> tuple[np.ndarray, np.ndarray]:
     """(training indices, held-out indices) into :func:`digits`, stratified by label."""
-    from sklearn.model_selection import train_test_split
-
     x, y = digits()
     tr, held = train_test_split(np.arange(len(y)), test_size=HELDOUT_FRACTION, random_state=SPLIT_SEED,
                                 stratify=y)
@@ -66,7 +65,7 @@ def pixels(images: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
     >>> pixels(np.full((1, 8, 8), 16.0), 12).shape
     (1, 1, 12, 12)
     """
-    import torch
+    torch = require("torch")
 
     t = torch.from_numpy(np.asarray(images, dtype=np.float32) / DIGIT_MAX)[:, None]
     up = torch.nn.functional.interpolate(t, size=(size, size), mode="bilinear", align_corners=False)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from numeric.heads.zoo.common import TrainingError, deterministic, lr_at, make_optimizer, train_step
+from numeric._optional import require
 
 __all__ = ["LMRecipe", "RECIPES", "tiny_recipe", "build_lm", "unigram_entropy", "heldout_loss", "train_lm"]
 
@@ -54,7 +55,7 @@ def tiny_recipe(name: str) -> LMRecipe:
 
 def build_lm(r: LMRecipe, eos_id: int):
     """A freshly initialised causal LM for recipe ``r`` (dropout off: deterministic)."""
-    import transformers
+    transformers = require("transformers")
 
     if r.arch == "gpt2":
         cfg = transformers.GPT2Config(vocab_size=r.vocab, n_positions=r.context, n_embd=r.width, n_layer=r.layers,
@@ -84,7 +85,7 @@ def unigram_entropy(train_ids: np.ndarray, held_ids: np.ndarray, vocab: int) -> 
 
 def heldout_loss(model, ids: np.ndarray, context: int, windows: int) -> float:
     """Mean next-token loss (nats) over the first ``windows`` non-overlapping windows of ``ids``."""
-    import torch
+    torch = require("torch")
 
     n = min(windows, len(ids) // context)
     if n < 1:
@@ -98,7 +99,7 @@ def heldout_loss(model, ids: np.ndarray, context: int, windows: int) -> float:
 
 
 def _batch(ids, r: LMRecipe, gen):
-    import torch
+    torch = require("torch")
 
     starts = torch.randint(0, len(ids) - r.context, (r.batch,), generator=gen)
     return torch.stack([ids[s:s + r.context] for s in starts.tolist()])
@@ -106,7 +107,7 @@ def _batch(ids, r: LMRecipe, gen):
 
 def train_lm(r: LMRecipe, tokenizer, train_text: str, held_text: str, *, log=None):
     """Train recipe ``r``; returns (model, metrics). ``log(step, loss)`` sees every 50th step."""
-    import torch
+    torch = require("torch")
 
     gen = deterministic(r.seed)
     tr = np.asarray(tokenizer(train_text)["input_ids"], dtype=np.int64)

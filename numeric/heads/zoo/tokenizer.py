@@ -6,6 +6,10 @@ beside the weights and loaded by ``AutoTokenizer`` offline.
 """
 from __future__ import annotations
 
+import os
+
+from numeric._optional import require
+
 __all__ = ["EOS", "VOCAB_SIZE", "train_tokenizer"]
 
 EOS = "<|endoftext|>"
@@ -15,11 +19,14 @@ MIN_FREQUENCY = 2   # a merge must occur twice in the training text
 
 def train_tokenizer(text: str, vocab_size: int = VOCAB_SIZE):
     """Train byte-level BPE on ``text`` (single-threaded, so merge ties break the same way)."""
-    import os
-
     os.environ["RAYON_NUM_THREADS"] = "1"  # read when tokenizers starts its pool
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    tokenizers = require("tokenizers")
+    Tokenizer = tokenizers.Tokenizer
+    decoders = tokenizers.decoders
+    models = tokenizers.models
+    pre_tokenizers = tokenizers.pre_tokenizers
+    trainers = tokenizers.trainers
+    PreTrainedTokenizerFast = require("transformers").PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -16,15 +16,18 @@ import argparse
 import shlex
 import sys
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from exact.errors import ExitCode, OneLineParser
 from numeric.heads.zoo import common
 from numeric.heads.zoo.common import (THREADS, WEIGHTS_DIR, ManifestError, TrainingError, quiet_transformers,
                                       verify_manifest, write_manifest)
+from numeric.heads.zoo.lm import RECIPES, tiny_recipe, train_lm
+from numeric.heads.zoo.tokenizer import train_tokenizer
 from numeric.heads.zoo.vit import train_digit_vit
 from numeric.heads.zoo.vit_shift import train_shifted_vit
-from numeric.heads.zoo.corpus import CORPUS_PATH, CORPUS_SHA256, HELDOUT_EVERY, DataError
+from numeric.heads.zoo.corpus import CORPUS_PATH, CORPUS_SHA256, HELDOUT_EVERY, DataError, read_corpus, split_paragraphs
 
 __all__ = ["MODELS", "WEIGHTS_DIR", "train_decoder", "quiet_transformers", "main"]
 
@@ -41,12 +44,6 @@ def _say(msg: str) -> None:
 def train_decoder(name: str, out: Path, *, steps: int | None = None, corpus: Path = CORPUS_PATH,
                   tiny: bool = False, command: str = "") -> dict:
     """Train decoder ``name`` on the corpus and write its directory; returns the manifest."""
-    from dataclasses import asdict, replace
-
-    from numeric.heads.zoo.corpus import read_corpus, split_paragraphs
-    from numeric.heads.zoo.lm import RECIPES, tiny_recipe, train_lm
-    from numeric.heads.zoo.tokenizer import train_tokenizer
-
     quiet_transformers()
     text = read_corpus(corpus, CORPUS_SHA256)
     recipe = tiny_recipe(name) if tiny else RECIPES[name]

@@ -7,6 +7,7 @@ all 360 held-out images.
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 from numeric.heads.zoo.common import (THREADS, deterministic, lr_at, make_optimizer, quiet_transformers, train_step,
                                       write_manifest)
 from numeric.heads.zoo import digits as D
+from numeric._optional import require
 
 __all__ = ["ViTRecipe", "RECIPE", "tiny_recipe", "build_vit", "evaluate", "train_vit", "train_digit_vit"]
 
@@ -43,7 +45,7 @@ def tiny_recipe() -> ViTRecipe:
 
 
 def build_vit(r: ViTRecipe):
-    import transformers
+    transformers = require("transformers")
 
     cfg = transformers.ViTConfig(image_size=r.image_size, patch_size=r.patch, num_channels=1, hidden_size=r.width,
                                  num_hidden_layers=r.layers, num_attention_heads=r.heads,
@@ -55,7 +57,7 @@ def build_vit(r: ViTRecipe):
 
 def evaluate(model, px: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """(mean cross-entropy in nats, accuracy) on pixel values [n, 1, s, s]."""
-    import torch
+    torch = require("torch")
 
     model.eval()
     with torch.no_grad():
@@ -67,7 +69,7 @@ def evaluate(model, px: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 def train_vit(r: ViTRecipe, *, log=None):
     """Train recipe ``r`` on the digits; returns (model, metrics)."""
-    import torch
+    torch = require("torch")
 
     gen = deterministic(r.seed)
     x, y = D.digits()
@@ -94,9 +96,7 @@ def train_vit(r: ViTRecipe, *, log=None):
 
 def train_digit_vit(out: Path, *, steps: int | None = None, tiny: bool = False, command: str = "") -> dict:
     """Train ``digitvit`` and write its directory (weights, config, image processor, manifest)."""
-    import sys
-
-    import transformers
+    transformers = require("transformers")
 
     quiet_transformers()
     r = tiny_recipe() if tiny else RECIPE

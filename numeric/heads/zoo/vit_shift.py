@@ -18,6 +18,7 @@ this model's manifest. The run is deterministic: fixed seed, ``THREADS_SHIFT``
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -28,6 +29,8 @@ from numeric.heads.zoo import common
 from numeric.heads.zoo import digits as D
 from numeric.heads.zoo.common import (ManifestError, TrainingError, deterministic, lr_at, make_optimizer,
                                       train_step, verify_manifest, write_manifest)
+from numeric._optional import require
+from numeric.heads.zoo.vit import evaluate
 
 __all__ = ["NAME", "BASE", "THREADS_SHIFT", "SHIFTS", "ShiftRecipe", "RECIPE", "tiny_recipe", "shifted",
            "train_shift", "train_shifted_vit"]
@@ -75,7 +78,7 @@ def shifted(images: np.ndarray, shift: str = RECIPE.shift) -> np.ndarray:
 
 def _base_model(base_dir: Path):
     """``digitvit`` after its manifest check; (classifier, the base manifest)."""
-    from transformers import ViTForImageClassification
+    ViTForImageClassification = require("transformers").ViTForImageClassification
 
     try:
         doc = verify_manifest(base_dir)
@@ -89,9 +92,7 @@ def _base_model(base_dir: Path):
 
 def train_shift(r: ShiftRecipe, base_dir: Path, *, log=None):
     """Fine-tune the base on shifted digits; returns (model, metrics, base manifest)."""
-    import torch
-
-    from numeric.heads.zoo.vit import evaluate
+    torch = require("torch")
 
     gen = deterministic(r.seed, THREADS_SHIFT)
     model, base_doc = _base_model(base_dir)
@@ -128,9 +129,7 @@ def train_shift(r: ShiftRecipe, base_dir: Path, *, log=None):
 def train_shifted_vit(out: Path, *, steps: int | None = None, tiny: bool = False, command: str = "",
                       base_dir: Path | None = None) -> dict:
     """Train ``digitvit-rot90`` and write its directory (weights, config, image processor, manifest)."""
-    import sys
-
-    import transformers
+    transformers = require("transformers")
 
     common.quiet_transformers()
     r = tiny_recipe() if tiny else RECIPE

@@ -1,0 +1,295 @@
+"""Process state of the float tier, in one place.
+
+Library code of the float tier changes nothing process-wide, and nothing at all on import
+(``tests/test_runtime.py`` imports every module of ``numeric`` and checks threads, environment
+and stdout). What must change process state does it through this module, scoped where it can be:
+
+- **threads**: ``pinned_threads()`` sets torch, the BLAS/OpenMP pools and the thread variables
+  to one thread and restores all of them when the last user leaves; ``torch_threads``,
+  ``one_blas_thread`` and ``one_native_thread`` scope a single pool. One thread makes a float
+  result independent of the core count (reductions split over threads add in another order)
+  and is the fastest setting for the search's small products on a shared machine;
+- **the stop token**: a clean stop (the bracket command's first Ctrl-C) is a ``StopToken``
+  held in a ``ContextVar`` for the ``stop_scope`` that made it, never a module global: two runs
+  in one process (or a run after a stopped one) do not see each other's request;
+- **workers**: ``worker_init`` sets a panel worker process's state for its life (threads, stdout
+  sent to stderr, exit when the parent dies);
+- **the allocator**: ``keep_freed_memory`` (glibc ``mallopt``) for the study's bootstrap;
+- **figures**: ``pyplot()``, matplotlib's pyplot on the off-screen Agg backend (a backend is
+  chosen once per process, so it is loaded only when a figure is drawn).
+
+>>> import os
+>>> before = os.environ.get("OMP_NUM_THREADS")
+>>> with pinned_threads(torch=False):
+...     os.environ["OMP_NUM_THREADS"]
+'1'
+>>> os.environ.get("OMP_NUM_THREADS") == before
+True
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from types import ModuleType
+from typing import Any
+
+from threadpoolctl import threadpool_limits
+
+from numeric._optional import loaded, require
+
+__all__ = ["THREADS", "SEARCH_THREADS", "WORKER_THREADS", "THREAD_VARIABLES", "PARENT_POLL_S", "ORPHAN_EXIT",
+           "pinned_threads", "torch_threads", "one_blas_thread", "one_native_thread", "StopToken",
+           "stop_scope", "current_stop_token", "stop_requested", "worker_init", "stdout_to_stderr",
+           "keep_freed_memory", "pyplot"]
+
+#: One torch/BLAS thread: N panel workers fill N cores without oversubscription, and a float result
+#: never depends on a thread count.
+THREADS = 1
+#: The search's thread count and a panel worker's (both ``THREADS``; the names say who uses it).
+SEARCH_THREADS = WORKER_THREADS = THREADS
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: How often a worker checks that its parent still lives: an orphan (parent killed with kill -9)
+#: exits within this, instead of computing on unseen.
+PARENT_POLL_S = 1.0
+#: Exit status of a worker whose parent died.
+ORPHAN_EXIT = 70
+
+
+# ---- threads ------------------------------------------------------------------------------------
+
+class _Pin:
+    """The one process-wide pinning: entered by the first user, restored by the last."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.threads = THREADS
+        self.env: dict[str, str | None] = {}
+        self.limits: Any = None
+        self.torch: Any = None             # the torch module pinned, or None
+        self.torch_before = 0
+
+
+_PIN = _Pin()
+
+
+@contextlib.contextmanager
+def pinned_threads(threads: int = THREADS, torch: bool = True) -> Iterator[None]:
+    """Run the block with ``threads`` torch, BLAS and OpenMP threads (and the thread variables set to
+    it); restore everything on exit.
+
+    Thread counts are process-wide, so concurrent users in one process (the panel's Dask threads,
+    the command line around a search) share one pinning: the first to enter sets it, the last to
+    leave restores what the first found; a user asking for another count meanwhile is an error.
+    ``torch=False``: a command that never uses torch (the study) does not import it just to pin it
+    (about 1.5 s); a torch already imported, or imported by a later user, is pinned all the same."""
+    with _PIN.lock:
+        if _PIN.depth and threads != _PIN.threads:
+            raise RuntimeError(f"threads are pinned to {_PIN.threads} already; cannot pin {threads}")
+        if _PIN.depth == 0:
+            _PIN.threads = threads
+            _PIN.env = {v: os.environ.get(v) for v in THREAD_VARIABLES}
+            for v in THREAD_VARIABLES:
+                os.environ[v] = str(threads)
+            _PIN.limits = threadpool_limits(limits=threads)
+        if _PIN.torch is None:
+            module = require("torch") if torch else loaded("torch")
+            if module is not None:
+                _PIN.torch, _PIN.torch_before = module, module.get_num_threads()
+                module.set_num_threads(threads)
+        _PIN.depth += 1
+    try:
+        yield
+    finally:
+        with _PIN.lock:
+            _PIN.depth -= 1
+            if _PIN.depth == 0:
+                if _PIN.torch is not None:
+                    _PIN.torch.set_num_threads(_PIN.torch_before)
+                    _PIN.torch = None
+                _PIN.limits.restore_original_limits()
+                _PIN.limits = None
+                for v, value in _PIN.env.items():
+                    if value is None:
+                        os.environ.pop(v, None)
+                    else:
+                        os.environ[v] = value
+
+
+@contextlib.contextmanager
+def torch_threads(n: int = SEARCH_THREADS) -> Iterator[None]:
+    """Run the block with ``n`` torch intra-op threads and restore the count (the descents' own guard:
+    on a shared 2-core machine two threads ran the small products of a descent 20 times slower)."""
+    torch = require("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Limit BLAS to one thread inside the ``with`` block (threadpoolctl).
+
+    The descriptors and the study work on many small matrices, where a multi-threaded OpenBLAS on a
+    shared machine is 10 to 30 times slower than one thread. Nothing changes until the block is
+    entered, and the previous limits are restored when it is left, also on an exception.
+
+    >>> from threadpoolctl import threadpool_info
+    >>> def blas_threads():
+    ...     return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    >>> before = blas_threads()
+    >>> with one_blas_thread():
+    ...     inside = blas_threads()
+    >>> set(inside) <= {1}, blas_threads() == before
+    (True, True)
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+@contextlib.contextmanager
+def one_native_thread() -> Iterator[None]:
+    """Limit every native pool (BLAS and OpenMP) to one thread inside the block; restore on exit."""
+    with threadpool_limits(limits=1):
+        yield
+
+
+# ---- the stop token -----------------------------------------------------------------------------
+
+class StopToken:
+    """A request to stop cleanly: the searches holding it end with what they have.
+
+    Thread-safe (an ``Event``); ``request`` may be called from a signal handler.
+
+    >>> t = StopToken(); t.requested
+    False
+    >>> t.request(); t.requested
+    True
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def request(self) -> None:
+        """Ask every search holding this token to stop with what it has."""
+        self._event.set()
+
+    @property
+    def requested(self) -> bool:
+        """Whether ``request`` was called."""
+        return self._event.is_set()
+
+
+_STOP_TOKEN: ContextVar[StopToken | None] = ContextVar("numeric_stop_token", default=None)
+
+
+@contextlib.contextmanager
+def stop_scope(token: StopToken | None = None) -> Iterator[StopToken]:
+    """Make ``token`` (a fresh one by default) the current stop token for the block; yield it.
+
+    The token belongs to the block's context: the code outside the block, and threads started
+    without ``contextvars.copy_context()``, do not see it.
+
+    >>> with stop_scope() as t:
+    ...     t.request(); stop_requested()
+    True
+    >>> stop_requested()
+    False
+    """
+    token = StopToken() if token is None else token
+    reset = _STOP_TOKEN.set(token)
+    try:
+        yield token
+    finally:
+        _STOP_TOKEN.reset(reset)
+
+
+def current_stop_token() -> StopToken | None:
+    """The token of the innermost ``stop_scope``, or None outside every scope."""
+    return _STOP_TOKEN.get()
+
+
+def stop_requested() -> bool:
+    """Whether the current stop token (if any) has been requested."""
+    token = _STOP_TOKEN.get()
+    return token is not None and token.requested
+
+
+# ---- worker processes ---------------------------------------------------------------------------
+
+def stdout_to_stderr() -> None:
+    """Send file descriptor 1 to stderr for the rest of the process, and disable progress bars.
+
+    For a worker process only: its stdout belongs to the parent (tables, ``--json``), and what C
+    code prints (solver banners) must not land there."""
+    os.environ["TQDM_DISABLE"] = "1"
+    sys.stdout.flush()
+    os.dup2(2, 1)
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(ORPHAN_EXIT)
+
+
+def worker_init(silence_stdout: bool = False, parent: int | None = None) -> None:
+    """Initialiser of a panel worker process: state for the worker's whole life.
+
+    Threads pinned to ``WORKER_THREADS`` (never restored: the process is the worker's);
+    ``silence_stdout``: ``stdout_to_stderr``; ``parent``: the parent's pid, the worker exits when
+    that process dies (a record half-written is never left: records are atomic)."""
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="panel-parent-watch").start()
+    for v in THREAD_VARIABLES:
+        os.environ[v] = str(WORKER_THREADS)
+    threadpool_limits(limits=WORKER_THREADS)   # BLAS may already be loaded
+    require("torch").set_num_threads(WORKER_THREADS)
+    if silence_stdout:
+        stdout_to_stderr()
+
+
+# ---- the allocator ------------------------------------------------------------------------------
+
+#: glibc's ``mallopt`` parameters: the size from which a block gets its own mapping, and the
+#: free top of the heap kept before it is given back.
+_M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD = -3, -1
+
+
+def keep_freed_memory() -> None:
+    """Let glibc reuse freed blocks up to 64 MiB instead of unmapping them (for the process's life).
+
+    A bootstrap fit of the study allocates temporaries of about a megabyte, above glibc's default
+    mapping threshold, and frees them at once: without this, a fifth of the study's time went to
+    the kernel mapping and unmapping them (``bench/study_speed.py``). Not glibc: nothing to do.
+    Process-wide and not undone (glibc has no getter to restore from): only the study's bootstrap
+    calls it, in the process (or worker) that runs the replicates."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 64 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` drawing off-screen (the Agg backend), imported on the first figure.
+
+    The backend is process-wide, and pyplot costs about half a second to import: the modules that
+    draw call this when they draw, not at import."""
+    importlib.import_module("matplotlib").use("Agg")
+    return importlib.import_module("matplotlib.pyplot")
