@@ -649,7 +649,7 @@ def test_ordinary_cells_never_convert_a_whole_matrix(tmp_path, monkeypatch):
         original(self)
     monkeypatch.setattr(exact.matrix.ExactMatrix, "_convert", spy)
     for cell in cells:
-        (report,) = verify_file(write_bracket_file(tmp_path / f"{cell['id']}.safetensors", [cell], tensors))
+        (report,) = verify_file(write_bracket_file(tmp_path / f"{cell.id}.safetensors", [cell], tensors))
         assert report.lower.verified and report.upper.verified
     assert converted and (64, 64) not in converted and max(m * n for m, n in converted) < 100 * 64, converted
 

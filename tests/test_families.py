@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from numeric.panel.report_families import bootstrap_median, gate_table, ordering
+from numeric.panel.schema import PanelRow
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -32,7 +33,8 @@ def test_bootstrap_interval_over_sources():
 
 
 def row(L, U, cid, family="decoder-gpt2"):
-    return {"family": family, "model": "m", "L": L, "U": U, "cell_id": cid}
+    return PanelRow(family=family, model="m", layer=0, head=0, source="s", eps="1/4", status="ok", L=L, U=U,
+                    cell_id=cid)
 
 
 def test_gate_table_thresholds():
@@ -65,12 +67,11 @@ def test_ablation_replaces_decoded_certificates_by_verified_ones(tmp_path):
     (tmp_path / "brackets").mkdir()
     write_bracket_file(tmp_path / "brackets" / "f.safetensors", cells,
                        {"A": A, **{names[k]: v for k, v in c.tensors.items()}})
-    rows = [{"status": "ok", "verified": True, "eps": "1/4", "file": "brackets/f.safetensors",
-             "cell_id": "c/eps=1/4", "L": c.rank, "U": 10}]
+    rows = [PanelRow(family="f", model="m", layer=0, head=0, source="s", status="ok", verified=True, eps="1/4",
+                     file="brackets/f.safetensors", cell_id="c/eps=1/4", L=c.rank, U=10)]
     got = ablated_lowers(tmp_path, rows, Fraction(1, 4))["c/eps=1/4"]
     assert 1 <= got.L <= 10 and got.source in ("trivial", "frobenius", "reconstruction/pinv")
     assert list((tmp_path / ABLATION_DIR).glob("*.safetensors"))
-    rows[0]["cell_id"] = "c/eps=1/4"
     kept = ablated_lowers(tmp_path, rows, Fraction(1, 4), family="reconstruction/pinv")["c/eps=1/4"]
     assert kept.L == c.rank and kept.source == "kept"
 

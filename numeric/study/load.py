@@ -20,9 +20,10 @@ import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
-from numeric.safeio import escape
-from numeric.panel.schema import COLUMNS, PanelRow, SchemaError
-from numeric.panel.audit import audit
+from numeric.safeio import SafeIOError, escape, read_json
+from numeric.panel.schema import COLUMNS, PanelRow, SchemaError, check_run
+from numeric.panel.audit import RUN_NAME, audit
+from numeric.panel.provenance import RUN_BYTES
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import PanelDisagreement, StudyData, StudyError
 
@@ -42,8 +43,6 @@ def _eps(text) -> Fraction:
 def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> list[PanelRow]:
     """The audited rows of a panel directory at tolerance ``eps`` (all verified; ``reverify``: every
     file through the exact tier now, not from the records of its pass)."""
-
-
     out = Path(out)
     if not out.exists():
         raise StudyError(f"panel directory {escape(out)} does not exist")
@@ -51,6 +50,10 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
         raise StudyError(f"{escape(out)} is not a panel directory (not a directory)")
     if not (out / "panel.json").is_file():
         raise StudyError(f"{escape(out)} is not a panel directory (no panel.json)")
+    try:        # an unreadable run record: not a panel directory (exit 2), not a panel that fails its audit
+        check_run(read_json(out / RUN_NAME, limit=RUN_BYTES, root=out))
+    except (SafeIOError, SchemaError) as e:
+        raise StudyError(f"{escape(out)} is not a panel directory ({RUN_NAME}: {e})") from None
     a = audit(out, workers, reverify)
     if a.errors:
         raise PanelDisagreement(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
