@@ -5,7 +5,7 @@ step schedule) on a smooth max ``T logsumexp(h / T)`` of Huber-smoothed row-l1
 errors ``h_i = sum_j huber_delta(A - P Q^T)_ij``, where ``huber_delta(x)`` is
 ``x^2 / (2 delta)`` for ``|x| < delta`` and ``|x| - delta / 2`` beyond (so
 ``h_i <= e_i <= h_i + n delta / 2`` for the row-l1 errors ``e_i``, the K.1 quantity).
-A trial is one complete continuation run (issue 27): the temperature T and the
+A trial is one complete continuation run (the annealed upper trials): the temperature T and the
 Huber width delta decay geometrically over the steps the trial actually runs,
 from a smooth problem to nearly the max of the exact row errors:
 
@@ -52,7 +52,7 @@ LR_FRACTION = 3e-2
 ZERO_SCALE = 1e-3
 #: Adam steps of a short trial (the rank bisection's, which narrows the range).
 DEFAULT_ITERS = 600
-#: Adam steps of a full trial (ranks near the boundary; issue 27: on a sharp MiniLM head at
+#: Adam steps of a full trial (ranks near the boundary; measured on a sharp MiniLM head at
 #: eps 1/2, rank 180, 600 steps reached 1.077 eps and 2,000 uninterrupted steps 0.953 eps).
 FULL_ITERS = 2000
 #: Within this relative distance of eps a miss counts as near (the polish continues past it).

@@ -2,7 +2,7 @@
 
 The truncated SVD is the baseline: it minimises the Frobenius error, not the
 max row-l1 error. ``search_upper`` runs in two phases, each trial one complete
-annealed continuation run of ``refine.refine`` (issue 27):
+annealed continuation run of ``refine.refine``:
 
 1. **narrowing**: a rank bisection between a lower bound and the SVD rank with
    short trials (``refine.DEFAULT_ITERS`` steps), warm-started from the best
@@ -24,7 +24,7 @@ then fit the steps it runs): the reach of the search is counted work, not second
 and the perturbed starts draw from a generator seeded by the rank and the round,
 so the result is deterministic.
 
-Warm starts across tolerances (issue 17): ``search_upper(warm=(P, Q))`` takes
+Warm starts across tolerances: ``search_upper(warm=(P, Q))`` takes
 the factors verified at a smaller tolerance. They are feasible here too (a
 rank-r witness at eps' is one at every eps >= eps'), so when their rank is
 below the SVD rank they are the bisection's first best (family
@@ -142,7 +142,7 @@ def hybrid_factors(A: np.ndarray, eps: float, k: int):
     (all of them, or three quarters, or half: the best start of the three), the
     remaining rows get the top right singular vectors of their rows with the
     columns J zeroed (orthogonal to ``E_J``), and ``P = A Q`` (Q has orthonormal
-    columns). None when no row is near one-hot. Issue 17: the reference search's
+    columns). None when no row is near one-hot. The reference search's
     "start that mixes coordinate columns for near-one-hot rows with the SVD".
 
     >>> A = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.3, 0.3, 0.4]])
