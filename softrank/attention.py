@@ -26,6 +26,7 @@ from numeric.heads.blocks import ExtractionError
 from numeric.heads.extract import extract_heads
 from numeric.heads.models import ModelInputError, wrap_model
 from numeric.heads.sources import ImageSource, SourceError, TextSource
+from numeric.runtime import pinned_threads
 from softrank.errors import UserInputError
 
 __all__ = ["Attention", "attention", "EAGER_HINT"]
@@ -171,7 +172,11 @@ def attention(model, tokenizer_or_inputs=None, text_or_ids=None, layers=None, he
             if loaded.family == "decoder" and n < 2:
                 raise UserInputError(f"a decoder's block needs at least 2 tokens, got {n}")
             kw = {"prefix": n // 2, "block": n // 2} if loaded.family == "decoder" else {}
-        caps = extract_heads(loaded, source, [(ly, h) for ly in layer_ids for h in head_ids], native=native, **kw)
+        # one thread, as the panel's workers: the forward pass (and so the matrix) does not depend on the
+        # thread state the process happens to be in
+        with pinned_threads():
+            caps = extract_heads(loaded, source, [(ly, h) for ly in layer_ids for h in head_ids], native=native,
+                                 **kw)
     except (ModelInputError, ExtractionError, SourceError) as exc:
         hint = f"; {EAGER_HINT}" if "eager" in str(exc) or "capture" in str(exc) else ""
         raise UserInputError(f"{str(exc).splitlines()[0]}{hint}") from None
