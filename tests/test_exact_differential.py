@@ -233,7 +233,8 @@ def test_odd_map_agrees_on_the_known_answers_and_their_mutants():
 # ------------------------------------------------- the strategies reach both outcomes
 def test_strategies_produce_verified_and_refuted_cases():
     """The differential properties are not vacuous: each strategy yields valid certificates too."""
-    cfg = settings(max_examples=1000, database=None, deadline=None, phases=[Phase.generate])   # no shrinking
+    cfg = settings(max_examples=1000, database=None, deadline=None, phases=[Phase.generate],   # no shrinking
+                   derandomize=True)   # the same examples every run: a rare case is found or not, never by luck
     find(factor_cases(), lambda c: ind.check_factors(*c).verified, settings=cfg)
     find(factor_cases(), lambda c: ind.check_factors(*c).stage == "final" and not ind.check_factors(*c).verified,
          settings=cfg)
