@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numeric.study.calibrate import (RECORDED_FOUR_FAMILY, Shape, binomial_tail, calibrate, lower_bound, max_count,
+from numeric.study.calibrate import (RECORDED_FOUR_FAMILY, CalibrationResult, Shape, binomial_tail, calibrate, lower_bound, max_count,
                                      report_lines, synthetic, within_rate)
 from numeric.study.compare import AGGREGATE, Comparison, compare, heldout_losses, permuted
 from numeric.study.data import StudyData
 from numeric.study.demean import fold_demeaned
 from numeric.study.fit import FastRidgeCV
-from numeric.study.intervals import cluster_variance, paired_estimates, tost
+from numeric.study.intervals import Estimate, cluster_variance, paired_estimates, tost
 from numeric.study.protocol import demeaned_name, placebo_name, reading
 
 #: One family of the built-in shape, 8 heads x 16 sources (128 cells): the synthetic table's layout.
@@ -277,6 +277,31 @@ def test_self_check_report_has_every_line(zoo_checks):
     for needle in ("false-positive rate", "[shown] power at planted rho 0.08", "lower bound", "coverage",
                    "head-identity flagged", "leave-one-head-out coverage"):
         assert needle in text
+
+
+def _null_result(n: int, covered: dict) -> CalibrationResult:
+    """A null-scenario result of ``n`` replications in which row ``r`` covers the mean rho (0) in the first
+    ``covered[r]`` replications and misses it from below in the rest (no fit: the report's checks alone)."""
+    def est(hit):
+        return Estimate(mae_base=1.0, mae_aug=1.0, delta=0.0, rho=0.0, delta_ci=(-1.0, 1.0) if hit else (-1.0, -0.5),
+                        rho_ci=(-1.0, 1.0) if hit else (-1.0, -0.5), se=1.0, df=n - 1, equivalence="not shown")
+    return CalibrationResult(shape=RECORDED_FOUR_FAMILY, scenario="null", replications=n, rho=0.0,
+                             estimates={row: [est(i < k) for i in range(n)] for row, k in covered.items()},
+                             verdicts=["no gain"] * n)
+
+
+def test_coverage_checks_fail_where_they_should():
+    """Negative controls of the null scenario's coverage checks at 200 replications (tolerance 0.95 +-
+    0.041): the primary row fails both ways (0.80 and 1.00), the demeaned row only when it covers too
+    little (a confirming row may be conservative: it covered 1.000 of 200 on the recorded MiniLM panel,
+    where its power under a gain is measured directly)."""
+    dm, n = demeaned_name("G"), 200
+    for row, cov, fails in (("B1 vs B1+G", 0.80, True), ("B1 vs B1+G", 1.00, True), ("B1 vs B1+G", 0.95, False),
+                            (dm, 0.80, True), (dm, 1.00, False), (dm, 0.95, False)):
+        covered = {"B1 vs B1+G": int(0.95 * n), dm: int(0.95 * n), placebo_name("G"): n, row: int(cov * n)}
+        _, failed = report_lines({"null": _null_result(n, covered)})
+        assert (f"coverage ({row})" in failed) == fails, (row, cov, failed)
+        assert "null false-positive rate" not in failed
 
 
 def test_synthetic_shape_and_head_constant_columns():

@@ -338,10 +338,17 @@ def report_lines(results: dict) -> tuple:
                   f"{fpr:.3f} of primary intervals exclude 0 from below (target: not above {NOMINAL_FPR} by a "
                   f"one-sided exact binomial test at level {ALPHA}, i.e. at most {max_count(n, NOMINAL_FPR)} of "
                   f"{n}; one-sided nominal 0.025)")
-            for row in (gain_row, dm) if ran(dm) else (gain_row,):
-                cov = r.coverage(row)
-                check(f"coverage ({row})", abs(cov - 0.95) <= cover_tol(n),
-                      f"{cov:.3f} of rho intervals cover the simulation mean (target 0.95 +- {cover_tol(n):.3f})")
+            cov = r.coverage(gain_row)
+            check(f"coverage ({gain_row})", abs(cov - 0.95) <= cover_tol(n),
+                  f"{cov:.3f} of rho intervals cover the simulation mean (target 0.95 +- {cover_tol(n):.3f})")
+            if ran(dm):
+                # the demeaned row only confirms a gain in the reading rule: too narrow would count noise as
+                # geometry (a failure); too wide costs it power, which the gain scenario measures directly
+                cov = r.coverage(dm)
+                check(f"coverage ({dm})", cov >= 0.95 - cover_tol(n),
+                      f"{cov:.3f} of rho intervals cover the simulation mean (target >= 0.95 - "
+                      f"{cover_tol(n):.3f}: this confirming row may be conservative; its power is the "
+                      f"gain scenario's 'demeaned row finds it')")
             if ran(pl, dm):
                 lines.append(f"  head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts G as geometry "
                              f"in {counted:.3f}")
@@ -359,7 +366,8 @@ def report_lines(results: dict) -> tuple:
             check(f"coverage ({gain_row}, gain)", abs(cov - 0.95) <= cover_tol(n),
                   f"{cov:.3f} (target 0.95 +- {cover_tol(n):.3f})")
             if ran(pl, dm):
-                lines.append(f"  demeaned row finds it {r.rate(dm, lower):.3f}; head-level placebo flags "
+                lines.append(f"  demeaned row finds it {r.rate(dm, lower):.3f} (coverage {r.coverage(dm):.3f}); "
+                             f"head-level placebo flags "
                              f"{r.rate(pl, lower):.3f}; reading rule counts it as geometry {counted:.3f}")
         elif sc in ("head-identity", "head-constant") and ran(gain_row, pl, dm):
             lines.append(f"  primary row finds a (spurious) gain in {r.rate(gain_row, lower):.3f}, mean rho "
