@@ -36,27 +36,26 @@ __all__ = ["SEARCH", "CodeVersion", "SearchTolerances", "RunProvenance", "CellSe
 SEARCH = "search"
 
 
-def _fields_json(record: Any) -> dict[str, Any]:
-    """A record's fields in declaration order (the written key order), values as they are."""
-    return {f.name: getattr(record, f.name) for f in fields(record)}
+class _Record:
+    """A written record: its JSON is its fields in declaration order (the written key order), values as
+    they are."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}   # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
-class CodeVersion:
+class CodeVersion(_Record):
     """The project version, and the git commit and dirtiness of the checkout
-    (``numeric.search.effort.code_version``; None where unknown)."""
+    (``numeric.search.effort.code_version``; None where unknown: written as null)."""
 
     version: str | None = None
     commit: str | None = None
     dirty: bool | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """All three fields, unknown ones as null (as the search writes them)."""
-        return _fields_json(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class SearchTolerances:
+class SearchTolerances(_Record):
     """The float search's safety tolerances (``numeric.search.driver``, ``attack``, ``inputs``)."""
 
     lower_safety: float
@@ -64,12 +63,9 @@ class SearchTolerances:
     attack_fraction: float
     stochastic_tol: float
 
-    def to_json(self) -> dict[str, Any]:
-        return _fields_json(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class RunProvenance:
+class RunProvenance(_Record):
     """What produced a search run, the same for each of its cells: effort preset (and the preset it runs
     first, ``effort.BASE``) with its budgets, seed, tolerances, threads, package versions, code version."""
 
@@ -83,14 +79,14 @@ class RunProvenance:
     code: CodeVersion
 
     def to_json(self) -> dict[str, Any]:
-        out = _fields_json(self)
+        out = super().to_json()
         out.update(budgets=dict(self.budgets), tolerances=self.tolerances.to_json(), versions=dict(self.versions),
                    code=self.code.to_json())
         return out
 
 
 @dataclass(frozen=True, kw_only=True)
-class CellSearch:
+class CellSearch(_Record):
     """One tolerance's search outcome (``numeric.search.driver``): witness families, the tolerances a
     witness was carried from (``numeric.search.across``), wall time, device, exact margins (rational
     text), the rank-(L - 1) attack (None where not run), the tolerance's seed, and whether a stop
@@ -111,9 +107,6 @@ class CellSearch:
     attack_success: bool | None
     cell_seed: int
     capped: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return _fields_json(self)
 
 
 @dataclass(frozen=True, kw_only=True)
