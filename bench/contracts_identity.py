@@ -5,6 +5,7 @@ change what the tools write. Run the same command with the code before (``PYTHON
 two directories, then:
 
     python bench/contracts_identity.py panel DIR_BEFORE DIR_AFTER
+    python bench/contracts_identity.py bracket FILE_BEFORE FILE_AFTER
     python bench/contracts_identity.py study STUDY_BEFORE/study.json STUDY_AFTER/study.json
 
 ``panel``: every ``brackets/*.safetensors`` and ``heads/*.safetensors`` of both directories. Head files are
@@ -16,7 +17,11 @@ compared. The script first checks that writing the unmasked document again gives
 the masked comparison is a byte comparison of everything else.
 
 The table ``cells.csv`` is compared too, cell by cell, but its columns that measure wall time
-(:data:`TABLE_VOLATILE`).
+(:data:`TABLE_VOLATILE`), and so is the search provenance of each cell record (``cells/*.json``, its
+``search`` object: the run's provenance, whether it stopped, the capped cells) but ``code.commit`` /
+``dirty``.
+
+``bracket``: two bracket files of the same ``python -m numeric bracket`` command, compared as the panel's.
 
 ``study``: the two ``study.json`` files of the same command (the same panel directory and ``--out``, run
 one after the other, each result moved aside), the same way, with the keys that measure wall time or name
@@ -79,6 +84,24 @@ def _walk_mask(obj) -> None:
             _walk_mask(v)
 
 
+def record_search(path: Path) -> dict:
+    """A cell record's ``search`` object with the code's commit and dirtiness masked."""
+    search = json.loads(path.read_text()).get("search")
+    if isinstance(search, dict):
+        _mask(search, ("code", "commit"))
+        _mask(search, ("code", "dirty"))
+    return search
+
+
+def compare_bracket(a: Path, b: Path) -> int:
+    if bracket_doc(a) != bracket_doc(b):
+        print(f"DIFFERENT: {a} and {b}")
+        return 1
+    print(f"identical: {a.name} and {b.name} byte for byte but the masked fields "
+          f"{', '.join('.'.join(f) for f in CELL_VOLATILE)}")
+    return 0
+
+
 def compare_panel(a: Path, b: Path) -> int:
     files = 0
     for sub in ("brackets", "heads"):
@@ -106,9 +129,18 @@ def compare_panel(a: Path, b: Path) -> int:
     if tables[0] != tables[1]:
         print("DIFFERENT: cells.csv")
         return 1
+    records = sorted(p.name for p in (a / "cells").glob("*.json"))
+    if records != sorted(p.name for p in (b / "cells").glob("*.json")):
+        print("cells/: the directories hold different records")
+        return 1
+    for name in records:
+        if record_search(a / "cells" / name) != record_search(b / "cells" / name):
+            print(f"DIFFERENT: cells/{name} (its search provenance)")
+            return 1
     print(f"identical: {files} files ({len(names_a)} head files whole; bracket files byte for byte but the "
           f"masked fields {', '.join('.'.join(f) for f in CELL_VOLATILE)}); cells.csv: {len(tables[0]) - 1} rows x "
-          f"{len(tables[0][0])} columns equal but {', '.join(TABLE_VOLATILE)}")
+          f"{len(tables[0][0])} columns equal but {', '.join(TABLE_VOLATILE)}; the search provenance of "
+          f"{len(records)} cell records equal but code.commit, code.dirty")
     return 0 if files else 1
 
 
@@ -126,11 +158,11 @@ def compare_study(a: Path, b: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[0] not in ("panel", "study"):
-        print("usage: python bench/contracts_identity.py panel|study A B", file=sys.stderr)
+    modes = {"panel": compare_panel, "bracket": compare_bracket, "study": compare_study}
+    if len(argv) != 3 or argv[0] not in modes:
+        print("usage: python bench/contracts_identity.py panel|bracket|study A B", file=sys.stderr)
         return 2
-    a, b = Path(argv[1]), Path(argv[2])
-    return compare_panel(a, b) if argv[0] == "panel" else compare_study(a, b)
+    return modes[argv[0]](Path(argv[1]), Path(argv[2]))
 
 
 if __name__ == "__main__":

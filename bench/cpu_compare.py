@@ -18,30 +18,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.compare_versions import extract_ref, medians, verified_brackets
+from bench.side_by_side import COUNT_UPPER, add_heads_args
+
 #: The search of one side, run in its tree: argv = npz, heads, eps, effort, out dir.
-SIDE = r"""
+SIDE = COUNT_UPPER + r"""
 import json, os, sys, time
 import numpy as np
-import numeric.search.driver as drv
 from numeric.heads.extract import softmax_rows
 from numeric.search.export import write_bracket_file
 npz, heads, eps, effort, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4], sys.argv[5]
-used = []
-real = drv.search_upper
-def counted(A, e, budget, **kw):
-    r = real(A, e, budget, **kw)
-    used.append(budget.used)
-    return r
-drv.search_upper = counted
 with np.load(npz, allow_pickle=False) as data:
     logits = {h: np.asarray(data[h], dtype=np.float64) for h in heads}
 for h in heads:
@@ -57,16 +50,6 @@ for h in heads:
 """
 
 
-def extract_ref(ref: str, dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    archive = dest.with_suffix(".tar")
-    subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), ref], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-    archive.unlink()
-    return dest
-
-
 def start(tree: Path, core: int, args, effort: str, out: Path) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
@@ -77,35 +60,12 @@ def start(tree: Path, core: int, args, effort: str, out: Path) -> subprocess.Pop
                             text=True)
 
 
-def verified(out: Path) -> dict:
-    from exact.verify import verify_file
-
-    got = {}
-    for path in sorted(out.glob("*.safetensors")):
-        for rep in verify_file(path):
-            if rep.verified:
-                got[(path.stem, rep.id.rsplit("/eps=", 1)[-1])] = (rep.lower.rank, rep.upper.rank)
-    return got
-
-
-def medians(brackets: dict) -> dict:
-    groups = {}
-    for (head, eps), (lo, up) in brackets.items():
-        if lo > 0:
-            groups.setdefault((head.split("_")[0], eps), []).append(up / lo)
-    return {k: statistics.median(v) for k, v in sorted(groups.items())}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python bench/cpu_compare.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ref", required=True, help="git ref of the 'before' code")
-    ap.add_argument("--heads-npz", required=True)
-    ap.add_argument("--heads", required=True, help="comma-separated names in the npz")
-    ap.add_argument("--eps", default="1/10,1/4,1/2")
+    add_heads_args(ap)
     ap.add_argument("--before-effort", default="default")
     ap.add_argument("--after-effort", default="default")
-    ap.add_argument("--out", required=True)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -120,7 +80,7 @@ def main(argv=None) -> int:
             return 1
         runs[s] = {r["head"]: r for r in map(json.loads, text.splitlines())}
         (out / f"{s}.jsonl").write_text(text)      # the run records (bench/effort_compare.py --reuse)
-    got = {s: verified(out / s) for s in sides}
+    got = {s: verified_brackets(out / s) for s in sides}
     heads = args.heads.split(",")
     rows = []
     for (h, e) in sorted(set(got["before"]) | set(got["after"]), key=lambda k: (heads.index(k[0]), k[1])):

@@ -30,9 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from cpu_compare import extract_ref, start, verified  # noqa: E402
+from bench.compare_versions import extract_ref, verified_brackets
+from bench.cpu_compare import start
+from bench.side_by_side import add_heads_args
 
 SIDES = (("before", "default"), ("before", "thorough"), ("after", "default"), ("after", "thorough"))
 
@@ -120,11 +121,7 @@ def compare(got: dict, heads: list[str]) -> tuple[list, dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python bench/effort_compare.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ref", required=True, help="git ref of the 'before' code")
-    ap.add_argument("--heads-npz", required=True)
-    ap.add_argument("--heads", required=True, help="comma-separated names in the npz")
-    ap.add_argument("--eps", default="1/10,1/4,1/2")
-    ap.add_argument("--out", required=True)
+    add_heads_args(ap)
     ap.add_argument("--jobs", type=int, default=2, help="sides run at a time, one core each")
     ap.add_argument("--reuse", action="store_true", help="keep a side whose bracket files are all there")
     ap.add_argument("--sides", default=",".join(_name(c, e) for c, e in SIDES),
@@ -136,7 +133,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     run_sides(args, heads, out)
     runs = _runs_on_disk(out)
-    got = {_name(c, e): verified(out / _name(c, e)) for c, e in SIDES}
+    got = {_name(c, e): verified_brackets(out / _name(c, e)) for c, e in SIDES}
     got = {name: {k: v for k, v in side.items() if k[0] in heads} for name, side in got.items()}
     rows, med = compare(got, heads)
     cpu = {name: {h: r["cpu"] for h, r in side.items() if h in heads} for name, side in runs.items()}

@@ -32,18 +32,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.side_by_side import COUNT_UPPER
+
 #: The bracket command in a child process, its upper-search work counted: argv = bracket args.
-CHILD = r"""
+CHILD = COUNT_UPPER + r"""
 import json, sys
-import numeric.search.driver as drv
 from numeric.search import cli
-used = []
-real = drv.search_upper
-def counted(A, e, budget, **kw):
-    r = real(A, e, budget, **kw)
-    used.append(budget.used)
-    return r
-drv.search_upper = counted
 rc = cli.main(sys.argv[1:])
 print(json.dumps({"rc": rc, "upper_units": sum(used)}))
 """

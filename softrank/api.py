@@ -139,7 +139,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
             bf = read_bracket_file(checked.path)
     finally:
         bar.close()
-    if len(outputs) < len(targets) or any(o.provenance.get("stopped") for o in outputs):
+    if len(outputs) < len(targets) or any(o.provenance.stopped for o in outputs):
         raise SoftrankError("the search was stopped (a stop request) before every matrix was bracketed")
     for out in outputs:
         for cell, res in zip(out.cells, out.results):

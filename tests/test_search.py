@@ -249,9 +249,9 @@ def test_the_safety_cap_stops_the_search_and_the_cell_says_so(tmp_path):
         token.request()
         out = _search_and_verify(tmp_path, A, [0.25], name="capped", effort="quick")
     assert out.results[0].capped and out.cells[0].provenance["search"]["capped"] is True
-    assert out.provenance["capped"] == ["capped/eps=0.25"]
+    assert out.provenance.capped == ("capped/eps=0.25",) and out.provenance.to_json()["capped"] == ["capped/eps=0.25"]
     free = search_brackets(A, [0.25], effort="quick", attack=False)
-    assert not free.results[0].capped and free.provenance["capped"] == []
+    assert not free.results[0].capped and free.provenance.capped == ()
 
 
 def test_thorough_keeps_the_default_witnesses(tmp_path):
@@ -272,4 +272,4 @@ def test_thorough_keeps_the_default_witnesses(tmp_path):
     assert [(r.lower, r.upper) for r in weak.results] == [(r.lower, r.upper) for r in base.results]
     for b, t in zip(base.results, full.results):
         assert t.lower >= b.lower and t.upper <= b.upper
-    assert full.provenance["base_effort"] == "default" and base.provenance["base_effort"] is None
+    assert full.provenance.run.base_effort == "default" and base.provenance.run.base_effort is None

@@ -195,7 +195,7 @@ def test_same_seed_same_brackets_with_one_or_two_threads(trials):
     assert a.tensors.keys() == b.tensors.keys()
     assert all(np.array_equal(a.tensors[t], b.tensors[t]) for t in a.tensors)
     assert a.results[0].upper < 32
-    assert a.provenance["budgets"]["upper_hybrid"] == 1
+    assert a.provenance.run.budgets["upper_hybrid"] == 1
     assert traces[0] == traces[1] and traces[0]          # the same trials, errors bit for bit
 
 

@@ -233,7 +233,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[P
         if rec.attack_success:
             raise SoundnessError(f"SOUNDNESS BUG: rank-{rec.lower - 1} attack succeeded on {task.key} "
                                  f"at eps {e} where L = {rec.lower} was certified")
-    return rows, dict(res.provenance)
+    return rows, res.provenance.to_json()
 
 
 def run_cell(task: CellTask) -> list[PanelRow]:

@@ -16,14 +16,16 @@ Read back, the provenance is typed: :class:`PanelRun` is ``panel.json``
 (after ``numeric.panel.schema.check_run``), :class:`CellProvenance` the part
 of a bracket cell's provenance that the report checks rows against (its
 labels, and under ``search`` the effort, lower family, package versions and
-code version of the search, :class:`SearchProvenance`).
+code version of the search, :class:`SearchProvenance`). The cell records,
+written and read, live with the writer in ``numeric.search.provenance``
+(one contract); they are re-exported here.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +33,11 @@ from numeric.panel.table import RUN_NAME, atomic_write
 from numeric.safeio import SafeIOError, read_json
 from numeric.search import driver
 from numeric.search.effort import package_versions, code_version
+from numeric.search.provenance import (CELL_LABELS, CellProvenance, CodeVersion, SearchProvenance,
+                                       json_object as _obj)
 
 __all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run",
-           "PanelRun", "CellProvenance", "SearchProvenance", "CodeVersion"]
+           "PanelRun", "CellProvenance", "SearchProvenance", "CodeVersion", "CELL_LABELS"]
 
 #: The packages whose sources make up the code identity.
 SOURCE_PACKAGES = ("numeric", "exact")
@@ -131,83 +135,6 @@ def write_run(out: str | Path, identity: dict[str, Any], *, argv: Iterable[str] 
     doc = {"format": RUN_FORMAT, "identity": identity, "argv": list(argv or []), "code_version": code_version(),
            "summary": summary}
     return atomic_write(Path(out) / RUN_NAME, json.dumps(doc, indent=1, sort_keys=True), root=out)
-
-
-def _scalar(v: object) -> bool:
-    return v is None or type(v) in (str, int, bool)
-
-
-def _obj(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``doc[key]`` when it is a JSON object, else an empty one."""
-    value = doc[key] if key in doc else None
-    return value if isinstance(value, dict) else {}
-
-
-@dataclass(frozen=True)
-class CodeVersion:
-    """The project version, and the git commit and dirtiness of the checkout
-    (``numeric.search.effort.code_version``)."""
-
-    version: str | None = None
-    commit: str | None = None
-    dirty: bool | None = None
-
-
-@dataclass(frozen=True)
-class SearchProvenance:
-    """What the search of one bracket cell ran with (``numeric.search.driver``): the fields the report checks."""
-
-    effort: str | None = None
-    lower_family: str | None = None
-    versions: Mapping[str, Any] | None = None     # package -> version (None: absent)
-    code: CodeVersion | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields that are set (an absent field and a null one read alike)."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in ("effort", "lower_family") if getattr(self, k) is not None}
-        if self.versions is not None:
-            out["versions"] = dict(self.versions)
-        if self.code is not None:
-            out["code"] = {k: v for k, v in vars(self.code).items() if v is not None}
-        return out
-
-
-#: The labels of a bracket cell's provenance that a row must repeat (``numeric.heads.extract``).
-CELL_LABELS = ("model", "model_type", "family", "cell_kind", "layer", "head", "source")
-
-
-@dataclass(frozen=True)
-class CellProvenance:
-    """The provenance fields of a bracket cell kept with its exact pass (``numeric.panel.vcache``): the labels
-    the report checks rows against (scalars only) and the search's run identity."""
-
-    labels: Mapping[str, str | int | bool | None] = field(default_factory=dict)
-    search: SearchProvenance = field(default_factory=SearchProvenance)
-
-    @classmethod
-    def from_json(cls, prov: object) -> CellProvenance:
-        """The fields of a provenance object (anything else: none), scalars only; never raises."""
-        prov = prov if isinstance(prov, dict) else {}
-        labels = {k: prov[k] for k in CELL_LABELS if k in prov and _scalar(prov[k])}
-        search = _obj(prov, "search")
-        versions = search["versions"] if "versions" in search else None
-        if not (isinstance(versions, dict) and all(isinstance(k, str) and _scalar(v) for k, v in versions.items())):
-            versions = None
-        code = None
-        if "code" in search and isinstance(search["code"], dict):
-            c = search["code"]
-            code = CodeVersion(**{k: c[k] for k in ("version", "commit", "dirty") if k in c and _scalar(c[k])})
-        found = SearchProvenance(**{k: search[k] for k in ("effort", "lower_family") if k in search
-                                    and _scalar(search[k])},
-                                 versions=dict(versions) if versions is not None else None, code=code)
-        return cls(labels, found)
-
-    def label(self, key: str) -> str | int | bool | None:
-        """A label (``CELL_LABELS``), None when the file's provenance has none."""
-        return self.labels[key] if key in self.labels else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.labels, "search": self.search.to_json()}
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: aborted: nothing written", file=sys.stderr)
         return EXIT_STOPPED
-    stopped = bool(out.provenance.get("stopped"))
+    stopped = out.provenance.stopped
     try:
         checked = front.write_checked(args.out, [out], max_work=OWN_FILE_WORK)
     except SafeIOError as exc:

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -72,6 +72,8 @@ from numeric.search.effort import (BASE, DEFAULT_EFFORT, cell_seed, code_version
 from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
 from numeric.search.lower import lower_candidates
+from numeric.search.provenance import (CellSearch, CodeVersion, RunOutcome, RunProvenance, SearchTolerances,
+                                       cell_provenance)
 from numeric.runtime import SEARCH_THREADS, pinned_threads
 from numeric.search.device import pick_device
 from numeric.search.slack import target_slack
@@ -113,8 +115,9 @@ class SearchOutput:
     cells: list[CellSpec]
     tensors: dict
     results: list
-    #: run-level provenance: effort preset and budgets, seed, package versions, code version
-    provenance: dict = field(default_factory=dict)
+    #: the run's provenance (effort preset and budgets, seed, package versions, code version), whether a
+    #: stop request ended it early, and the cells it capped (``numeric.search.provenance``)
+    provenance: RunOutcome
 
 
 @dataclass(frozen=True)
@@ -326,12 +329,12 @@ def _target(A: np.ndarray, logits, device, id_prefix: str):
     return t, tensors, target
 
 
-def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> dict:
+def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> RunProvenance:
     """What produced a run: effort preset and budgets, seed, search tolerances, threads, versions."""
-    return {"effort": effort.name, "base_effort": BASE.get(effort.name), "budgets": effort.budgets(), "seed": seed,
-            "tolerances": {"lower_safety": LOWER_SAFETY, "upper_safety": UPPER_SAFETY,
-                           "attack_fraction": ATTACK_FRACTION, "stochastic_tol": row_tol},
-            "threads": SEARCH_THREADS, "versions": package_versions(), "code": code_version()}
+    return RunProvenance(effort=effort.name, base_effort=BASE.get(effort.name), budgets=effort.budgets(), seed=seed,
+                         tolerances=SearchTolerances(lower_safety=LOWER_SAFETY, upper_safety=UPPER_SAFETY,
+                                                     attack_fraction=ATTACK_FRACTION, stochastic_tol=row_tol),
+                         threads=SEARCH_THREADS, versions=package_versions(), code=CodeVersion(**code_version()))
 
 
 def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack: bool, seconds: float):
@@ -351,17 +354,17 @@ def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack
         upper = Claim.of(int(U), "factors", P=f"{cid}/P", Q=f"{cid}/Q")
         tensors[f"{cid}/P"], tensors[f"{cid}/Q"] = up.result.P, up.result.Q
     margins = [format_rational(v.margin) if v.margin is not None else None for v in (low.verdict, up.verdict)]
-    search = {"lower_family": low.cand.family, "upper_family": up.family, "svd_rank": svd_rank,
-              "lower_from_eps": low.from_eps, "upper_from_eps": up.from_eps,
-              "seconds": round(seconds + time.perf_counter() - t0, 3), "device": t.device,
-              "lower_margin": margins[0], "upper_margin": margins[1],
-              "attack_rank": L - 1 if attack_success is not None else None,
-              "attack_eps": repr(tol.eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
-              "attack_error": attack_error, "attack_success": attack_success,
-              "cell_seed": tol.seed, "capped": tol.cap.fired}
+    search = CellSearch(lower_family=low.cand.family, upper_family=up.family, svd_rank=svd_rank,
+                        lower_from_eps=low.from_eps, upper_from_eps=up.from_eps,
+                        seconds=round(seconds + time.perf_counter() - t0, 3), device=t.device,
+                        lower_margin=margins[0], upper_margin=margins[1],
+                        attack_rank=L - 1 if attack_success is not None else None,
+                        attack_eps=repr(tol.eps_lo * ATTACK_FRACTION) if attack_success is not None else None,
+                        attack_error=attack_error, attack_success=attack_success,
+                        cell_seed=tol.seed, capped=tol.cap.fired)
     lower = lower_claim(low.cand, names)
     result = BracketResult(eps=tol.item, lower=int(L), upper=int(U), lower_witness=low.cand.family,
-                           upper_witness=up.family, seconds=search["seconds"],
+                           upper_witness=up.family, seconds=search.seconds,
                            slack=float(to_fraction(t.slack_q)) if t.slack_q is not None else None,
                            attack_success=attack_success, svd_rank=svd_rank, attack_error=attack_error,
                            lower_margin=margins[0], upper_margin=margins[1], capped=tol.cap.fired)
@@ -418,10 +421,8 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
             (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack,
                                                                           clock[s.idx])
             tensors.update(cell_tensors)
-            prov = {"search": {**search, **run_prov}}
-            prov.update(provenance or {})
-            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, prov)
+            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, cell_provenance(search, run_prov, provenance))
     order = [i for i in range(len(eps_q)) if i in cells]
-    run_prov["stopped"] = len(order) < len(eps_q) or stop_requested()
-    run_prov["capped"] = [cells[i].id for i in order if results[i].capped]
-    return SearchOutput([cells[i] for i in order], tensors, [results[i] for i in order], run_prov)
+    outcome = RunOutcome(run=run_prov, stopped=len(order) < len(eps_q) or stop_requested(),
+                         capped=tuple(cells[i].id for i in order if results[i].capped))
+    return SearchOutput([cells[i] for i in order], tensors, [results[i] for i in order], outcome)

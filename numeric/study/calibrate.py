@@ -311,6 +311,17 @@ def within_rate(rate: float, n: int, p: float, alpha: float = ALPHA) -> bool:
     return int(round(rate * n)) <= max_count(n, p, alpha)
 
 
+def _cover_tol(n: int) -> float:
+    """The tolerance of a coverage of ``n`` replications around 0.95: two standard errors plus 0.01."""
+    return 2 * _se(0.95, n) + 0.01
+
+
+def _coverage_check(cov: float, n: int, what: str = "") -> tuple[bool, str]:
+    """``(passed, text)`` of a two-sided coverage check: ``cov`` (of ``n`` replications) within
+    ``_cover_tol(n)`` of 0.95; ``what`` follows the rate in the text."""
+    return abs(cov - 0.95) <= _cover_tol(n), f"{cov:.3f}{what} (target 0.95 +- {_cover_tol(n):.3f})"
+
+
 def report_lines(results: dict) -> tuple:
     """``(lines, failed checks)`` for ``{scenario: CalibrationResult}``; a row the shape is too small for is a
     ``[skipped]`` line with its one-line reason, and the checks that need it do not run."""
@@ -321,9 +332,6 @@ def report_lines(results: dict) -> tuple:
         lines.append(f"  [{'ok' if ok else 'FAIL'}] {name}: {text}")
         if not ok:
             failed.append(name)
-
-    def cover_tol(n):
-        return 2 * _se(0.95, n) + 0.01
 
     lower = lambda e: e.delta_ci[0] > 0   # noqa: E731
     for sc, r in results.items():
@@ -338,16 +346,15 @@ def report_lines(results: dict) -> tuple:
                   f"{fpr:.3f} of primary intervals exclude 0 from below (target: not above {NOMINAL_FPR} by a "
                   f"one-sided exact binomial test at level {ALPHA}, i.e. at most {max_count(n, NOMINAL_FPR)} of "
                   f"{n}; one-sided nominal 0.025)")
-            cov = r.coverage(gain_row)
-            check(f"coverage ({gain_row})", abs(cov - 0.95) <= cover_tol(n),
-                  f"{cov:.3f} of rho intervals cover the simulation mean (target 0.95 +- {cover_tol(n):.3f})")
+            check(f"coverage ({gain_row})", *_coverage_check(r.coverage(gain_row), n,
+                                                          " of rho intervals cover the simulation mean"))
             if ran(dm):
                 # the demeaned row only confirms a gain in the reading rule: too narrow would count noise as
                 # geometry (a failure); too wide costs it power, which the gain scenario measures directly
                 cov = r.coverage(dm)
-                check(f"coverage ({dm})", cov >= 0.95 - cover_tol(n),
+                check(f"coverage ({dm})", cov >= 0.95 - _cover_tol(n),
                       f"{cov:.3f} of rho intervals cover the simulation mean (target >= 0.95 - "
-                      f"{cover_tol(n):.3f}: this confirming row may be conservative; its power is the "
+                      f"{_cover_tol(n):.3f}: this confirming row may be conservative; its power is the "
                       f"gain scenario's 'demeaned row finds it')")
             if ran(pl, dm):
                 lines.append(f"  head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts G as geometry "
@@ -362,9 +369,7 @@ def report_lines(results: dict) -> tuple:
                          f"{1 - ALPHA:.0%} lower bound {bound:.3f}; mean estimated rho {mean_rho:+.3f}; target >= "
                          f"{TARGET_POWER}, 'shown' when the lower bound reaches it; low power is a property of the "
                          f"shape, not a failed check)")
-            cov = r.coverage(gain_row)
-            check(f"coverage ({gain_row}, gain)", abs(cov - 0.95) <= cover_tol(n),
-                  f"{cov:.3f} (target 0.95 +- {cover_tol(n):.3f})")
+            check(f"coverage ({gain_row}, gain)", *_coverage_check(r.coverage(gain_row), n))
             if ran(pl, dm):
                 lines.append(f"  demeaned row finds it {r.rate(dm, lower):.3f} (coverage {r.coverage(dm):.3f}); "
                              f"head-level placebo flags "
@@ -386,7 +391,7 @@ def report_lines(results: dict) -> tuple:
             check("leave-one-head-out false-positive rate", within_rate(fpr, n, NOMINAL_FPR),
                   f"{fpr:.3f} (heads redrawn each replication; target: not above {NOMINAL_FPR}, at most "
                   f"{max_count(n, NOMINAL_FPR)} of {n})")
-            check("leave-one-head-out coverage", cov >= 0.95 - cover_tol(n),
+            check("leave-one-head-out coverage", cov >= 0.95 - _cover_tol(n),
                   f"{cov:.3f} of rho intervals cover the mean over head draws (target >= 0.95 - "
-                  f"{cover_tol(n):.3f}: this sensitivity row may be conservative)")
+                  f"{_cover_tol(n):.3f}: this sensitivity row may be conservative)")
     return lines, failed
