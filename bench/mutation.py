@@ -102,7 +102,7 @@ SUBSETS = {
                   "tests/test_exact_differential.py::test_float64_conversion_is_exact", FLOATS],
     "slack.py": SLACK,
     "verify.py": ["tests/test_exact_mutants_verify.py", f"{RES}::test_exp_and_z_are_enclosed_once_per_logits_row", *KNOWN, ODDMAP],
-    "cellspec.py": ["exact/cellspec.py", "tests/test_exact_mutants_bracketfile.py", *KNOWN,
+    "cellspec.py": ["tests/test_exact_mutants_cellspec.py", "exact/cellspec.py", "tests/test_exact_mutants_bracketfile.py", *KNOWN,
                     *CLI_FIRST],
     "oddmap.py": [ODDMAP, "exact/oddmap.py", "tests/test_exact_differential.py::test_odd_map_agrees",
                   "tests/test_exact_differential.py::test_odd_map_agrees_on_the_known_answers_and_their_mutants"],

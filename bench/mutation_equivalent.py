@@ -129,6 +129,11 @@ EQUIVALENT = {
         "a read of n bytes never returns more than n",
     ("bracketfile.py", "if begin > covered:", ">", "!="):
         "the line before refuses begin < covered, so here begin != covered is begin > covered",
+    ("cellspec.py", 'ok = isinstance(value, str) if typ == "tensor" else type(value) is int and value >= 0', "==", ">="):
+        'field types are "tensor" and "int" only (UPPER_KINDS, LOWER_KINDS), and "int" < "tensor"',
+    ("cellspec.py", "raise ValueError(f\"{what} witness {key} must be a {'tensor name' if typ == 'tensor' else 'int >= 0'}\")",
+     "==", ">="):
+        'field types are "tensor" and "int" only (UPPER_KINDS, LOWER_KINDS), and "int" < "tensor"',
     ("bracketfile.py", 'if typ == "tensor":', "==", ">="):
         'field types are "tensor" and "int" only (UPPER_KINDS, LOWER_KINDS), and "int" < "tensor"',
     ("bracketfile.py", 'if set(metadata) != {"softrank"}:', "!=", ">"):
