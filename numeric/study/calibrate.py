@@ -322,6 +322,12 @@ def _coverage_check(cov: float, n: int, what: str = "") -> tuple[bool, str]:
     return abs(cov - 0.95) <= _cover_tol(n), f"{cov:.3f}{what} (target 0.95 +- {_cover_tol(n):.3f})"
 
 
+def _coverage_floor(cov: float, n: int, what: str, why: str) -> tuple[bool, str]:
+    """``(passed, text)`` of a one-sided coverage check: ``cov`` at least ``0.95 - _cover_tol(n)`` (a row that
+    may be conservative, ``why``)."""
+    return cov >= 0.95 - _cover_tol(n), f"{cov:.3f}{what} (target >= 0.95 - {_cover_tol(n):.3f}: {why})"
+
+
 def report_lines(results: dict) -> tuple:
     """``(lines, failed checks)`` for ``{scenario: CalibrationResult}``; a row the shape is too small for is a
     ``[skipped]`` line with its one-line reason, and the checks that need it do not run."""
@@ -351,11 +357,10 @@ def report_lines(results: dict) -> tuple:
             if ran(dm):
                 # the demeaned row only confirms a gain in the reading rule: too narrow would count noise as
                 # geometry (a failure); too wide costs it power, which the gain scenario measures directly
-                cov = r.coverage(dm)
-                check(f"coverage ({dm})", cov >= 0.95 - _cover_tol(n),
-                      f"{cov:.3f} of rho intervals cover the simulation mean (target >= 0.95 - "
-                      f"{_cover_tol(n):.3f}: this confirming row may be conservative; its power is the "
-                      f"gain scenario's 'demeaned row finds it')")
+                check(f"coverage ({dm})", *_coverage_floor(
+                    r.coverage(dm), n, " of rho intervals cover the simulation mean",
+                    "this confirming row may be conservative; its power is the gain scenario's 'demeaned row "
+                    "finds it'"))
             if ran(pl, dm):
                 lines.append(f"  head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts G as geometry "
                              f"in {counted:.3f}")
@@ -391,7 +396,6 @@ def report_lines(results: dict) -> tuple:
             check("leave-one-head-out false-positive rate", within_rate(fpr, n, NOMINAL_FPR),
                   f"{fpr:.3f} (heads redrawn each replication; target: not above {NOMINAL_FPR}, at most "
                   f"{max_count(n, NOMINAL_FPR)} of {n})")
-            check("leave-one-head-out coverage", cov >= 0.95 - _cover_tol(n),
-                  f"{cov:.3f} of rho intervals cover the mean over head draws (target >= 0.95 - "
-                  f"{_cover_tol(n):.3f}: this sensitivity row may be conservative)")
+            check("leave-one-head-out coverage", *_coverage_floor(
+                cov, n, " of rho intervals cover the mean over head draws", "this sensitivity row may be conservative"))
     return lines, failed
