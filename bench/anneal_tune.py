@@ -36,10 +36,17 @@ from numeric.search import upper as up
 EPS = (0.1, 0.25, 0.5)
 
 
+#: Imports of the old ``refine.py`` whose targets moved since (the old module runs against this tree).
+MOVED = {"from numeric.search.threads import torch_threads": "from numeric.runtime import torch_threads",
+         "from numeric.search.upper import pick_device": "from numeric.search.device import pick_device"}
+
+
 def old_refine(ref: str):
     """The ``refine`` function of ``ref`` (loaded from ``git show``, nothing checked out)."""
     text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:numeric/search/refine.py"], check=True,
                           capture_output=True, text=True).stdout
+    for was, now in MOVED.items():
+        text = text.replace(was, now)
     path = Path(tempfile.mkdtemp()) / "old_refine.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("old_refine", path)

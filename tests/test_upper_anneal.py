@@ -122,7 +122,7 @@ def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, m
     stand-ins that miss by ``miss``; the control is the other case of the pair."""
     eps, kinds = 0.25, []
 
-    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0):
+    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, huber=True):
         kinds.append(kind)
         return start[0], start[1], e * miss
 
@@ -133,6 +133,39 @@ def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, m
     assert kinds == (["svd", "compressed"] if retried else ["svd"])
 
 
+def _stand_in(monkeypatch, result):
+    """``_trial`` replaced by a stand-in returning its start with the error ``result(phase, kind, k, eps)``
+    and spending the budget of the steps it affords (as ``_trial`` does); returns the list of
+    ``(phase, kind, rank)`` of the trials run."""
+    runs = []
+
+    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, huber=True):
+        k = start[1].shape[1]
+        steps = up.affordable_steps(budget, A.shape, k, iters)
+        if not steps:
+            return None
+        budget.spend(steps * rf.step_work(*A.shape, k))
+        runs.append((phase, kind, k))
+        return start[0], start[1], result(phase, kind, k, e)
+
+    monkeypatch.setattr(up, "_trial", fake)
+    monkeypatch.setattr(up, "_rescue", lambda A, e, P, Q, err, budget: (P, Q, err))
+    return runs
+
+
+@pytest.mark.parametrize("hybrid, miss, second", [(False, 1.002, True), (False, 1.01, False), (True, 1.01, True)])
+def test_a_narrowing_miss_gets_a_second_start_only_within_the_window(head, monkeypatch, hybrid, miss, second):
+    """Narrowing trials reach eps at the upper half of the ranks and miss by ``miss`` below. Default
+    runs a miss again from the truncated SVD only within ``RESTART_WINDOW`` (0.2 %, not 1 %: the
+    control); thorough (``hybrid``) within ``SECOND_WINDOW`` (1 %)."""
+    svd = up.svd_baseline(head)
+    half = (up.first_within(svd[1], 0.25) + 1) // 2
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (0.9 if k >= half else miss))
+    up.search_upper(head, 0.25, Budget(10**6), svd=svd, hybrid=hybrid, iters=100, full_iters=200)
+    kinds = {kind for phase, kind, _ in runs if phase == "narrow"}
+    assert ("svd" in kinds) == second and "compressed" in kinds
+
+
 def test_perturbed_starts_are_deterministic():
     P, Q = np.ones((5, 2)), np.ones((6, 2))
     a, b, c = up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 2)
@@ -140,14 +173,28 @@ def test_perturbed_starts_are_deterministic():
     assert not np.array_equal(a[0], up.perturbed(P, Q, 2, 1, tag=1)[0])
 
 
-def test_later_restart_rounds_start_from_perturbed_misses(head):
-    """A round after the first: perturbed starts of the closest miss and of the compressed best."""
+@pytest.mark.parametrize("huber", [True, False])
+def test_later_restart_rounds_start_from_perturbed_misses(head, huber):
+    """A round after the first: perturbed starts of the closest miss, under the objective that
+    reached it (with or without the Huber smoothing), and of the compressed best (smoothed)."""
     svd, _ = up.svd_baseline(head)
     best = up.svd_factors(*svd, 12)
-    near = up.svd_factors(*svd, 10)
+    near = (*up.svd_factors(*svd, 10), huber)
     starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
-    assert [k for _, k, _ in starts] == ["perturbed-miss", "perturbed"]
+    assert [(k, h) for _, k, _, h in starts] == [("perturbed-miss", huber), ("perturbed", True)]
     assert all(s[0][1].shape == (48, 10) for s in starts)
+
+
+def test_the_first_restart_round_runs_a_trial_without_the_huber_smoothing(head, monkeypatch):
+    """Round 0 ends with the truncated SVD under the plain objective (``huber=False``), a start the
+    other kinds do not repeat; ``refine`` then runs its surrogate without the smoothing."""
+    svd, _ = up.svd_baseline(head)
+    starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, 0, None, set())
+    assert [(k, h) for _, k, _, h in starts if not h] == [("svd-plain", False)]
+    assert [k for _, k, _, h in starts if h][0] == "svd"
+    start = up.svd_factors(*svd, 6)
+    runs = [rf.refine(head, *start, 0.25, iters=60, huber=h)[2] for h in (True, True, False)]
+    assert runs[0] == runs[1] and runs[2] != runs[0]      # the control: the same objective, the same trial
 
 
 def _cells(out):

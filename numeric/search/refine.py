@@ -68,6 +68,9 @@ LSE_FLOOR_DIV = 60.0
 #: Huber width at the first and last step, in units of eps / n.
 HUBER_D0 = 5.0
 HUBER_D1 = 5e-3
+#: The Huber width of a trial run without the smoothing (``refine(huber=False)``), in units of
+#: eps / n: the surrogate is then the row-l1 error itself to within ``PLAIN_D / 2`` eps a row.
+PLAIN_D = 1e-9
 #: A feasible trial runs this fraction of its length past feasibility at the floor (at least
 #: ``MARGIN_MIN`` steps): 250 steps of a full trial, 75 of a short one.
 MARGIN_FRACTION = 0.125
@@ -108,17 +111,21 @@ def step_work(m: int, n: int, k: int) -> int:
     return STEP_OVERHEAD_UNITS + -(-m * n * k // STEP_UNIT_ENTRIES)
 
 
-def schedule(eps: float, m: int, n: int):
-    """``(T0, T1, d0, d1)``: the temperature and Huber width at the first and the last step.
+def schedule(eps: float, m: int, n: int, huber: bool = True):
+    """``(T0, T1, d0, d1)``: the temperature and Huber width at the first and the last step
+    (without ``huber``, the width is ``PLAIN_D eps / n`` throughout).
 
     >>> [round(x, 6) for x in schedule(0.5, 256, 256)]
     [0.05, 0.001503, 0.009766, 1e-05]
     >>> [round(x, 6) for x in schedule(0.1, 1024, 1024)]
     [0.05, 0.00024, 0.000488, 0.0]
+    >>> schedule(0.5, 256, 256, huber=False)[2:] == (0.5e-9 / 256, 0.5e-9 / 256)
+    True
     """
     t0 = min(LSE_T0, LSE_T0_EPS * eps)
     t1 = min(t0, eps / (LSE_FLOOR_DIV * math.log(max(m, 2))))
-    return t0, t1, HUBER_D0 * eps / n, HUBER_D1 * eps / n
+    d0, d1 = (HUBER_D0, HUBER_D1) if huber else (PLAIN_D, PLAIN_D)
+    return t0, t1, d0 * eps / n, d1 * eps / n
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,8 @@ TRIAL_LOG: list | None = None
 
 
 def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int = DEFAULT_ITERS,
-           device=None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None):
+           device=None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None,
+           huber: bool = True):
     """Refine rank-k factors to bring the max row-l1 error to ``eps`` or below (K.1): one trial.
 
     The trial runs ``iters`` Adam steps with its temperature and Huber schedules spread
@@ -148,7 +156,8 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     steps at the floor, default ``MARGIN_FRACTION`` of ``iters``), on the surrogate's
     hopeless rule, or on a stop request (the budget's safety cap). Each step spends
     ``step_work`` units of ``budget``; the caller sizes ``iters`` to what it affords.
-    ``lr_scale`` multiplies the Adam step. Returns (P, Q, err) of the best iterate by
+    ``lr_scale`` multiplies the Adam step; ``huber=False`` runs the trial without the Huber
+    smoothing (the smooth max of the row-l1 errors themselves). Returns (P, Q, err) of the best iterate by
     float64 max row-l1 error. The torch thread count is set for the call and restored.
     """
     torch = require("torch")
@@ -159,7 +168,8 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
         margin = max(MARGIN_MIN, int(MARGIN_FRACTION * iters))
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin,
-                                 budget if budget is not None else Budget(iters * step_work(*A.shape, P0.shape[1])))
+                                 budget if budget is not None else Budget(iters * step_work(*A.shape, P0.shape[1])),
+                                 huber)
     if TRIAL_LOG is not None:
         TRIAL_LOG.append(log)
     return P, Q, err
@@ -180,7 +190,7 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
     return s_then - s_now < STALL_REL * s_now and s_now - T * logm > eps * (1 + HOPELESS_FRACTION)
 
 
-def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget):
+def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True):
     F = require("torch").nn.functional
 
     dtype = torch.float64
@@ -191,7 +201,7 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget):
     scale = float(np.abs(P0).mean() + np.abs(Q0).mean()) / 2 or ZERO_SCALE
     opt = torch.optim.Adam([P, Q], lr=LR_FRACTION * lr_scale * scale)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters)
-    t0, t1, d0, d1 = schedule(eps, m, n)
+    t0, t1, d0, d1 = schedule(eps, m, n, huber)
     logm = math.log(m)
     window = max(JUDGE_MIN, iters // JUDGE_WINDOWS)
     best_err, best = np.inf, (P0, Q0)
