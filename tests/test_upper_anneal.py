@@ -153,17 +153,39 @@ def _stand_in(monkeypatch, result):
     return runs
 
 
-@pytest.mark.parametrize("hybrid, miss, second", [(False, 1.002, True), (False, 1.01, False), (True, 1.01, True)])
-def test_a_narrowing_miss_gets_a_second_start_only_within_the_window(head, monkeypatch, hybrid, miss, second):
-    """Narrowing trials reach eps at the upper half of the ranks and miss by ``miss`` below. Default
-    runs a miss again from the truncated SVD only within ``RESTART_WINDOW`` (0.2 %, not 1 %: the
-    control); thorough (``hybrid``) within ``SECOND_WINDOW`` (1 %)."""
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_default_narrowing_runs_one_start_per_rank(head, monkeypatch, hybrid):
+    """Narrowing trials reach eps at the upper half of the ranks and miss by 0.2 % below: default
+    runs each rank from the compressed best only (the boundary phase retries close misses);
+    thorough (``hybrid``, the control) runs a miss again from the truncated SVD."""
     svd = up.svd_baseline(head)
     half = (up.first_within(svd[1], 0.25) + 1) // 2
-    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (0.9 if k >= half else miss))
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (0.9 if k >= half else 1.002))
     up.search_upper(head, 0.25, Budget(10**6), svd=svd, hybrid=hybrid, iters=100, full_iters=200)
     kinds = {kind for phase, kind, _ in runs if phase == "narrow"}
-    assert ("svd" in kinds) == second and "compressed" in kinds
+    assert kinds == ({"compressed", "svd"} if hybrid else {"compressed"})
+
+
+@pytest.mark.parametrize("spare, below", [(0.5, False), (1.0, True)])
+def test_default_descends_below_the_first_boundary_rank_only_with_full_trials(head, monkeypatch, spare, below):
+    """Narrowing trials miss, full trials reach eps. Default's first boundary rank (the SVD rank minus
+    one) runs whatever the budget affords; the rank below it only a full-length trial: with
+    ``spare`` = half a trial left it stops, with a whole one (the control) it goes on down."""
+    svd = up.svd_baseline(head)
+    k_svd = up.first_within(svd[1], 0.25)
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (1.1 if phase == "narrow" else 0.9))
+    probe = Budget(10**9)
+    up._bisect(head, 0.25, 1, [up.UpperResult(k_svd, *up.svd_factors(*svd[0], k_svd), 0.2, "svd")], svd[0],
+               probe, 100, None)
+    narrowing = probe.used
+    first = 200 * rf.step_work(*head.shape, k_svd - 1)
+    second = 200 * rf.step_work(*head.shape, k_svd - 2)
+    runs.clear()
+    found = up.search_upper(head, 0.25, Budget(narrowing + first + int(spare * second)), svd=svd,
+                            iters=100, full_iters=200)
+    ranks = [k for phase, _, k in runs if phase == "boundary"]
+    assert ranks[0] == k_svd - 1 and (k_svd - 2 in ranks) == below
+    assert found[0].rank == (k_svd - 2 if below else k_svd - 1)
 
 
 def test_perturbed_starts_are_deterministic():

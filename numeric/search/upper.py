@@ -6,13 +6,14 @@ annealed continuation run of ``refine.refine``:
 
 1. **narrowing**: a rank bisection between a lower bound and the SVD rank with
    short trials (``refine.DEFAULT_ITERS`` steps), warm-started from the best
-   feasible factors (compressed to the trial rank by an SVD of ``P Q^T``), a close miss
-   tried again from a second start (a wider window at thorough, which also tries the
-   hybrid start);
+   feasible factors (compressed to the trial rank by an SVD of ``P Q^T``); one start
+   per rank at default, a second start after a close miss and the hybrid start at
+   thorough;
 2. **boundary**: full trials (``refine.FULL_ITERS`` steps) below the best rank.
    Without restarts (default) they descend one rank at a time from the compressed
    best, a close miss retried from the truncated SVD and from the warm factors, and
-   stop at the first clear miss. With restarts (thorough, ``hybrid``) they gallop
+   stop at the first clear miss (below the first boundary rank, also where the budget
+   no longer affords a full-length trial). With restarts (thorough, ``hybrid``) they gallop
    down (1, 2, 4, ... ranks below the best) and bisect back to the first failing
    rank, where the rest of the budget goes to full-length restarts from
    structurally different starts (``_restarts``: the fresh truncated SVD, the
@@ -60,10 +61,10 @@ RESTART_WINDOW = 5e-3
 #: With ``hybrid`` (thorough), a narrowing trial that misses eps by at most this relative amount is
 #: tried from a second start (a farther miss is not: on MiniLM l0h0 at eps 1/4 the two starts of
 #: rank 19 missed by 7.8 % and 7.7 %, and the work of the second was what the boundary phase then
-#: lacked). Default's narrowing tries a second start only within ``RESTART_WINDOW``: on seven
-#: quality heads and two demo heads at three tolerances none of its 24 second starts reached eps
-#: (the closest, 1.0008 eps, is inside the narrower window), and on demo1 l1h3 they were 249,000 of
-#: default's 1.76 million upper units (docs/benchmarks.md 7.9).
+#: lacked). Default's narrowing runs one start per rank: on seven quality heads and two demo heads
+#: at three tolerances none of its 24 second starts reached eps, and on demo1 l1h3 they were 249,000
+#: of default's 1.76 million upper units (docs/benchmarks.md 7.9); the close misses they were for
+#: are retried by the boundary phase's full trials (``_boundary_rank``).
 SECOND_WINDOW = 5e-2
 #: A restart that misses eps by more than this relative amount is a clear miss: a round of
 #: restarts whose starts all miss clearly ends the search.
@@ -242,10 +243,9 @@ def _second_start(svd, mid: int, best_is_svd: bool, warm):
 def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> set:
     """Rank bisection in ``[lo, found[0].rank)`` with short trials; feasible ranks go to the front of ``found``.
 
-    Each trial starts from the compressed best factors and, when it misses by at most
-    ``SECOND_WINDOW`` (thorough, ``hybrid``) or ``RESTART_WINDOW`` (default), again from the
-    truncated SVD (or ``warm``, ``_second_start``), and with ``hybrid`` from ``hybrid_factors``.
-    Returns the ranks missed from every start run.
+    Each trial starts from the compressed best factors; with ``hybrid`` (thorough), a miss by at
+    most ``SECOND_WINDOW`` is tried again from the truncated SVD (or ``warm``, ``_second_start``),
+    and a miss from ``hybrid_factors``. Returns the ranks missed from every start run.
     """
     hi = found[0].rank
     best = (found[0].P, found[0].Q)
@@ -256,7 +256,7 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
         res = _trial(A, eps, compress(*best, mid), iters, budget, device, "narrow", "compressed")
         if res is None:
             break
-        if eps < res[2] <= eps * (1 + (SECOND_WINDOW if hybrid else RESTART_WINDOW)):
+        if hybrid and eps < res[2] <= eps * (1 + SECOND_WINDOW):
             second, kind = _second_start(svd, mid, best_is_svd, warm)
             if second is not None:
                 res = _better(res, _trial(A, eps, second, iters, budget, device, "narrow", kind))
@@ -306,9 +306,19 @@ def _offer_snapped(A, eps, r, P, Q, found) -> None:
 
 def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried) -> None:
     """Default's boundary phase: full trials one rank below the best at a time (``_boundary_rank``),
-    until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried."""
+    until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried.
+
+    Below the first boundary rank a trial runs only at its full length: in the traces of
+    docs/benchmarks.md 7.9 and 7.10 the trials the budget cut short there found no rank (MiniLM
+    l3h7 at eps 1/4, rank 15: 1,900 of 2,000 steps, 3.4 % over eps; demo1 l1h3 at 1/2, rank 16:
+    1,367 steps, 2.6 % over), and on demo1 l1h3 that trial was what made default cost 1.15 times
+    its former CPU time. The first boundary rank keeps a cut trial (MiniLM l2h0 at eps 1/4 found
+    rank 94 with 946 of 1,085 steps)."""
     k, cur = found[0].rank, (found[0].P, found[0].Q)
+    first = k - 1
     while k - 1 >= lower:
+        if k - 1 < first and affordable_steps(budget, A.shape, k - 1, iters) < iters:
+            return
         res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried)
         if res is None:
             return
