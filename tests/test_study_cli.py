@@ -35,6 +35,7 @@ def study(panel, tmp_path_factory):
     out = tmp_path_factory.mktemp("study")
     proc = cli("study", panel[1], "--out", out, "--replicates", "4", "--workers", "1", "--json")
     assert proc.returncode == 0, proc.stderr
+    assert "caution: family" in proc.stderr          # 4 sources: below the calibrated shape
     return out, json.loads(proc.stdout)
 
 

@@ -42,7 +42,7 @@ from exact.errors import OneLineParser
 from numeric.safeio import SafeIOError
 from numeric.search.effort import code_version
 from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
-from numeric.study.compare import PERMUTATIONS, compare
+from numeric.study.compare import PERMUTATIONS, calibration_caution, compare
 from numeric.study.data import PanelDisagreement, StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
@@ -153,7 +153,7 @@ def run(args, command: str) -> dict:
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
              "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm,
-             "code_version": _code_version(),
+             "code_version": _code_version(), "caution": calibration_caution(data),
              "seconds": round(time.perf_counter() - t0, 1)}
     verdicts = {b: reading(results, b) for b in ("G", "I")}
     transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
@@ -213,6 +213,8 @@ def main(argv=None) -> int:
     except (StudyError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for line in doc["setup"]["caution"]:
+        print(f"{PROG}: caution: {line}", file=sys.stderr)
     row = next(c for c in doc["comparisons"] if c["name"] == PRIMARY)
     primary = row["estimates"].get("aggregate") or {"reason": row["reason"]}
     if args.json:

@@ -129,6 +129,7 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
             "A block's gain after B1 counts as geometry only when its interval excludes 0 from below, the "
             "head-level placebo's does not, and the within-head demeaned row's does.", ""]
     head += [f"- {b}: {v}" for b, v in doc.get("reading", {}).items()]
+    head += [line for c in s.get("caution", []) for line in ("", f"**Caution:** {c}.")]
     head += ["", "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
     gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in the target's units, "
                  f"{s['target']})", ""]
