@@ -115,24 +115,6 @@ def test_default_descends_and_stops_at_the_first_clear_miss(head, trials):
     assert boundary[-1][2] == found[0].rank - 1 and boundary[-1][4] > 0.25 * (1 + rf.NEAR_FRACTION)
 
 
-@pytest.mark.parametrize("miss, retried", [(1 + 0.4 * up.RESTART_WINDOW, True), (1 + 2 * up.RESTART_WINDOW, False)])
-def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, miss, retried):
-    """A full boundary trial that misses within ``RESTART_WINDOW`` is run again from the other start;
-    one that misses by more is not (default's cost: no retries after a 1 % miss). The trials are
-    stand-ins that miss by ``miss``; the control is the other case of the pair."""
-    eps, kinds = 0.25, []
-
-    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, huber=True):
-        kinds.append(kind)
-        return start[0], start[1], e * miss
-
-    monkeypatch.setattr(up, "_trial", fake)
-    monkeypatch.setattr(up, "_rescue", lambda A, e, P, Q, err, budget: (P, Q, err))
-    svd, _ = up.svd_baseline(head)
-    up._boundary_rank(head, eps, 5, up.svd_factors(*svd, 8), svd, Budget(10**6), 100, None, None, True, set())
-    assert kinds == (["svd", "compressed"] if retried else ["svd"])
-
-
 def _stand_in(monkeypatch, result):
     """``_trial`` replaced by a stand-in returning its start with the error ``result(phase, kind, k, eps)``
     and spending the budget of the steps it affords (as ``_trial`` does); returns the list of
@@ -151,6 +133,18 @@ def _stand_in(monkeypatch, result):
     monkeypatch.setattr(up, "_trial", fake)
     monkeypatch.setattr(up, "_rescue", lambda A, e, P, Q, err, budget: (P, Q, err))
     return runs
+
+
+@pytest.mark.parametrize("miss, retried", [(1 + 0.4 * up.RESTART_WINDOW, True), (1 + 2 * up.RESTART_WINDOW, False)])
+def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, miss, retried):
+    """A full boundary trial that misses within ``RESTART_WINDOW`` is run again from the other start;
+    one that misses by more is not (default's cost: no retries after a 1 % miss). The trials are
+    stand-ins that miss by ``miss``; the control is the other case of the pair."""
+    eps = 0.25
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * miss)
+    svd, _ = up.svd_baseline(head)
+    up._boundary_rank(head, eps, 5, up.svd_factors(*svd, 8), svd, Budget(10**6), 100, None, None, True, set())
+    assert [kind for _, kind, _ in runs] == (["svd", "compressed"] if retried else ["svd"])
 
 
 @pytest.mark.parametrize("hybrid", [False, True])
@@ -201,7 +195,7 @@ def test_later_restart_rounds_start_from_perturbed_misses(head, huber):
     reached it (with or without the Huber smoothing), and of the compressed best (smoothed)."""
     svd, _ = up.svd_baseline(head)
     best = up.svd_factors(*svd, 12)
-    near = (*up.svd_factors(*svd, 10), huber)
+    near = (*up.svd_factors(*svd, 10), 0.3, huber)
     starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
     assert [(k, h) for _, k, _, h in starts] == [("perturbed-miss", huber), ("perturbed", True)]
     assert all(s[0][1].shape == (48, 10) for s in starts)

@@ -383,11 +383,12 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
     eps 1/10 the smoothed trials from every other start missed rank 129 by 4 to 6 %, the plain one
     by 1.9 %, and a perturbation of that miss reached eps: thorough went from 130 to 127,
     docs/benchmarks.md 7.10). Later rounds: perturbed
-    starts of the closest miss ``near = (P, Q, huber)``, under the objective that reached it, and
-    of the compressed best."""
+    starts of the closest miss ``near = (P, Q, err, huber)``, under the objective that reached it,
+    and of the compressed best."""
     cb = compress(*best, r)
     if round_ > 0:
-        return [(perturbed(*near[:2], r, round_), "perturbed-miss", 1.0, near[2]),
+        P, Q, _, huber = near
+        return [(perturbed(P, Q, r, round_), "perturbed-miss", 1.0, huber),
                 (perturbed(*cb, r, round_, 1), "perturbed", 1.0, True)]
     out = []
     if (r, "svd", None) not in tried:
@@ -413,8 +414,7 @@ def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, 
     while r >= lower:
         best = (found[0].P, found[0].Q)
         res, close = None, False
-        for start, kind, lr, huber in _restart_starts(A, eps, r, best, svd, warm, round_,
-                                                      (near[0], near[1], near[3]) if near else (*best, True), tried):
+        for start, kind, lr, huber in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
             out = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, huber)
             if out is None:
                 return
