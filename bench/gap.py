@@ -46,7 +46,7 @@ from numeric.search.inverse import decoded
 from numeric.search.lp import LPFailed, min_norm_left_inverse
 from numeric.search.lp_subspace import lp_svd
 from numeric.search.refine import refine
-from numeric.search.upper import svd_factors
+from numeric.search.starts import svd_factors
 
 #: Row LPs per cell for the column-side families: the former 20 s of HiGHS, at the 54 row LPs
 #: per second that the search's LP on singular subspaces ran on MiniLM heads (81 in 1.5 s).

@@ -16,7 +16,8 @@ os.environ.setdefault("OMP_NUM_THREADS","1")
 import numpy as np
 import scipy.sparse as sp
 from numeric.search.lp import solve_lp
-from numeric.search.upper import svd_baseline, svd_factors
+from numeric.search.starts import svd_factors
+from numeric.search.upper import svd_baseline
 from numeric.search.refine import refine
 from numeric.search.budget import Budget
 from numeric.search.norms import row_l1_error

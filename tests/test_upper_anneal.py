@@ -150,14 +150,29 @@ def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, m
 @pytest.mark.parametrize("hybrid", [False, True])
 def test_default_narrowing_runs_one_start_per_rank(head, monkeypatch, hybrid):
     """Narrowing trials reach eps at the upper half of the ranks and miss by 0.2 % below: default
-    runs each rank from the compressed best only (the boundary phase retries close misses);
-    thorough (``hybrid``, the control) runs a miss again from the truncated SVD."""
+    runs each rank from one start (the boundary phase retries close misses); thorough (``hybrid``,
+    the control) runs a miss again from the other start, compressed best or truncated SVD."""
     svd = up.svd_baseline(head)
     half = (up.first_within(svd[1], 0.25) + 1) // 2
     runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (0.9 if k >= half else 1.002))
     up.search_upper(head, 0.25, Budget(10**6), svd=svd, hybrid=hybrid, iters=100, full_iters=200)
-    kinds = {kind for phase, kind, _ in runs if phase == "narrow"}
-    assert kinds == ({"compressed", "svd"} if hybrid else {"compressed"})
+    starts = [(k, kind) for phase, kind, k in runs if phase == "narrow" and kind != "hybrid"]
+    missed = {k for k, _ in starts if k < half}
+    assert missed and len(starts) == len({k for k, _ in starts}) + (len(missed) if hybrid else 0)
+    if hybrid:
+        assert all({kind for r, kind in starts if r == k} == {"compressed", "svd"} for k in missed)
+
+
+@pytest.mark.parametrize("drop", [up.FAR_DROP - 1, up.FAR_DROP])
+def test_a_far_narrowing_trial_starts_from_the_svd(head, monkeypatch, drop):
+    """The narrowing's first trial below a feasible best at rank 12 is at rank 12 - ``drop`` (the
+    bisection's lower end chosen so): ``FAR_DROP`` ranks below it starts from the truncated SVD, one
+    rank nearer (the control) from the compressed best."""
+    svd, _ = up.svd_baseline(head)
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * 1.5)
+    best = up.UpperResult(12, *up.compress(*up.svd_factors(*svd, 14), 12), 0.2, "factors/refined")
+    up._bisect(head, 0.25, 12 - 2 * drop, [best], svd, Budget(10**6), 100, None)
+    assert runs[0] == ("narrow", "svd" if drop >= up.FAR_DROP else "compressed", 12 - drop)
 
 
 @pytest.mark.parametrize("spare, below", [(0.5, False), (1.0, True)])
@@ -199,6 +214,34 @@ def test_later_restart_rounds_start_from_perturbed_misses(head, huber):
     starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
     assert [(k, h) for _, k, _, h in starts] == [("perturbed-miss", huber), ("perturbed", True)]
     assert all(s[0][1].shape == (48, 10) for s in starts)
+
+
+@pytest.mark.parametrize("polish", [True, False])
+def test_a_round_starts_by_polishing_the_closest_miss(head, polish):
+    """With ``polish`` a round's first start is the closest miss itself, at ``FINE_LR`` times the
+    step without the smoothing (``miss-fine``); without it (the control) no start is."""
+    svd, _ = up.svd_baseline(head)
+    near = (*up.svd_factors(*svd, 10), 0.3, True)
+    for round_ in (0, 2):
+        starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, round_, near, set(), polish)
+        fine = [(s[0], lr, h) for s, k, lr, h in starts if k == "miss-fine"]
+        assert fine == ([(near[0], up.FINE_LR, False)] if polish else [])
+        assert (starts[0][1] == "miss-fine") == polish
+
+
+@pytest.mark.parametrize("earlier", [True, False])
+def test_restarts_polish_the_earlier_phases_miss(head, monkeypatch, earlier):
+    """The restarts at the first failing rank begin with the narrowing's closest miss there, polished
+    (counted in the budget, as every trial); with no earlier miss at that rank (the control) they
+    begin with the truncated SVD. Every trial misses clearly, so one round runs."""
+    svd, _ = up.svd_baseline(head)
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * 1.5)
+    best = up.UpperResult(12, *up.svd_factors(*svd, 12), 0.2, "factors/refined")
+    missed = {11: (*up.svd_factors(*svd, 11), 0.26)} if earlier else {}
+    budget = Budget(10**7)
+    up._restarts(head, 0.25, 11, 1, [best], svd, budget, 200, None, None, set(), missed)
+    assert runs[0] == ("restart", "miss-fine" if earlier else "svd", 11)
+    assert budget.used == len(runs) * 200 * rf.step_work(*head.shape, 11)
 
 
 def test_the_first_restart_round_runs_a_trial_without_the_huber_smoothing(head, monkeypatch):

@@ -18,7 +18,7 @@ import numpy as np
 
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, refine
-from numeric.search.upper import compress, svd_factors
+from numeric.search.starts import compress, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 

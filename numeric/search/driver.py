@@ -77,7 +77,8 @@ from numeric.search.provenance import (CellSearch, CodeVersion, RunOutcome, RunP
 from numeric.runtime import SEARCH_THREADS, pinned_threads
 from numeric.search.device import pick_device
 from numeric.search.slack import target_slack
-from numeric.search.upper import UpperResult, first_within, search_upper, svd_baseline, svd_factors
+from numeric.search.starts import svd_factors
+from numeric.search.upper import UpperResult, first_within, search_upper, svd_baseline
 
 __all__ = ["search_brackets", "svd_budget", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
            "STOCHASTIC_TOL", "UPPER_SAFETY"]

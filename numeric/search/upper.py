@@ -6,7 +6,8 @@ annealed continuation run of ``refine.refine``:
 
 1. **narrowing**: a rank bisection between a lower bound and the SVD rank with
    short trials (``refine.DEFAULT_ITERS`` steps), warm-started from the best
-   feasible factors (compressed to the trial rank by an SVD of ``P Q^T``); one start
+   feasible factors (compressed to the trial rank by an SVD of ``P Q^T``) near
+   them and from the truncated SVD ``FAR_DROP`` ranks or more below; one start
    per rank at default, a second start after a close miss and the hybrid start at
    thorough;
 2. **boundary**: full trials (``refine.FULL_ITERS`` steps) below the best rank.
@@ -47,9 +48,9 @@ from numeric.search.budget import Budget
 from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
+from numeric.search.starts import compress, hybrid_factors, perturbed, svd_factors
 
-__all__ = ["UpperResult", "svd_baseline", "first_within", "svd_factors", "compress", "hybrid_factors", "search_upper",
-           "affordable_steps", "perturbed"]
+__all__ = ["UpperResult", "svd_baseline", "first_within", "search_upper", "affordable_steps"]
 
 #: A boundary trial that misses eps by at most this relative amount is repeated from the
 #: truncated SVD of A (the two-bit cell A(3/4, 3/4) at eps = 3/4: the warm start stalls
@@ -66,15 +67,23 @@ RESTART_WINDOW = 5e-3
 #: of default's 1.76 million upper units (docs/benchmarks.md 7.9); the close misses they were for
 #: are retried by the boundary phase's full trials (``_boundary_rank``).
 SECOND_WINDOW = 5e-2
+#: A narrowing trial this many ranks or more below the best factors starts from the truncated SVD,
+#: a nearer one from the compressed best (``_narrow_starts``). Compressing drops the directions the
+#: l1 descent spread its error into: demo1 l3h8 at eps 1/10, rank 148 from the best at 154 missed
+#: by 15 % compressed and reached 0.9954 eps from the SVD (rank 149 from 155: 1.024 and 0.999 eps).
+#: One or two ranks below, the compressed start reached eps where the SVD missed (demo1 l1h3 at
+#: eps 1/4, rank 41 from 43: 0.9999 and 1.0066 eps) and a feasible compressed trial stops sooner.
+FAR_DROP = 3
 #: A restart that misses eps by more than this relative amount is a clear miss: a round of
 #: restarts whose starts all miss clearly ends the search.
 CLEAR_MISS = 2e-2
 #: The hybrid restart's Adam step, as a multiple of the usual one.
 HYBRID_LR = 3.0
-#: The perturbed restart: the start plus Gaussian noise of this size relative to the
-#: root-mean-square factor entry, drawn from ``default_rng((PERTURB_SEED, rank, round, tag))``.
-PERTURB_SCALE = 0.05
-PERTURB_SEED = 27
+#: A closest miss continued without the Huber smoothing, at this multiple of the usual Adam step
+#: (``miss-fine``): demo1 l3h8 at eps 1/10, the narrowing's miss of rank 147 (1.0106 eps) ends at
+#: 1.0106 continued at the usual step, at 0.999 at 0.3 times it and at 0.9695 at 0.1 times it,
+#: plain; the truncated SVD at 0.1 times the step ends at 1.055 (too slow from a far start).
+FINE_LR = 0.1
 #: A trial starts only when the budget affords this fraction of its length (it then runs
 #: its whole schedule in the steps afforded).
 MIN_TRIAL_FRACTION = 0.5
@@ -126,62 +135,6 @@ def first_within(errs: np.ndarray, eps: float) -> int | None:
     return int(ok[0]) if ok.size else None
 
 
-def svd_factors(U, S, Vt, k: int):
-    """Balanced truncated-SVD factors ``P = U_k S_k^(1/2)``, ``Q = V_k S_k^(1/2)``."""
-    r = np.sqrt(S[:k])
-    return U[:, :k] * r, Vt[:k].T * r
-
-
-def compress(P: np.ndarray, Q: np.ndarray, k: int):
-    """Best Frobenius rank-k factors of ``P Q^T`` (warm start for a lower rank)."""
-    qp, rp = np.linalg.qr(P)
-    qq, rq = np.linalg.qr(Q)
-    u, s, vt = np.linalg.svd(rp @ rq.T)
-    return svd_factors(qp @ u, s, vt @ qq.T, k)
-
-
-def hybrid_factors(A: np.ndarray, eps: float, k: int):
-    """Rank-k start for sharp heads: coordinate columns for near-one-hot rows, the SVD for the rest.
-
-    A row whose largest entry ``a_ij >= 1 - eps/2`` is within eps of ``e_j`` in l1
-    (``||a_i - e_j||_1 = 2 (1 - a_ij)``), so the column ``e_j`` in Q serves all such
-    rows at one rank. The columns J covering the most of these rows are taken
-    (all of them, or three quarters, or half: the best start of the three), the
-    remaining rows get the top right singular vectors of their rows with the
-    columns J zeroed (orthogonal to ``E_J``), and ``P = A Q`` (Q has orthonormal
-    columns). None when no row is near one-hot. The reference search's
-    "start that mixes coordinate columns for near-one-hot rows with the SVD".
-
-    >>> A = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.3, 0.3, 0.4]])
-    >>> P, Q = hybrid_factors(A, 0.25, 2); Q[:, 0].tolist(), Q.shape
-    ([1.0, 0.0, 0.0], (3, 2))
-    >>> hybrid_factors(A, 0.1, 2) is None        # no row within 0.1 of a coordinate vector
-    True
-    """
-    top, arg = A.max(axis=1), A.argmax(axis=1)
-    sharp = np.flatnonzero(2 * (1 - top) <= eps)
-    if sharp.size == 0 or k < 1:
-        return None
-    cols, counts = np.unique(arg[sharp], return_counts=True)
-    order = cols[np.argsort(-counts, kind="stable")]
-    best = None
-    for nj in sorted({min(order.size, k), min(order.size, k) * 3 // 4, min(order.size, k) // 2} - {0}):
-        J = order[:nj]
-        rest = np.setdiff1d(np.arange(A.shape[0]), sharp[np.isin(arg[sharp], J)])
-        B = A[rest].copy()
-        B[:, J] = 0.0
-        V = np.linalg.svd(B, full_matrices=False)[2][:k - nj].T if k > nj and rest.size else \
-            np.zeros((A.shape[1], 0))
-        E = np.zeros((A.shape[1], nj))
-        E[J, np.arange(nj)] = 1.0
-        Q = np.hstack([E, V, np.zeros((A.shape[1], k - nj - V.shape[1]))])
-        P = A @ Q
-        err = row_l1_error(A, P, Q)
-        if best is None or err < best[2]:
-            best = (P, Q, err)
-    return best[:2]
-
-
 #: Every trial of ``search_upper`` appends ``(phase, start, rank, steps, error)`` here when this is
 #: a list (tests and bench scripts read it; the search never does).
 TRACE: list | None = None
@@ -230,36 +183,45 @@ def _better(a, b):
     return b if b is not None and b[2] < a[2] else a
 
 
-def _second_start(svd, mid: int, best_is_svd: bool, warm):
-    """The start of a trial's second try, or None: while the best is the truncated SVD, the first
-    try started from it (compressed, the same product), so the second starts from the compressed
-    ``warm`` factors when they have more than ``mid`` columns, and is skipped otherwise; after
-    that, from the truncated SVD."""
-    if not best_is_svd:
-        return svd_factors(*svd, mid), "svd"
-    return (compress(*warm, mid), "warm") if warm is not None and warm[1].shape[1] > mid else (None, None)
+def _narrow_starts(svd, best, mid: int, best_is_svd: bool, warm):
+    """The two starts of a narrowing trial at rank ``mid`` below the best factors ``best``, each as
+    ``(factors, kind)``; the second is ``(None, None)`` when it would repeat the first.
+
+    The first is the compressed best when ``mid`` is fewer than ``FAR_DROP`` ranks below it, else
+    the truncated SVD; the second is the other of the two. While the best is the truncated SVD the
+    two are the same product, and the second is the compressed ``warm`` factors of a smaller
+    tolerance when they have more than ``mid`` columns.
+    """
+    near = best[1].shape[1] - mid < FAR_DROP
+    compressed = (compress(*best, mid), "compressed")
+    if best_is_svd:
+        other = (compress(*warm, mid), "warm") if warm is not None and warm[1].shape[1] > mid else (None, None)
+        return compressed, other
+    fresh = (svd_factors(*svd, mid), "svd")
+    return (compressed, fresh) if near else (fresh, compressed)
 
 
 def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> set:
     """Rank bisection in ``[lo, found[0].rank)`` with short trials; feasible ranks go to the front of ``found``.
 
-    Each trial starts from the compressed best factors; with ``hybrid`` (thorough), a miss by at
-    most ``SECOND_WINDOW`` is tried again from the truncated SVD (or ``warm``, ``_second_start``),
-    and a miss from ``hybrid_factors``. Returns the ranks missed from every start run.
+    Each trial starts from the compressed best factors, or from the truncated SVD when it drops
+    ``FAR_DROP`` ranks or more (``_narrow_starts``); with ``hybrid`` (thorough), a miss by at most
+    ``SECOND_WINDOW`` is tried again from the other of the two (or ``warm``), and a miss from
+    ``hybrid_factors``. Returns ``{rank: (P, Q, err)}``: each rank missed, with its closest miss.
     """
     hi = found[0].rank
     best = (found[0].P, found[0].Q)
     best_is_svd = found[0].family == "svd"
-    missed = set()
+    missed: dict = {}
     while lo < hi:
         mid = (lo + hi) // 2
-        res = _trial(A, eps, compress(*best, mid), iters, budget, device, "narrow", "compressed")
+        (first, kind), (second, kind2) = _narrow_starts(svd, best, mid, best_is_svd, warm)
+        res = _trial(A, eps, first, iters, budget, device, "narrow", kind)
         if res is None:
             break
         if hybrid and eps < res[2] <= eps * (1 + SECOND_WINDOW):
-            second, kind = _second_start(svd, mid, best_is_svd, warm)
             if second is not None:
-                res = _better(res, _trial(A, eps, second, iters, budget, device, "narrow", kind))
+                res = _better(res, _trial(A, eps, second, iters, budget, device, "narrow", kind2))
         start = hybrid_factors(A, eps, mid) if hybrid and res[2] > eps else None
         if start is not None:
             res = _better(res, _trial(A, eps, start, iters, budget, device, "narrow", "hybrid"))
@@ -269,7 +231,7 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
             best, best_is_svd = (P1, Q1), False
             found.insert(0, UpperResult(mid, P1, Q1, err, "factors/refined"))
         else:
-            missed.add(mid)
+            missed[mid] = (P1, Q1, err)
             lo = mid + 1
     return missed
 
@@ -340,6 +302,8 @@ def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, trie
                              r in missed, tried)
         if res is not None and res[2] <= eps:
             found.insert(0, UpperResult(r, *res, "factors/refined"))
+        elif res is not None:
+            missed[r] = _better(missed.get(r), res)
         return None if res is None else res[2] <= eps     # None: the budget ran out
 
     step, miss = 1, None
@@ -365,16 +329,7 @@ def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, trie
     return found[0].rank - 1 if found[0].rank - 1 >= lower else None
 
 
-def perturbed(P: np.ndarray, Q: np.ndarray, rank: int, round_: int, tag: int = 0):
-    """``(P, Q)`` plus Gaussian noise of ``PERTURB_SCALE`` times their rms entry (deterministic:
-    ``default_rng((PERTURB_SEED, rank, round_, tag))``)."""
-    rng = np.random.default_rng((PERTURB_SEED, int(rank), int(round_), int(tag)))
-    sp = PERTURB_SCALE * float(np.sqrt(np.mean(P * P))) if P.size else 0.0
-    sq = PERTURB_SCALE * float(np.sqrt(np.mean(Q * Q))) if Q.size else 0.0
-    return P + sp * rng.standard_normal(P.shape), Q + sq * rng.standard_normal(Q.shape)
-
-
-def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
+def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: bool = False):
     """``[(start, kind, lr_scale, huber)]`` of one round of restarts at rank ``r`` below the best
     factors ``best``. Round 0: the fresh truncated SVD, the compressed best, the compressed warm
     factors, the hybrid start with a larger step, a perturbed compressed best (starts already run at
@@ -384,13 +339,14 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
     by 1.9 %, and a perturbation of that miss reached eps: thorough went from 130 to 127,
     docs/benchmarks.md 7.10). Later rounds: perturbed
     starts of the closest miss ``near = (P, Q, err, huber)``, under the objective that reached it,
-    and of the compressed best."""
+    and of the compressed best. With ``polish``, every round starts with ``near`` continued at
+    ``FINE_LR`` times the step, plain (``miss-fine``)."""
     cb = compress(*best, r)
+    out = [(near[:2], "miss-fine", FINE_LR, False)] if polish and near is not None else []
     if round_ > 0:
         P, Q, _, huber = near
-        return [(perturbed(P, Q, r, round_), "perturbed-miss", 1.0, huber),
-                (perturbed(*cb, r, round_, 1), "perturbed", 1.0, True)]
-    out = []
+        return out + [(perturbed(P, Q, r, round_), "perturbed-miss", 1.0, huber),
+                      (perturbed(*cb, r, round_, 1), "perturbed", 1.0, True)]
     if (r, "svd", None) not in tried:
         out.append((svd_factors(*svd, r), "svd", 1.0, True))
     if (r, "compressed", best[1].shape[1]) not in tried:
@@ -405,16 +361,23 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
     return out
 
 
-def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, near) -> None:
+def _smoothed(miss):
+    """A miss (P, Q, err) of the Huber-smoothed trials as the restarts' (P, Q, err, huber)."""
+    return None if miss is None else (*miss, True)
+
+
+def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, missed) -> None:
     """Full-length restarts at the first failing rank ``r`` (and below, after each success), from
     structurally different starts (``_restart_starts``), round after round while some start of
-    the round misses by at most ``CLEAR_MISS`` and the budget affords a trial. ``near``: the
-    closest miss at ``r`` so far (P, Q, err, huber) or None."""
-    round_ = 0
+    the round misses by at most ``CLEAR_MISS`` and the budget affords a trial. ``missed``: the
+    closest miss (P, Q, err) of the earlier phases at each rank they missed; the closest miss is
+    polished (``miss-fine``) in the round after it is found."""
+    round_, near = 0, _smoothed(missed.get(r))
+    polish = near is not None
     while r >= lower:
         best = (found[0].P, found[0].Q)
         res, close = None, False
-        for start, kind, lr, huber in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried):
+        for start, kind, lr, huber in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish):
             out = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, huber)
             if out is None:
                 return
@@ -427,15 +390,15 @@ def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, 
             return
         if res[2] <= eps:
             found.insert(0, UpperResult(r, *res[:3], "factors/refined"))
-            r, round_, near = r - 1, 0, None
-            continue
-        if eps < res[2] <= eps * (1 + NEAR_FRACTION):
+        elif res[2] <= eps * (1 + NEAR_FRACTION):
             _offer_snapped(A, eps, r, *res[:2], found)
-            if found[0].rank == r:
-                r, round_, near = r - 1, 0, None
-                continue
+        if found[0].rank == r:
+            r, round_, near = r - 1, 0, _smoothed(missed.get(r - 1))
+            polish = near is not None
+            continue
         if not close:
             return
+        polish = near is None or res[2] < near[2]
         near = _better(near, res)
         round_ += 1
 
@@ -478,5 +441,5 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
         return found
     r = _gallop(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
     if r is not None:
-        _restarts(A, eps, r, lo, found, svd, budget, full_iters, device, warm, tried, None)
+        _restarts(A, eps, r, lo, found, svd, budget, full_iters, device, warm, tried, missed)
     return found
