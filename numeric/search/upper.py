@@ -14,10 +14,11 @@ annealed continuation run of ``refine.refine``:
    Without restarts (default) they descend one rank at a time from the compressed
    best, a close miss retried from the truncated SVD and from the warm factors, and
    stop at the first clear miss (below the first boundary rank, also where the budget
-   no longer affords a full-length trial). With restarts (thorough, ``hybrid``) they gallop
-   down (1, 2, 4, ... ranks below the best) and bisect back to the first failing
-   rank, where the rest of the budget goes to full-length restarts from
-   structurally different starts (``_restarts``: the fresh truncated SVD, the
+   no longer affords a full-length trial).
+   With restarts (thorough, ``hybrid``) they gallop down (1, 2, 4, ... ranks below
+   the best) and bisect back to the first failing rank, where the rest of the budget
+   goes to full-length restarts from structurally different starts (``_restarts``:
+   the closest miss so far polished with a small step, the fresh truncated SVD, the
    compressed best, the hybrid coordinate + SVD start with a larger step, a
    perturbed start), until every start misses clearly or the budget is spent.
 
@@ -275,17 +276,11 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
     l3h7 at eps 1/4, rank 15: 1,900 of 2,000 steps, 3.4 % over eps; demo1 l1h3 at 1/2, rank 16:
     1,367 steps, 2.6 % over), and on demo1 l1h3 that trial was what made default cost 1.15 times
     its former CPU time. The first boundary rank keeps a cut trial (MiniLM l2h0 at eps 1/4 found
-    rank 94 with 946 of 1,085 steps). A rank the narrowing missed clearly (by more than
-    ``CLEAR_MISS``) ends the descent: demo1 l5h4 at eps 1/4, rank 7 missed by 2.7 % in the
-    narrowing and by 2.5 % in the full trial; demo1 l5h11 at 1/10, rank 13, by 6.4 % in both,
-    those two trials being what made default cost 1.16 and 1.11 times its former CPU time on
-    these heads (docs/benchmarks.md 7.11)."""
+    rank 94 with 946 of 1,085 steps)."""
     k, cur = found[0].rank, (found[0].P, found[0].Q)
     first = k - 1
     while k - 1 >= lower:
         if k - 1 < first and affordable_steps(budget, A.shape, k - 1, iters) < iters:
-            return
-        if k - 1 in missed and missed[k - 1][2] > eps * (1 + CLEAR_MISS):
             return
         res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried)
         if res is None:
