@@ -24,7 +24,7 @@ from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconst
 from exact.matrix import ExactMatrix
 from numeric.search.candidate import LowerCandidate
 
-__all__ = ["LowerPick", "UpperPick", "exact_lower_witness", "carry_lower", "carry_upper"]
+__all__ = ["LowerPick", "UpperPick", "exact_lower_witness", "exact_upper_witness", "carry_lower", "carry_upper"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,11 @@ def exact_lower_witness(c: LowerCandidate):
     return RowReconstructionWitness(t["G"], t["Z"], t["M"])
 
 
+def exact_upper_witness(P, Q) -> UpperFactors:
+    """The exact tier's witness of float factors ``P, Q`` (K.1; every entry rounded exactly)."""
+    return UpperFactors(ExactMatrix.from_float64(P), ExactMatrix.from_float64(Q))
+
+
 def carry_lower(A_exact, picks: list, lo_exacts: list, eps_texts: list) -> list:
     """``picks`` (``LowerPick``) of the tolerances largest first, each raised to the strongest
     lower witness of a larger tolerance that the exact tier verifies at its own ``eps + slack``."""
@@ -83,8 +88,7 @@ def carry_upper(A_exact, picks: list, up_exacts: list, eps_texts: list) -> list:
     for pick, up, text in zip(picks, up_exacts, eps_texts):
         if best is not None and best.rank < pick.rank and up > 0:
             u = best.result
-            v = check_upper(A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
-                            up, best.rank)
+            v = check_upper(A_exact, exact_upper_witness(u.P, u.Q), up, best.rank)
             if v.verified:
                 pick = UpperPick(best.rank, best.family, v, u, best.from_eps)
         if pick.result is not None and (best is None or pick.rank < best.rank):

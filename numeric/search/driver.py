@@ -61,10 +61,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
-from exact.certificates import TrivialLower, TrivialUpper, UpperFactors, check_lower, check_upper
+from exact.certificates import TrivialLower, TrivialUpper, check_lower, check_upper
 from exact.matrix import ExactMatrix
 from exact.rational import format_rational, to_fmpq, to_fraction
-from numeric.search.across import LowerPick, UpperPick, carry_lower, carry_upper, exact_lower_witness
+from numeric.search.across import (LowerPick, UpperPick, carry_lower, carry_upper, exact_lower_witness,
+                                   exact_upper_witness)
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
 from numeric.search.candidate import LowerCandidate, strongest_rows
@@ -192,8 +193,7 @@ def _first_verified(t: _Target, tol: _Tol, candidates, warm) -> UpperPick | None
     verifies at ``eps - slack`` below the trivial rank, as an ``UpperPick``; None when none is."""
     p = min(t.A.shape)
     for u in candidates:
-        v = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(u.P), ExactMatrix.from_float64(u.Q)),
-                        tol.up_exact, u.rank)
+        v = check_upper(t.A_exact, exact_upper_witness(u.P, u.Q), tol.up_exact, u.rank)
         if v.verified and u.rank < p:
             fam = f"factors/{u.family.split('/')[-1]}"
             if fam == "factors/warm":
@@ -254,8 +254,7 @@ def _attack(t: _Target, L: int, tol: _Tol, upper, lower_family: str):
     ar = attack_rank(t.A, L - 1, eps_att, t.svd, device=t.device, warm=warm)
     if not ar.success:
         return False, ar.error
-    va = check_upper(t.A_exact, UpperFactors(ExactMatrix.from_float64(ar.P), ExactMatrix.from_float64(ar.Q)),
-                     tol.lo_exact, L - 1)
+    va = check_upper(t.A_exact, exact_upper_witness(ar.P, ar.Q), tol.lo_exact, L - 1)
     if va.verified:
         warnings.warn(f"SOUNDNESS BUG: rank-{L - 1} attack succeeded on {tol.cid} (error {ar.error!r} "
                       f"<= {eps_att!r}) where L = {L} was certified by {lower_family}",

@@ -202,7 +202,7 @@ def _narrow_starts(svd, best, mid: int, best_is_svd: bool, warm):
     return (compressed, fresh) if near else (fresh, compressed)
 
 
-def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> set:
+def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> dict:
     """Rank bisection in ``[lo, found[0].rank)`` with short trials; feasible ranks go to the front of ``found``.
 
     Each trial starts from the compressed best factors, or from the truncated SVD when it drops
