@@ -50,6 +50,15 @@ def test_the_data_file_is_regenerated_byte_for_byte(tmp_path):
     assert (tmp_path / "o.safetensors").read_bytes() == (ROOT / "tests" / "data" / "oddmap.safetensors").read_bytes()
 
 
+def test_the_grid_factors_write_zero_as_positive_zero():
+    """An SVD entry of about 1e-17 rounds to a zero whose sign is the CPU's last bits; written as +0.0,
+    the file is the same bytes everywhere (the control: the raw rounding gives -0.0 for -1e-17)."""
+    f = make_oddmap.svd_factors(make_oddmap.CYCLE5, 3)
+    zeros = np.concatenate([f["P"][f["P"] == 0], f["Q"][f["Q"] == 0]])
+    assert zeros.size and not np.signbit(zeros).any()
+    assert np.signbit(np.round(-1e-17 * 2.0 ** make_oddmap.GRID_BITS) / 2.0 ** make_oddmap.GRID_BITS)
+
+
 def test_the_triangulation_matches_the_checker():
     from exact.oddmap import label_sets
     for d in (1, 2, 3):

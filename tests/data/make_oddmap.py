@@ -34,14 +34,15 @@ EXAMPLE4 = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1]]) / 
 
 #: The factors are rounded to multiples of 2^-GRID_BITS, so that the file is the same bytes on every machine: LAPACK's
 #: SVD differs in the last bits between CPUs (a 5 x 5 SVD moved by 5e-16 between two machines), and the
-#: upper claim (error 0.4 against eps 0.99) has room for a 1e-12 change.
+#: upper claim (error 0.4 against eps 0.99) has room for a 1e-12 change. A zero is written as +0.0: an entry
+#: of about 1e-17 rounds to 0 with the sign of the CPU's last bits (-0.0 on an AVX-512 FP16 Xeon).
 GRID_BITS = 40
 
 
 def svd_factors(A: np.ndarray, k: int) -> dict:
     U, s, Vt = np.linalg.svd(A)
     grid = float(2 ** GRID_BITS)
-    P, Q = np.round(U[:, :k] * s[:k] * grid) / grid, np.round(Vt[:k].T * grid) / grid
+    P, Q = np.round(U[:, :k] * s[:k] * grid) / grid + 0.0, np.round(Vt[:k].T * grid) / grid + 0.0
     return {"rank": k, "P": P, "Q": Q}
 
 
