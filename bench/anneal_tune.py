@@ -41,16 +41,18 @@ MOVED = {"from numeric.search.threads import torch_threads": "from numeric.runti
          "from numeric.search.upper import pick_device": "from numeric.search.device import pick_device"}
 
 
-def old_refine(ref: str):
-    """The ``refine`` function of ``ref`` (loaded from ``git show``, nothing checked out)."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:numeric/search/refine.py"], check=True,
+def module_at(ref: str, path: str = "numeric/search/refine.py"):
+    """The module ``path`` of ``ref`` (loaded from ``git show`` beside this tree, nothing checked out)."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{path}"], check=True,
                           capture_output=True, text=True).stdout
     for was, now in MOVED.items():
         text = text.replace(was, now)
-    path = Path(tempfile.mkdtemp()) / "old_refine.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("old_refine", path)
+    name = "old_" + Path(path).stem
+    file = Path(tempfile.mkdtemp()) / f"{name}.py"
+    file.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, file)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod            # a dataclass looks its module up there
     spec.loader.exec_module(mod)
     return mod
 
@@ -88,7 +90,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from numeric.search.budget import Budget
 
-    runs = variants(old_refine(args.ref))
+    runs = variants(module_at(args.ref))
     names = args.variants.split(",")
     with np.load(args.heads_npz, allow_pickle=False) as data:
         heads = {h: np.asarray(data[h], dtype=np.float64) for h in args.heads.split(",")}

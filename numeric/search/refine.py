@@ -4,7 +4,9 @@
 step schedule) on a smooth max ``T logsumexp(h / T)`` of Huber-smoothed row-l1
 errors ``h_i = sum_j huber_delta(A - P Q^T)_ij``, where ``huber_delta(x)`` is
 ``x^2 / (2 delta)`` for ``|x| < delta`` and ``|x| - delta / 2`` beyond (so
-``h_i <= e_i <= h_i + n delta / 2`` for the row-l1 errors ``e_i``, the K.1 quantity).
+``h_i <= e_i <= h_i + n delta / 2`` for the row-l1 errors ``e_i``, the K.1 quantity),
+with the surrogate's gradient written out (``_surrogate``: autograd's operations, without
+its bookkeeping).
 A trial is one complete continuation run (the annealed upper trials): the temperature T and the
 Huber width delta decay geometrically over the steps the trial actually runs,
 from a smooth problem to nearly the max of the exact row errors:
@@ -94,8 +96,9 @@ CPU_THREADS = 1
 #: the size of the product ``P Q^T`` in units of 256 x 256 x 1. On one core a step over
 #: 256 x 256 took about 1.3 ms plus 0.016 ms per unit of rank (ranks 8 to 128), so a
 #: budget of these units spends about the same time at every rank and size, as the
-#: former wall-clock budget did. (The Huber term costs no more: ``F.huber_loss`` is one
-#: fused kernel, and the exact row errors are computed without autograd.)
+#: former wall-clock budget did. (The Huber term costs no more, and since the surrogate's
+#: gradient is written out, ``_surrogate``, a step takes about 0.8 times that time: the units
+#: count work, and the work of a step is the same.)
 STEP_OVERHEAD_UNITS = 64
 STEP_UNIT_ENTRIES = 256 * 256
 #: Grid exponents tried by ``snap_dyadic`` (2^-4 to 2^-30).
@@ -190,14 +193,32 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
     return s_then - s_now < STALL_REL * s_now and s_now - T * logm > eps * (1 + HOPELESS_FRACTION)
 
 
-def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True):
-    F = require("torch").nn.functional
+def _surrogate(torch, R, T: float, d: float):
+    """The trial's surrogate at the residual ``R = P Q^T - A``: ``(s, G)`` with ``s = T logsumexp(h / T)``,
+    ``h_i = sum_j huber_d(R_ij) / d``, and ``G = ds/dR``.
 
+    Written out rather than left to autograd, whose bookkeeping was a fifth of a step on these
+    small products (``bench/refine_step.py``). With ``c = clamp(R, -d, d)``,
+    ``huber_d(x) = c (x - c / 2)`` (``x^2 / 2`` inside the width, ``d |x| - d^2 / 2`` beyond) and
+    ``huber_d'(x) = c``; ``ds/dh_i = exp(z_i - logsumexp(z))`` with ``z = h / T``, so
+    ``G_ij = c_ij exp(z_i - logsumexp(z)) / d``. Each operation is the one autograd ran, in
+    its order (``T`` times the weight, then divided by ``T`` and by ``d``), so the descent is
+    the same to the last bit.
+    """
+    c = R.clamp(-d, d)
+    z = (c * (R - c / 2)).sum(1) / d / T
+    lse = torch.logsumexp(z, 0)
+    w = T * (z - lse).exp() / T / d
+    return T * float(lse), c.mul_(w[:, None])
+
+
+def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True):
     dtype = torch.float64
     m, n = A.shape
     At = torch.as_tensor(A, dtype=dtype, device=dev)
-    P = torch.as_tensor(P0, dtype=dtype, device=dev).clone().requires_grad_(True)
-    Q = torch.as_tensor(Q0, dtype=dtype, device=dev).clone().requires_grad_(True)
+    P = torch.as_tensor(P0, dtype=dtype, device=dev).clone()
+    Q = torch.as_tensor(Q0, dtype=dtype, device=dev).clone()
+    P.grad, Q.grad = torch.zeros_like(P), torch.zeros_like(Q)
     scale = float(np.abs(P0).mean() + np.abs(Q0).mean()) / 2 or ZERO_SCALE
     opt = torch.optim.Adam([P, Q], lr=LR_FRACTION * lr_scale * scale)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters)
@@ -212,12 +233,10 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=T
         frac = it / iters
         T = t1 if feasible else t0 * (t1 / t0) ** frac
         d = d1 if feasible else d0 * (d1 / d0) ** frac
-        PQ = P @ Q.T
-        with torch.no_grad():
-            e = (PQ - At).abs().sum(1)
-        mx = float(e.max())
+        R = P @ Q.T - At
+        mx = float(R.abs().sum(1).max())
         if mx < best_err:
-            best_err, best = mx, (P.detach().clone(), Q.detach().clone())
+            best_err, best = mx, (P.clone(), Q.clone())
             if mx <= eps and not feasible:
                 feasible, reason, end, feasible_at = True, "feasible", min(iters, it + margin), it
                 T, d = t1, d1                          # the floor from this step on
@@ -226,21 +245,17 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=T
         if budget.cap and it % window == 0 and budget.cap.expired():
             reason = "stopped"
             break
-        h = F.huber_loss(PQ, At, reduction="none", delta=d).sum(1) / d
-        loss = T * torch.logsumexp(h / T, 0)
+        s, G = _surrogate(torch, R, T, d)
         if it % window == 0 and not feasible and it >= LATE_FRACTION * iters:
             if judge is not None:
-                with torch.no_grad():
-                    Pj, Qj = judge
-                    hj = F.huber_loss(Pj @ Qj.T, At, reduction="none", delta=d).sum(1) / d
-                    s_then = float(T * torch.logsumexp(hj / T, 0))
-                if _hopeless(s_then, float(loss.detach()), T, logm, eps):
+                s_then = _surrogate(torch, judge[0] @ judge[1].T - At, T, d)[0]
+                if _hopeless(s_then, s, T, logm, eps):
                     reason = "hopeless"
                     break
-            judge = (P.detach().clone(), Q.detach().clone())
+            judge = (P.clone(), Q.clone())
         budget.spend(units)
-        opt.zero_grad()
-        loss.backward()
+        torch.matmul(G, Q, out=P.grad)
+        torch.matmul(G.T, P, out=Q.grad)
         opt.step()
         sched.step()
         it += 1
