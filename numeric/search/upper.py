@@ -267,27 +267,9 @@ def _offer_snapped(A, eps, r, P, Q, found) -> None:
         found.insert(0, UpperResult(r, Ps, Qs, row_l1_error(A, Ps, Qs), "factors/snapped"))
 
 
-def _polish(A, eps, r, missed, budget, iters, device):
-    """The narrowing's closest miss at rank ``r`` continued for a short trial without the smoothing at
-    ``FINE_LR`` times the step (``miss-fine``), when it missed by at most ``CLEAR_MISS``; else None.
-
-    A close miss already sits in the basin of a feasible point, where the usual step oscillates
-    (MiniLM l2h0 at eps 1/10, rank 129, the narrowing's miss at 1.0040 eps: continued at the usual
-    step it stays at 1.0040; at 0.1 times the step, plain, it reaches 0.9835 eps in 448 steps and
-    0.9764 in 600), and a short trial is what the budget often still affords at the first boundary
-    rank when a full one is not (there 448 steps of 2,000)."""
-    near = missed.get(r)
-    if near is None or near[2] > eps * (1 + CLEAR_MISS):
-        return None
-    res = _trial(A, eps, near[:2], iters, budget, device, "boundary", "miss-fine", FINE_LR, huber=False)
-    return None if res is None else _rescue(A, eps, *res, budget)
-
-
-def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried, short_iters=DEFAULT_ITERS) -> None:
+def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried) -> None:
     """Default's boundary phase: full trials one rank below the best at a time (``_boundary_rank``),
     until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried.
-    A rank the narrowing missed closely is first polished (``_polish``, a short trial of
-    ``short_iters`` steps); the full trials run only when the polish misses.
 
     Below the first boundary rank a trial runs only at its full length: in the traces of
     docs/benchmarks.md 7.9 and 7.10 the trials the budget cut short there found no rank (MiniLM
@@ -300,10 +282,7 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
     while k - 1 >= lower:
         if k - 1 < first and affordable_steps(budget, A.shape, k - 1, iters) < iters:
             return
-        res = _polish(A, eps, k - 1, missed, budget, short_iters, device)
-        if res is None or res[2] > eps:
-            res = _better(res, _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed,
-                                              tried))
+        res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried)
         if res is None:
             return
         k, cur = k - 1, res[:2]
@@ -459,7 +438,7 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid, warm)
     tried: set = set()
     if not hybrid:
-        _descend(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried, iters)
+        _descend(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
         return found
     r = _gallop(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
     if r is not None:
