@@ -194,8 +194,9 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
 
 
 def _surrogate(torch, R, T: float, d: float):
-    """The trial's surrogate at the residual ``R = P Q^T - A``: ``(s, G)`` with ``s = T logsumexp(h / T)``,
-    ``h_i = sum_j huber_d(R_ij) / d``, and ``G = ds/dR``.
+    """The trial's surrogate at the residual ``R = P Q^T - A``: ``(s, G)`` with ``s = T logsumexp(h / T)``
+    (a 0-d tensor: read only on the steps the hopeless rule judges), ``h_i = sum_j huber_d(R_ij) / d``,
+    and ``G = ds/dR``.
 
     Written out rather than left to autograd, whose bookkeeping was a fifth of a step on these
     small products (``bench/refine_step.py``). With ``c = clamp(R, -d, d)``,
@@ -209,7 +210,7 @@ def _surrogate(torch, R, T: float, d: float):
     z = (c * (R - c / 2)).sum(1) / d / T
     lse = torch.logsumexp(z, 0)
     w = T * (z - lse).exp() / T / d
-    return T * float(lse), c.mul_(w[:, None])
+    return T * lse, c.mul_(w[:, None])
 
 
 def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True):
@@ -248,8 +249,8 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=T
         s, G = _surrogate(torch, R, T, d)
         if it % window == 0 and not feasible and it >= LATE_FRACTION * iters:
             if judge is not None:
-                s_then = _surrogate(torch, judge[0] @ judge[1].T - At, T, d)[0]
-                if _hopeless(s_then, s, T, logm, eps):
+                s_then = float(_surrogate(torch, judge[0] @ judge[1].T - At, T, d)[0])
+                if _hopeless(s_then, float(s), T, logm, eps):
                     reason = "hopeless"
                     break
             judge = (P.clone(), Q.clone())
