@@ -204,15 +204,15 @@ def test_perturbed_starts_are_deterministic():
     assert not np.array_equal(a[0], up.perturbed(P, Q, 2, 1, tag=1)[0])
 
 
-@pytest.mark.parametrize("huber", [True, False])
-def test_later_restart_rounds_start_from_perturbed_misses(head, huber):
+@pytest.mark.parametrize("objective", [up.SMOOTHED, up.PLAIN, up.HOT])
+def test_later_restart_rounds_start_from_perturbed_misses(head, objective):
     """A round after the first: perturbed starts of the closest miss, under the objective that
-    reached it (with or without the Huber smoothing), and of the compressed best (smoothed)."""
+    reached it (with or without the Huber smoothing, hot or not), and of the compressed best (smoothed)."""
     svd, _ = up.svd_baseline(head)
     best = up.svd_factors(*svd, 12)
-    near = (*up.svd_factors(*svd, 10), 0.3, huber)
+    near = (*up.svd_factors(*svd, 10), 0.3, objective)
     starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
-    assert [(k, h) for _, k, _, h in starts] == [("perturbed-miss", huber), ("perturbed", True)]
+    assert [(k, o) for _, k, _, o in starts] == [("perturbed-miss", objective), ("perturbed", up.SMOOTHED)]
     assert all(s[0][1].shape == (48, 10) for s in starts)
 
 
@@ -221,11 +221,11 @@ def test_a_round_starts_by_polishing_the_closest_miss(head, polish):
     """With ``polish`` a round's first start is the closest miss itself, at ``FINE_LR`` times the
     step without the smoothing (``miss-fine``); without it (the control) no start is."""
     svd, _ = up.svd_baseline(head)
-    near = (*up.svd_factors(*svd, 10), 0.3, True)
+    near = (*up.svd_factors(*svd, 10), 0.3, up.SMOOTHED)
     for round_ in (0, 2):
         starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, round_, near, set(), polish)
-        fine = [(s[0], lr, h) for s, k, lr, h in starts if k == "miss-fine"]
-        assert fine == ([(near[0], up.FINE_LR, False)] if polish else [])
+        fine = [(s[0], lr, o) for s, k, lr, o in starts if k == "miss-fine"]
+        assert fine == ([(near[0], up.FINE_LR, up.PLAIN)] if polish else [])
         assert (starts[0][1] == "miss-fine") == polish
 
 
@@ -244,16 +244,19 @@ def test_restarts_polish_the_earlier_phases_miss(head, monkeypatch, earlier):
     assert budget.used == len(runs) * 200 * rf.step_work(*head.shape, 11)
 
 
-def test_the_first_restart_round_runs_a_trial_without_the_huber_smoothing(head, monkeypatch):
-    """Round 0 ends with the truncated SVD under the plain objective (``huber=False``), a start the
-    other kinds do not repeat; ``refine`` then runs its surrogate without the smoothing."""
+def test_the_first_restart_round_runs_trials_without_the_huber_smoothing(head, monkeypatch):
+    """Round 0 ends with the truncated SVD under the plain objective (``huber=False``) and under the
+    plain one from the hot temperature (``hot=True``), starts the other kinds do not repeat; ``refine``
+    then runs its surrogate without the smoothing, and from ``LSE_HOT_EPS`` eps."""
     svd, _ = up.svd_baseline(head)
     starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, 0, None, set())
-    assert [(k, h) for _, k, _, h in starts if not h] == [("svd-plain", False)]
-    assert [k for _, k, _, h in starts if h][0] == "svd"
+    assert [(k, o) for _, k, _, o in starts if o != up.SMOOTHED] == [("svd-plain", up.PLAIN), ("svd-hot", up.HOT)]
+    assert [k for _, k, _, o in starts if o == up.SMOOTHED][0] == "svd"
     start = up.svd_factors(*svd, 6)
-    runs = [rf.refine(head, *start, 0.25, iters=60, huber=h)[2] for h in (True, True, False)]
-    assert runs[0] == runs[1] and runs[2] != runs[0]      # the control: the same objective, the same trial
+    runs = [rf.refine(head, *start, 0.25, iters=60, huber=h, hot=t)[2]
+            for h, t in ((True, False), (True, False), (False, False), (False, True))]
+    # the control: the same objective, the same trial
+    assert runs[0] == runs[1] and len({runs[0], runs[2], runs[3]}) == 3
 
 
 def _cells(out):

@@ -45,7 +45,7 @@ from numeric.search.norms import row_l1_error
 from numeric.runtime import torch_threads
 from numeric._optional import require
 
-__all__ = ["DEFAULT_ITERS", "FULL_ITERS", "TrialLog", "refine", "schedule", "snap_dyadic", "step_work"]
+__all__ = ["DEFAULT_ITERS", "FULL_ITERS", "Objective", "TrialLog", "refine", "schedule", "snap_dyadic", "step_work"]
 
 #: Adam step as a fraction of the mean absolute factor entry (tuned on MiniLM heads:
 #: 3e-2 beat 3e-3, 1e-2 and 1e-1 at 600 steps on layer-0 head 0 at eps = 0.1).
@@ -62,6 +62,12 @@ NEAR_FRACTION = 1e-3
 #: Smooth-max temperature at the first step (absolute; never above ``LSE_T0_EPS`` eps).
 LSE_T0 = 0.05
 LSE_T0_EPS = 0.5
+#: ... and of a hot trial (``refine(hot=True)``, the schedule before the absolute temperature:
+#: from eps itself). At eps 1/10, plain and hot from the truncated SVD, 2,000 steps, it ended
+#: lower than the usual schedule (smoothed or plain) at 8 of 8 boundary ranks of MiniLM l2h0 and
+#: demo l3h8 (MiniLM l2h0, rank 128: 1.0026 eps, the others 1.050 to 1.076); at eps 1/4 and 1/2
+#: it ended higher at 6 of 8 (``docs/benchmarks.md`` 7.13). A start of thorough's restarts.
+LSE_HOT_EPS = 1.0
 #: The floor: ``T log m = eps / LSE_FLOOR_DIV`` (T = 0.0015 at eps 1/2, m = 256). The issue's
 #: 0.003 at eps 1/2 (divisor 30) left boundary ranks just short: MiniLM l0h0 at eps 1/4, rank 21,
 #: 2,000 steps from the truncated SVD: 1.0003 eps with divisor 30, 0.9958 eps with 60; better or
@@ -114,9 +120,10 @@ def step_work(m: int, n: int, k: int) -> int:
     return STEP_OVERHEAD_UNITS + -(-m * n * k // STEP_UNIT_ENTRIES)
 
 
-def schedule(eps: float, m: int, n: int, huber: bool = True):
+def schedule(eps: float, m: int, n: int, huber: bool = True, hot: bool = False):
     """``(T0, T1, d0, d1)``: the temperature and Huber width at the first and the last step
-    (without ``huber``, the width is ``PLAIN_D eps / n`` throughout).
+    (without ``huber``, the width is ``PLAIN_D eps / n`` throughout; with ``hot``, T0 is
+    ``LSE_HOT_EPS`` eps).
 
     >>> [round(x, 6) for x in schedule(0.5, 256, 256)]
     [0.05, 0.001503, 0.009766, 1e-05]
@@ -124,11 +131,22 @@ def schedule(eps: float, m: int, n: int, huber: bool = True):
     [0.05, 0.00024, 0.000488, 0.0]
     >>> schedule(0.5, 256, 256, huber=False)[2:] == (0.5e-9 / 256, 0.5e-9 / 256)
     True
+    >>> [round(x, 6) for x in schedule(0.1, 256, 256, hot=True)[:2]]
+    [0.1, 0.000301]
     """
-    t0 = min(LSE_T0, LSE_T0_EPS * eps)
+    t0 = LSE_HOT_EPS * eps if hot else min(LSE_T0, LSE_T0_EPS * eps)
     t1 = min(t0, eps / (LSE_FLOOR_DIV * math.log(max(m, 2))))
     d0, d1 = (HUBER_D0, HUBER_D1) if huber else (PLAIN_D, PLAIN_D)
     return t0, t1, d0 * eps / n, d1 * eps / n
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a trial descends: with or without the Huber smoothing (``huber``), its temperature from
+    the usual start or from ``LSE_HOT_EPS`` eps (``hot``); ``refine``'s keywords of the same names."""
+
+    huber: bool = True
+    hot: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,7 +169,7 @@ TRIAL_LOG: list | None = None
 
 def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int = DEFAULT_ITERS,
            device=None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None,
-           huber: bool = True):
+           huber: bool = True, hot: bool = False):
     """Refine rank-k factors to bring the max row-l1 error to ``eps`` or below (K.1): one trial.
 
     The trial runs ``iters`` Adam steps with its temperature and Huber schedules spread
@@ -160,7 +178,8 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     hopeless rule, or on a stop request (the budget's safety cap). Each step spends
     ``step_work`` units of ``budget``; the caller sizes ``iters`` to what it affords.
     ``lr_scale`` multiplies the Adam step; ``huber=False`` runs the trial without the Huber
-    smoothing (the smooth max of the row-l1 errors themselves). Returns (P, Q, err) of the best iterate by
+    smoothing (the smooth max of the row-l1 errors themselves); ``hot=True`` starts its temperature
+    at ``LSE_HOT_EPS`` eps (``schedule``). Returns (P, Q, err) of the best iterate by
     float64 max row-l1 error. The torch thread count is set for the call and restored.
     """
     torch = require("torch")
@@ -172,7 +191,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin,
                                  budget if budget is not None else Budget(iters * step_work(*A.shape, P0.shape[1])),
-                                 huber)
+                                 huber, hot)
     if TRIAL_LOG is not None:
         TRIAL_LOG.append(log)
     return P, Q, err
@@ -213,7 +232,7 @@ def _surrogate(torch, R, T: float, d: float):
     return T * lse, c.mul_(w[:, None])
 
 
-def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True):
+def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True, hot=False):
     dtype = torch.float64
     m, n = A.shape
     At = torch.as_tensor(A, dtype=dtype, device=dev)
@@ -223,7 +242,7 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=T
     scale = float(np.abs(P0).mean() + np.abs(Q0).mean()) / 2 or ZERO_SCALE
     opt = torch.optim.Adam([P, Q], lr=LR_FRACTION * lr_scale * scale)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters)
-    t0, t1, d0, d1 = schedule(eps, m, n, huber)
+    t0, t1, d0, d1 = schedule(eps, m, n, huber, hot)
     logm = math.log(m)
     window = max(JUDGE_MIN, iters // JUDGE_WINDOWS)
     best_err, best = np.inf, (P0, Q0)

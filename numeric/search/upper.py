@@ -20,7 +20,8 @@ annealed continuation run of ``refine.refine``:
    goes to full-length restarts from structurally different starts (``_restarts``:
    the closest miss so far polished with a small step, the fresh truncated SVD, the
    compressed best, the hybrid coordinate + SVD start with a larger step, a
-   perturbed start), until every start misses clearly or the budget is spent.
+   perturbed start, the truncated SVD under the plain objective and from the hot
+   temperature), until every start misses clearly or the budget is spent.
 
 Near misses are refitted row by row (``l1fit.refit_rows``) and, on boundary
 cells, rounded to dyadic factors (``refine.snap_dyadic``). Every trial is sized
@@ -48,7 +49,7 @@ import numpy as np
 from numeric.search.budget import Budget
 from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
-from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, refine, snap_dyadic, step_work
+from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, Objective, refine, snap_dyadic, step_work
 from numeric.search.starts import compress, hybrid_factors, perturbed, svd_factors
 
 __all__ = ["UpperResult", "svd_baseline", "first_within", "search_upper", "affordable_steps"]
@@ -85,6 +86,9 @@ HYBRID_LR = 3.0
 #: 1.0106 continued at the usual step, at 0.999 at 0.3 times it and at 0.9695 at 0.1 times it,
 #: plain; the truncated SVD at 0.1 times the step ends at 1.055 (too slow from a far start).
 FINE_LR = 0.1
+#: The trials' objectives (``refine.Objective``): the Huber-smoothed one of every phase, the plain
+#: one (``svd-plain``, ``miss-fine``) and the plain one from the hot temperature (``svd-hot``).
+SMOOTHED, PLAIN, HOT = Objective(), Objective(huber=False), Objective(huber=False, hot=True)
 #: A trial starts only when the budget affords this fraction of its length (it then runs
 #: its whole schedule in the steps afforded).
 MIN_TRIAL_FRACTION = 0.5
@@ -165,13 +169,15 @@ def affordable_steps(budget: Budget, shape, k: int, iters: int) -> int:
     return steps if steps >= MIN_TRIAL_FRACTION * iters and steps > 0 else 0
 
 
-def _trial(A, eps, start, iters, budget, device, phase: str, kind: str, lr_scale: float = 1.0, huber: bool = True):
+def _trial(A, eps, start, iters, budget, device, phase: str, kind: str, lr_scale: float = 1.0,
+           objective: Objective = SMOOTHED):
     """One trial from ``start`` sized to the budget (``affordable_steps``): (P, Q, err), or None."""
     k = start[1].shape[1]
     steps = affordable_steps(budget, A.shape, k, iters)
     if not steps:
         return None
-    P, Q, err = refine(A, *start, eps, iters=steps, device=device, budget=budget, lr_scale=lr_scale, huber=huber)
+    P, Q, err = refine(A, *start, eps, iters=steps, device=device, budget=budget, lr_scale=lr_scale,
+                       huber=objective.huber, hot=objective.hot)
     if TRACE is not None:
         TRACE.append((phase, kind, k, steps, err))
     return P, Q, err
@@ -331,40 +337,42 @@ def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, trie
 
 
 def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: bool = False):
-    """``[(start, kind, lr_scale, huber)]`` of one round of restarts at rank ``r`` below the best
+    """``[(start, kind, lr_scale, objective)]`` of one round of restarts at rank ``r`` below the best
     factors ``best``. Round 0: the fresh truncated SVD, the compressed best, the compressed warm
     factors, the hybrid start with a larger step, a perturbed compressed best (starts already run at
     this rank from the same factors are skipped), and the truncated SVD again without the Huber
     smoothing (``svd-plain``: a different objective, not only a different start; on demo0 l3h8 at
     eps 1/10 the smoothed trials from every other start missed rank 129 by 4 to 6 %, the plain one
     by 1.9 %, and a perturbation of that miss reached eps: thorough went from 130 to 127,
-    docs/benchmarks.md 7.10). Later rounds: perturbed
-    starts of the closest miss ``near = (P, Q, err, huber)``, under the objective that reached it,
-    and of the compressed best. With ``polish``, every round starts with ``near`` continued at
-    ``FINE_LR`` times the step, plain (``miss-fine``)."""
+    docs/benchmarks.md 7.10), and once more from the hot temperature (``svd-hot``: on MiniLM l2h0 at
+    eps 1/10 every other start missed rank 128 by 4 to 16 %, ``svd-hot`` by 0.3 %, docs/benchmarks.md
+    7.13). Later rounds: perturbed starts of the closest miss ``near = (P, Q, err, objective)``, under
+    the objective that reached it, and of the compressed best. With ``polish``, every round starts
+    with ``near`` continued at ``FINE_LR`` times the step, plain (``miss-fine``)."""
     cb = compress(*best, r)
-    out = [(near[:2], "miss-fine", FINE_LR, False)] if polish and near is not None else []
+    out = [(near[:2], "miss-fine", FINE_LR, PLAIN)] if polish and near is not None else []
     if round_ > 0:
-        P, Q, _, huber = near
-        return out + [(perturbed(P, Q, r, round_), "perturbed-miss", 1.0, huber),
-                      (perturbed(*cb, r, round_, 1), "perturbed", 1.0, True)]
+        P, Q, _, objective = near
+        return out + [(perturbed(P, Q, r, round_), "perturbed-miss", 1.0, objective),
+                      (perturbed(*cb, r, round_, 1), "perturbed", 1.0, SMOOTHED)]
     if (r, "svd", None) not in tried:
-        out.append((svd_factors(*svd, r), "svd", 1.0, True))
+        out.append((svd_factors(*svd, r), "svd", 1.0, SMOOTHED))
     if (r, "compressed", best[1].shape[1]) not in tried:
-        out.append((cb, "compressed", 1.0, True))
+        out.append((cb, "compressed", 1.0, SMOOTHED))
     if warm is not None and warm[1].shape[1] > r and (r, "warm", None) not in tried:
-        out.append((compress(*warm, r), "warm", 1.0, True))
+        out.append((compress(*warm, r), "warm", 1.0, SMOOTHED))
     hyb = hybrid_factors(A, eps, r)
     if hyb is not None:
-        out.append((hyb, "hybrid", HYBRID_LR, True))
-    out.append((perturbed(*cb, r, 0), "perturbed", 1.0, True))
-    out.append((svd_factors(*svd, r), "svd-plain", 1.0, False))
+        out.append((hyb, "hybrid", HYBRID_LR, SMOOTHED))
+    out.append((perturbed(*cb, r, 0), "perturbed", 1.0, SMOOTHED))
+    out.append((svd_factors(*svd, r), "svd-plain", 1.0, PLAIN))
+    out.append((svd_factors(*svd, r), "svd-hot", 1.0, HOT))
     return out
 
 
 def _smoothed(miss):
-    """A miss (P, Q, err) of the Huber-smoothed trials as the restarts' (P, Q, err, huber)."""
-    return None if miss is None else (*miss, True)
+    """A miss (P, Q, err) of the Huber-smoothed trials as the restarts' (P, Q, err, objective)."""
+    return None if miss is None else (*miss, SMOOTHED)
 
 
 def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, missed) -> None:
@@ -378,11 +386,11 @@ def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, 
     while r >= lower:
         best = (found[0].P, found[0].Q)
         res, close = None, False
-        for start, kind, lr, huber in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish):
-            out = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, huber)
+        for start, kind, lr, objective in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish):
+            out = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, objective)
             if out is None:
                 return
-            out = (*_rescue(A, eps, *out, budget), huber)
+            out = (*_rescue(A, eps, *out, budget), objective)
             close |= out[2] <= eps * (1 + CLEAR_MISS)
             res = _better(res, out)
             if res[2] <= eps:
