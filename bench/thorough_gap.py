@@ -4,11 +4,12 @@ For every cell of the bracket files in ``DIR`` that the exact tier verifies (a t
 ``bench/effort_compare.py``, say), one rank below its verified U (when that is still at least
 its L) is tried with single full-length trials of ``refine`` (``refine.FULL_ITERS`` steps, the
 whole schedule, no early exit but the last-quarter rule) from the truncated SVD: with the Huber
-smoothing and without it, at the search's own float target ``(eps - slack)(1 - UPPER_SAFETY)``
+smoothing, without it, and without it from the hot temperature (``refine(hot=True)``), at the
+search's own float target ``(eps - slack)(1 - UPPER_SAFETY)``
 (the slack of the softmax from the logits, ``slack.target_slack``, as ``driver`` sets it). A
 trial that reaches it is checked by the exact tier as the search's witnesses are (``check_upper``
 at ``eps - slack`` on the exact matrix); one it verifies is a rank the thorough search missed and
-a plain anneal finds. Prints, per cell, the verified bracket and the two trials' error / target
+a plain anneal finds. Prints, per cell, the verified bracket and the three trials' error / target
 (``*``: reached the target, exact verification refused); exit status 1 when a trial beats thorough.
 
     python bench/thorough_gap.py --heads-npz HEADS.npz --dir RUN/after-thorough
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
     with np.load(args.heads_npz, allow_pickle=False) as data:
         names = set(data.files)
         heads = sorted({h for h, _ in brackets if h in names})
-        print(f"{'head':<14} {'eps':>5} {'[L, U]':>11} {'rank':>5} {'smoothed':>9} {'plain':>9}")
+        print(f"{'head':<14} {'eps':>5} {'[L, U]':>11} {'rank':>5} {'smoothed':>9} {'plain':>9} {'hot':>9}")
         for h in heads:
             H = np.asarray(data[h], dtype=np.float64)
             A = softmax_rows(H)
@@ -62,7 +63,7 @@ def main(argv=None) -> int:
                     continue
                 eps = (float(Fraction(e)) - slack_f) * (1 - UPPER_SAFETY)
                 trials = [rf.refine(A, *up.svd_factors(*svd, u - 1), eps, iters=args.iters, budget=Budget(10**12),
-                                    huber=hub) for hub in (True, False)]
+                                    huber=o.huber, hot=o.hot) for o in (up.SMOOTHED, up.PLAIN, up.HOT)]
                 tried += 1
                 up_exact = to_fmpq(Fraction(e)) - slack_q
                 verified = [t[2] <= eps and check_upper(A_exact, exact_upper_witness(t[0], t[1]), up_exact, u - 1).verified

@@ -11,6 +11,7 @@ gives rank, length, steps and error (no phase or start).
 
     PYTHONPATH=. python bench/upper_trace.py --heads-npz HEADS.npz --heads demo1_l1h3 --effort default
     PYTHONPATH=OLD_TREE python bench/upper_trace.py --heads-npz HEADS.npz --heads demo0_l3h8 --effort thorough --eps 1/10
+    PYTHONPATH=. python bench/upper_trace.py --heads-npz HEADS.npz --heads q256_l2h0 --eps 1/10 --upper-work 1280000
 """
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", required=True, help="comma-separated names in the npz")
     ap.add_argument("--effort", default="default")
     ap.add_argument("--eps", default="1/10,1/4,1/2")
+    ap.add_argument("--upper-work", type=int, help="the preset with this upper budget (units per tolerance)")
     args = ap.parse_args(argv)
+
+    import dataclasses
 
     import numeric.search.driver as drv
     import numeric.search.refine as rf
@@ -66,12 +70,16 @@ def main(argv=None) -> int:
         return r
 
     drv.search_upper = traced
+    effort = args.effort
+    if args.upper_work is not None:
+        from numeric.search.effort import effort_budgets
+        effort = dataclasses.replace(effort_budgets(args.effort), upper_work=args.upper_work)
     with np.load(args.heads_npz, allow_pickle=False) as data:
         logits = {h: np.asarray(data[h], dtype=np.float64) for h in args.heads.split(",")}
     for h, H in logits.items():
         used.clear()
         t = time.process_time()
-        res = drv.search_brackets(softmax_rows(H), args.eps.split(","), logits=H, id_prefix=h, effort=args.effort)
+        res = drv.search_brackets(softmax_rows(H), args.eps.split(","), logits=H, id_prefix=h, effort=effort)
         print(f"{h} cpu {time.process_time() - t:.1f} upper units {sum(used):,} float brackets "
               f"{[(str(r.eps), r.lower, r.upper) for r in res.results]}", flush=True)
     return 0
