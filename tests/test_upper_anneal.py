@@ -271,7 +271,8 @@ def _cells(out):
 
 def test_same_seed_same_brackets_with_one_or_two_threads(trials):
     """The thorough mechanics (restarts, perturbed starts) under 1 and 2 caller BLAS/torch threads:
-    the same cells and the same tensors, bit for bit."""
+    the same cells and the same tensors, bit for bit; the budget reaches the restarts' first round
+    (the polish, the perturbed, plain and hot starts)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -285,7 +286,7 @@ def test_same_seed_same_brackets_with_one_or_two_threads(trials):
 
     # thorough's upper mechanics (upper_hybrid = 1) with small budgets and no base run
     effort = dataclasses.replace(effort_budgets("thorough").replace(
-        upper_work=60_000, far_lp_work=300, descent_steps=100, greedy_steps=100, greedy_rows=2, swap_work=200,
+        upper_work=1_000_000, far_lp_work=300, descent_steps=100, greedy_steps=100, greedy_rows=2, swap_work=200,
         lp_append_work=200, lp_svd_solves=5), name="thorough-small")
     runs, traces = [], []
     _, trace = trials
@@ -306,6 +307,7 @@ def test_same_seed_same_brackets_with_one_or_two_threads(trials):
     assert a.results[0].upper < 32
     assert a.provenance.run.budgets["upper_hybrid"] == 1
     assert traces[0] == traces[1] and traces[0]          # the same trials, errors bit for bit
+    assert {"miss-fine", "perturbed", "svd-plain", "svd-hot"} <= {t[1] for t in traces[0] if t[0] == "restart"}
 
 
 def test_budget_refuses_negative_units():
