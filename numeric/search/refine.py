@@ -19,6 +19,9 @@ from a smooth problem to nearly the max of the exact row errors:
   1/2, n = 256): a residual row of l1 size eps has entries near eps / n, diffuse rows
   entries near 1/n, and the smoothing's bias ``n delta / 2`` per row ends at 0.25 % of eps
   at every n.
+- a hot trial (``hot=True``, a start of thorough's restarts) starts T at ``LSE_HOT_EPS`` eps
+  instead, the schedule before the absolute temperature; a plain one (``huber=False``) keeps
+  delta at ``PLAIN_D eps / n`` (``Objective`` names the pair).
 
 A trial ends at its last step, or, in the last quarter of its schedule only
 (``_hopeless``), when its surrogate has stalled at the current temperature and its
