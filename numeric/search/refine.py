@@ -66,10 +66,11 @@ NEAR_FRACTION = 1e-3
 LSE_T0 = 0.05
 LSE_T0_EPS = 0.5
 #: ... and of a hot trial (``refine(hot=True)``, the schedule before the absolute temperature:
-#: from eps itself). At eps 1/10, plain and hot from the truncated SVD, 2,000 steps, it ended
-#: lower than the usual schedule (smoothed or plain) at 8 of 8 boundary ranks of MiniLM l2h0 and
-#: demo l3h8 (MiniLM l2h0, rank 128: 1.0026 eps, the others 1.050 to 1.076); at eps 1/4 and 1/2
-#: it ended higher at 6 of 8 (``docs/benchmarks.md`` 7.13). A start of thorough's restarts.
+#: from eps itself). Plain and hot, 2,000 steps from the truncated SVD, it ended lowest of the four
+#: objectives at 6 of the 8 ranks above 125 at eps 1/10 (MiniLM l2h0, rank 128: 1.0193 eps, the
+#: others 1.046 to 1.073), and at none of 16 lower ranks and ranks at eps 1/4 and 1/2, where it
+#: ended highest at 15 (``bench/hot_start.py``, docs/benchmarks.md 7.13). A start of thorough's
+#: restarts only.
 LSE_HOT_EPS = 1.0
 #: The floor: ``T log m = eps / LSE_FLOOR_DIV`` (T = 0.0015 at eps 1/2, m = 256). The issue's
 #: 0.003 at eps 1/2 (divisor 30) left boundary ranks just short: MiniLM l0h0 at eps 1/4, rank 21,

@@ -345,7 +345,7 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: boo
     eps 1/10 the smoothed trials from every other start missed rank 129 by 4 to 6 %, the plain one
     by 1.9 %, and a perturbation of that miss reached eps: thorough went from 130 to 127,
     docs/benchmarks.md 7.10), and once more from the hot temperature (``svd-hot``: on MiniLM l2h0 at
-    eps 1/10 every other start missed rank 128 by 4 to 16 %, ``svd-hot`` by 0.3 %, docs/benchmarks.md
+    eps 1/10 every other start missed rank 128 by 4 to 16 %, ``svd-hot`` reached it, docs/benchmarks.md
     7.13). Later rounds: perturbed starts of the closest miss ``near = (P, Q, err, objective)``, under
     the objective that reached it, and of the compressed best. With ``polish``, every round starts
     with ``near`` continued at ``FINE_LR`` times the step, plain (``miss-fine``)."""
