@@ -1,5 +1,5 @@
 """Single full-length trials under the four objectives, from the truncated SVD: where the hot
-temperature (``refine(hot=True)``: T0 = eps, the schedule before the absolute temperature) helps.
+temperature (``refine.Objective(hot=True)``: T0 = eps, the schedule before the absolute temperature) helps.
 
 For each ``HEAD:EPS:RANKS`` cell, one trial of ``refine.FULL_ITERS`` steps at each rank from the
 truncated SVD under each ``refine.Objective``: smoothed (the search's usual one), plain (no Huber
@@ -28,8 +28,7 @@ from numeric.search.budget import Budget
 from numeric.search.driver import UPPER_SAFETY
 from numeric.search.slack import target_slack
 
-OBJECTIVES = {"smoothed": rf.Objective(), "plain": rf.Objective(huber=False),
-              "hot-smoothed": rf.Objective(hot=True), "hot-plain": rf.Objective(huber=False, hot=True)}
+OBJECTIVES = {"smoothed": up.SMOOTHED, "plain": up.PLAIN, "hot-smoothed": rf.Objective(hot=True), "hot-plain": up.HOT}
 
 
 def main(argv=None) -> int:
@@ -50,7 +49,7 @@ def main(argv=None) -> int:
             svd, _ = up.svd_baseline(A)
             for k in map(int, ranks.split(",")):
                 errs = {name: rf.refine(A, *up.svd_factors(*svd, k), eps, iters=args.iters, budget=Budget(10**12),
-                                        huber=o.huber, hot=o.hot)[2] / eps for name, o in OBJECTIVES.items()}
+                                        objective=o)[2] / eps for name, o in OBJECTIVES.items()}
                 low = min(errs, key=errs.get)
                 wins[low] += 1
                 print(f"{head:<14} {e:>5} {k:>5} " + " ".join(f"{x:>12.4f}" for x in errs.values()) + f"  {low}",

@@ -58,7 +58,8 @@ def main(argv=None) -> int:
                 for lr in (1.0, 0.3, up.FINE_LR) for hub in (True, False)]
         runs.append((f"truncated SVD, step x{up.FINE_LR:g}, plain", svd_factors(*svd, r), up.FINE_LR, False))
         for name, start, lr, hub in runs:
-            e = rf.refine(A, *start, eps, iters=iters, budget=Budget(10**12), lr_scale=lr, huber=hub)[2]
+            e = rf.refine(A, *start, eps, iters=iters, budget=Budget(10**12), lr_scale=lr,
+                          objective=rf.Objective(huber=hub))[2]
             log = rf.TRIAL_LOG[-1]
             print(f"  {name:<32} {e / eps:.4f}  {log.steps:>5} of {log.iters} steps, {log.reason}", flush=True)
         raise _Probed

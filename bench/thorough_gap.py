@@ -4,7 +4,7 @@ For every cell of the bracket files in ``DIR`` that the exact tier verifies (a t
 ``bench/effort_compare.py``, say), one rank below its verified U (when that is still at least
 its L) is tried with single full-length trials of ``refine`` (``refine.FULL_ITERS`` steps, the
 whole schedule, no early exit but the last-quarter rule) from the truncated SVD: with the Huber
-smoothing, without it, and without it from the hot temperature (``refine(hot=True)``), at the
+smoothing, without it, and without it from the hot temperature (``upper.HOT``), at the
 search's own float target ``(eps - slack)(1 - UPPER_SAFETY)``
 (the slack of the softmax from the logits, ``slack.target_slack``, as ``driver`` sets it). A
 trial that reaches it is checked by the exact tier as the search's witnesses are (``check_upper``
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
                     continue
                 eps = (float(Fraction(e)) - slack_f) * (1 - UPPER_SAFETY)
                 trials = [rf.refine(A, *up.svd_factors(*svd, u - 1), eps, iters=args.iters, budget=Budget(10**12),
-                                    huber=o.huber, hot=o.hot) for o in (up.SMOOTHED, up.PLAIN, up.HOT)]
+                                    objective=o) for o in (up.SMOOTHED, up.PLAIN, up.HOT)]
                 tried += 1
                 up_exact = to_fmpq(Fraction(e)) - slack_q
                 verified = [t[2] <= eps and check_upper(A_exact, exact_upper_witness(t[0], t[1]), up_exact, u - 1).verified

@@ -121,7 +121,7 @@ def _stand_in(monkeypatch, result):
     ``(phase, kind, rank)`` of the trials run."""
     runs = []
 
-    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, huber=True):
+    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, objective=up.SMOOTHED):
         k = start[1].shape[1]
         steps = up.affordable_steps(budget, A.shape, k, iters)
         if not steps:
@@ -245,16 +245,16 @@ def test_restarts_polish_the_earlier_phases_miss(head, monkeypatch, earlier):
 
 
 def test_the_first_restart_round_runs_trials_without_the_huber_smoothing(head, monkeypatch):
-    """Round 0 ends with the truncated SVD under the plain objective (``huber=False``) and under the
-    plain one from the hot temperature (``hot=True``), starts the other kinds do not repeat; ``refine``
+    """Round 0 ends with the truncated SVD under the plain objective (``up.PLAIN``) and under the
+    plain one from the hot temperature (``up.HOT``), starts the other kinds do not repeat; ``refine``
     then runs its surrogate without the smoothing, and from ``LSE_HOT_EPS`` eps."""
     svd, _ = up.svd_baseline(head)
     starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, 0, None, set())
     assert [(k, o) for _, k, _, o in starts if o != up.SMOOTHED] == [("svd-plain", up.PLAIN), ("svd-hot", up.HOT)]
     assert [k for _, k, _, o in starts if o == up.SMOOTHED][0] == "svd"
     start = up.svd_factors(*svd, 6)
-    runs = [rf.refine(head, *start, 0.25, iters=60, huber=h, hot=t)[2]
-            for h, t in ((True, False), (True, False), (False, False), (False, True))]
+    runs = [rf.refine(head, *start, 0.25, iters=60, objective=o)[2]
+            for o in (up.SMOOTHED, up.SMOOTHED, up.PLAIN, up.HOT)]
     # the control: the same objective, the same trial
     assert runs[0] == runs[1] and len({runs[0], runs[2], runs[3]}) == 3
 

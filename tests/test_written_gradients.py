@@ -42,7 +42,7 @@ def _autograd_surrogate(A, P, Q, T, d):
 @pytest.mark.parametrize("eps,huber,frac", [(0.1, True, 0.0), (0.25, True, 0.6), (0.5, True, 1.0), (0.25, False, 0.3)])
 def test_the_upper_surrogate_and_its_gradient_are_autograds(factors, eps, huber, frac):
     A, P, Q = factors
-    t0, t1, d0, d1 = rf.schedule(eps, *A.shape, huber)
+    t0, t1, d0, d1 = rf.schedule(eps, *A.shape, rf.Objective(huber=huber))
     T, d = t0 * (t1 / t0) ** frac, d0 * (d1 / d0) ** frac
     s, G = rf._surrogate(torch, P @ Q.T - A, T, d)
     s_ref, gP, gQ = _autograd_surrogate(A, P, Q, T, d)

@@ -19,9 +19,9 @@ from a smooth problem to nearly the max of the exact row errors:
   1/2, n = 256): a residual row of l1 size eps has entries near eps / n, diffuse rows
   entries near 1/n, and the smoothing's bias ``n delta / 2`` per row ends at 0.25 % of eps
   at every n.
-- a hot trial (``hot=True``, a start of thorough's restarts) starts T at ``LSE_HOT_EPS`` eps
-  instead, the schedule before the absolute temperature; a plain one (``huber=False``) keeps
-  delta at ``PLAIN_D eps / n`` (``Objective`` names the pair).
+- a trial's ``Objective`` may change both: a hot one (a start of thorough's restarts) starts T at
+  ``LSE_HOT_EPS`` eps instead, the schedule before the absolute temperature; a plain one keeps
+  delta at ``PLAIN_D eps / n``.
 
 A trial ends at its last step, or, in the last quarter of its schedule only
 (``_hopeless``), when its surrogate has stalled at the current temperature and its
@@ -65,7 +65,7 @@ NEAR_FRACTION = 1e-3
 #: Smooth-max temperature at the first step (absolute; never above ``LSE_T0_EPS`` eps).
 LSE_T0 = 0.05
 LSE_T0_EPS = 0.5
-#: ... and of a hot trial (``refine(hot=True)``, the schedule before the absolute temperature:
+#: ... and of a hot trial (``Objective(hot=True)``, the schedule before the absolute temperature:
 #: from eps itself). Plain and hot, 2,000 steps from the truncated SVD, it ended lowest of the four
 #: objectives at 6 of the 8 ranks above 125 at eps 1/10 (MiniLM l2h0, rank 128: 1.0193 eps, the
 #: others 1.046 to 1.073), and at none of 16 lower ranks and ranks at eps 1/4 and 1/2, where it
@@ -80,7 +80,7 @@ LSE_FLOOR_DIV = 60.0
 #: Huber width at the first and last step, in units of eps / n.
 HUBER_D0 = 5.0
 HUBER_D1 = 5e-3
-#: The Huber width of a trial run without the smoothing (``refine(huber=False)``), in units of
+#: The Huber width of a trial run without the smoothing (``Objective(huber=False)``), in units of
 #: eps / n: the surrogate is then the row-l1 error itself to within ``PLAIN_D / 2`` eps a row.
 PLAIN_D = 1e-9
 #: A feasible trial runs this fraction of its length past feasibility at the floor (at least
@@ -115,6 +115,15 @@ STEP_UNIT_ENTRIES = 256 * 256
 SNAP_BITS = tuple(range(4, 31, 2))
 
 
+@dataclass(frozen=True)
+class Objective:
+    """What a trial descends: with or without the Huber smoothing (``huber``), its temperature from
+    the usual start or from ``LSE_HOT_EPS`` eps (``hot``): ``refine``'s and ``schedule``'s ``objective``."""
+
+    huber: bool = True
+    hot: bool = False
+
+
 def step_work(m: int, n: int, k: int) -> int:
     """Work units of one Adam step on rank-``k`` factors of an m x n matrix.
 
@@ -124,33 +133,24 @@ def step_work(m: int, n: int, k: int) -> int:
     return STEP_OVERHEAD_UNITS + -(-m * n * k // STEP_UNIT_ENTRIES)
 
 
-def schedule(eps: float, m: int, n: int, huber: bool = True, hot: bool = False):
+def schedule(eps: float, m: int, n: int, objective: Objective = Objective()):
     """``(T0, T1, d0, d1)``: the temperature and Huber width at the first and the last step
-    (without ``huber``, the width is ``PLAIN_D eps / n`` throughout; with ``hot``, T0 is
-    ``LSE_HOT_EPS`` eps).
+    (without the objective's ``huber``, the width is ``PLAIN_D eps / n`` throughout; with its
+    ``hot``, T0 is ``LSE_HOT_EPS`` eps).
 
     >>> [round(x, 6) for x in schedule(0.5, 256, 256)]
     [0.05, 0.001503, 0.009766, 1e-05]
     >>> [round(x, 6) for x in schedule(0.1, 1024, 1024)]
     [0.05, 0.00024, 0.000488, 0.0]
-    >>> schedule(0.5, 256, 256, huber=False)[2:] == (0.5e-9 / 256, 0.5e-9 / 256)
+    >>> schedule(0.5, 256, 256, Objective(huber=False))[2:] == (0.5e-9 / 256, 0.5e-9 / 256)
     True
-    >>> [round(x, 6) for x in schedule(0.1, 256, 256, hot=True)[:2]]
+    >>> [round(x, 6) for x in schedule(0.1, 256, 256, Objective(hot=True))[:2]]
     [0.1, 0.000301]
     """
-    t0 = LSE_HOT_EPS * eps if hot else min(LSE_T0, LSE_T0_EPS * eps)
+    t0 = LSE_HOT_EPS * eps if objective.hot else min(LSE_T0, LSE_T0_EPS * eps)
     t1 = min(t0, eps / (LSE_FLOOR_DIV * math.log(max(m, 2))))
-    d0, d1 = (HUBER_D0, HUBER_D1) if huber else (PLAIN_D, PLAIN_D)
+    d0, d1 = (HUBER_D0, HUBER_D1) if objective.huber else (PLAIN_D, PLAIN_D)
     return t0, t1, d0 * eps / n, d1 * eps / n
-
-
-@dataclass(frozen=True)
-class Objective:
-    """What a trial descends: with or without the Huber smoothing (``huber``), its temperature from
-    the usual start or from ``LSE_HOT_EPS`` eps (``hot``); ``refine``'s keywords of the same names."""
-
-    huber: bool = True
-    hot: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ TRIAL_LOG: list | None = None
 
 def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int = DEFAULT_ITERS,
            device=None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None,
-           huber: bool = True, hot: bool = False):
+           objective: Objective = Objective()):
     """Refine rank-k factors to bring the max row-l1 error to ``eps`` or below (K.1): one trial.
 
     The trial runs ``iters`` Adam steps with its temperature and Huber schedules spread
@@ -181,9 +181,9 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     steps at the floor, default ``MARGIN_FRACTION`` of ``iters``), on the surrogate's
     hopeless rule, or on a stop request (the budget's safety cap). Each step spends
     ``step_work`` units of ``budget``; the caller sizes ``iters`` to what it affords.
-    ``lr_scale`` multiplies the Adam step; ``huber=False`` runs the trial without the Huber
-    smoothing (the smooth max of the row-l1 errors themselves); ``hot=True`` starts its temperature
-    at ``LSE_HOT_EPS`` eps (``schedule``). Returns (P, Q, err) of the best iterate by
+    ``lr_scale`` multiplies the Adam step; ``objective`` (``Objective``) may run the trial without
+    the Huber smoothing (the smooth max of the row-l1 errors themselves) or start its temperature at
+    ``LSE_HOT_EPS`` eps (``schedule``). Returns (P, Q, err) of the best iterate by
     float64 max row-l1 error. The torch thread count is set for the call and restored.
     """
     torch = require("torch")
@@ -195,7 +195,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin,
                                  budget if budget is not None else Budget(iters * step_work(*A.shape, P0.shape[1])),
-                                 huber, hot)
+                                 objective)
     if TRIAL_LOG is not None:
         TRIAL_LOG.append(log)
     return P, Q, err
@@ -236,7 +236,7 @@ def _surrogate(torch, R, T: float, d: float):
     return T * lse, c.mul_(w[:, None])
 
 
-def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=True, hot=False):
+def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, objective):
     dtype = torch.float64
     m, n = A.shape
     At = torch.as_tensor(A, dtype=dtype, device=dev)
@@ -246,7 +246,7 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, huber=T
     scale = float(np.abs(P0).mean() + np.abs(Q0).mean()) / 2 or ZERO_SCALE
     opt = torch.optim.Adam([P, Q], lr=LR_FRACTION * lr_scale * scale)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters)
-    t0, t1, d0, d1 = schedule(eps, m, n, huber, hot)
+    t0, t1, d0, d1 = schedule(eps, m, n, objective)
     logm = math.log(m)
     window = max(JUDGE_MIN, iters // JUDGE_WINDOWS)
     best_err, best = np.inf, (P0, Q0)

@@ -177,7 +177,7 @@ def _trial(A, eps, start, iters, budget, device, phase: str, kind: str, lr_scale
     if not steps:
         return None
     P, Q, err = refine(A, *start, eps, iters=steps, device=device, budget=budget, lr_scale=lr_scale,
-                       huber=objective.huber, hot=objective.hot)
+                       objective=objective)
     if TRACE is not None:
         TRACE.append((phase, kind, k, steps, err))
     return P, Q, err
