@@ -115,10 +115,10 @@ def test_default_descends_and_stops_at_the_first_clear_miss(head, trials):
     assert boundary[-1][2] == found[0].rank - 1 and boundary[-1][4] > 0.25 * (1 + rf.NEAR_FRACTION)
 
 
-def _stand_in(monkeypatch, result):
+def _stand_in(monkeypatch, result, objectives=None):
     """``_trial`` replaced by a stand-in returning its start with the error ``result(phase, kind, k, eps)``
     and spending the budget of the steps it affords (as ``_trial`` does); returns the list of
-    ``(phase, kind, rank)`` of the trials run."""
+    ``(phase, kind, rank)`` of the trials run (and appends ``(objective, steps)`` to ``objectives``)."""
     runs = []
 
     def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, objective=up.SMOOTHED):
@@ -128,6 +128,8 @@ def _stand_in(monkeypatch, result):
             return None
         budget.spend(steps * rf.step_work(*A.shape, k))
         runs.append((phase, kind, k))
+        if objectives is not None:
+            objectives.append((objective, steps))
         return start[0], start[1], result(phase, kind, k, e)
 
     monkeypatch.setattr(up, "_trial", fake)
@@ -195,6 +197,36 @@ def test_default_descends_below_the_first_boundary_rank_only_with_full_trials(he
     ranks = [k for phase, _, k in runs if phase == "boundary"]
     assert ranks[0] == k_svd - 1 and (k_svd - 2 in ranks) == below
     assert found[0].rank == (k_svd - 2 if below else k_svd - 1)
+
+
+@pytest.mark.parametrize("eps, sharp_trials, granted", [(0.1, 2, True), (0.1, 0, False), (0.25, 2, False)])
+def test_a_sharp_boundary_is_granted_full_hot_trials(head, monkeypatch, eps, sharp_trials, granted):
+    """Narrowing trials miss, boundary trials reach eps, and the budget is spent when the narrowing
+    ends. At eps 1/10 the first boundary rank, 29 of 48, is sharp (``SHARP_FRACTION``): with
+    ``sharp_trials`` = 2 the budget is topped up to two full trials at that rank: rank 29, which
+    the narrowing missed, from the truncated SVD under the hot plain objective, and rank 28, which
+    it did not try, from the compressed best under the usual one. Controls: no grant with
+    ``sharp_trials`` = 0, nor at eps 1/4, whose first boundary rank (21) is not sharp; then no
+    boundary trial runs at all."""
+    svd = up.svd_baseline(head)
+    k_svd = up.first_within(svd[1], eps)
+    assert (k_svd - 1 >= up.SHARP_FRACTION * head.shape[1]) == (eps == 0.1)
+    objectives: list = []
+    runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (1.1 if phase == "narrow" else 0.9), objectives)
+    probe = Budget(10**9)
+    up._bisect(head, eps, 1, [up.UpperResult(k_svd, *up.svd_factors(*svd[0], k_svd), 0.2, "svd")], svd[0],
+               probe, 100, None)
+    runs.clear(), objectives.clear()
+    b = Budget(probe.used)
+    found = up.search_upper(head, eps, b, svd=svd, iters=100, full_iters=200, sharp_trials=sharp_trials)
+    boundary = [(kind, k, o) for (phase, kind, k), o in zip(runs, objectives) if phase == "boundary"]
+    if not granted:
+        assert boundary == [] and b.used == b.units == probe.used and found[0].rank == k_svd
+        return
+    assert boundary == [("svd-hot", k_svd - 1, (up.HOT, 200)), ("compressed", k_svd - 2, (up.SMOOTHED, 200))]
+    work = [rf.step_work(*head.shape, k) for k in (k_svd - 1, k_svd - 2)]
+    assert b.units == probe.used + 2 * 200 * work[0] and b.used == probe.used + 200 * sum(work)
+    assert found[0].rank == k_svd - 2
 
 
 def test_perturbed_starts_are_deterministic():

@@ -82,6 +82,19 @@ class Budget:
         """
         return self.used + int(n) <= self.units and not self.exhausted
 
+    def top_up(self, n: int) -> None:
+        """Raise the units so that ``n`` more are left (a grant, counted in work like the rest; a
+        budget with ``n`` or more left is unchanged).
+
+        >>> b = Budget(10); b.spend(7); b.top_up(5); b.units, b.affords(5), b.affords(6)
+        (12, True, False)
+        >>> b.top_up(2); b.units
+        12
+        """
+        if n < 0:
+            raise ValueError(f"a grant is a non-negative count, got {n!r}")
+        self.units = max(self.units, self.used + int(n))
+
     def take(self, n: int) -> bool:
         """Spend ``n`` units if ``affords(n)``; False (nothing spent) otherwise."""
         if not self.affords(n):

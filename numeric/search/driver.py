@@ -219,6 +219,7 @@ def _upper_side(t: _Target, tol: _Tol, L: int, effort, warm) -> tuple[UpperPick,
         units = effort.upper_units(*t.A.shape, svd_rank if svd_rank is not None else min(t.A.shape))
         found = search_upper(t.A, tol.eps_up * (1 - UPPER_SAFETY), Budget(units, tol.cap), lower=L,
                              svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid),
+                             sharp_trials=effort.upper_sharp_trials,
                              warm=(warm.result.P, warm.result.Q) if warm is not None else None)
         pick = _first_verified(t, tol, found, warm)
         if pick is not None:

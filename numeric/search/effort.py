@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from numeric.search.refine import step_work
+from numeric.search.refine import FULL_ITERS, step_work
 
 __all__ = ["BASE", "EFFORTS", "DEFAULT_EFFORT", "parse_effort", "cell_seed", "package_versions", "code_version",
            "Effort", "PRESETS", "effort_budgets", "expected_seconds", "expected_bytes", "available_bytes"]
@@ -102,6 +102,10 @@ class Effort:
     #: rest of the budget on restarts below the best rank (``upper._restarts``, the annealed upper trials); 0: the
     #: boundary phase descends one rank at a time and stops at the first clear miss.
     upper_hybrid: int
+    #: Without ``upper_hybrid``: full-length trials (``refine.FULL_ITERS`` steps) that a boundary at a
+    #: sharp rank, at least half of min(m, n), affords beyond ``upper_work`` (``upper.search_upper``'s
+    #: ``sharp_trials``; the budget is topped up to them when the narrowing ends there). 0: none.
+    upper_sharp_trials: int
     #: LP work units (``lp.decoder_work``: a solve of d rows costs about (d/16)^3 thousand) of the
     #: far-rows LP extension (was 3 s of HiGHS).
     far_lp_work: int
@@ -145,6 +149,8 @@ class Effort:
                 raise ValueError(f"unknown budget {k!r}: choose one of {', '.join(sorted(known))}")
             if k == "upper_hybrid" and v in (0, 1) and not isinstance(v, bool):
                 continue
+            if k == "upper_sharp_trials" and v == 0 and not isinstance(v, bool):
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"budget {k} must be a positive integer, got {v!r}")
         return dataclasses.replace(self, **budgets)
@@ -161,15 +167,16 @@ class Effort:
 #: heads of ``bench/quality.py`` (docs/benchmarks.md 2.3: same medians, no cell wider,
 #: 0.95 times the seconds). Quick is a quarter of it, thorough four times, with its upper
 #: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16) and hybrid starts
-#: for sharp heads (``upper_hybrid``).
+#: for sharp heads (``upper_hybrid``). Default's boundary at a rank of at least n/2 affords two
+#: full trials beyond its upper units (``upper_sharp_trials``; docs/benchmarks.md 7.14), quick's none.
 PRESETS = {
-    "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, far_lp_work=7000,
-                      lp_iterations=5000, descent_steps=3000, greedy_steps=3000, greedy_rows=12, swap_work=3500,
-                      lp_append_work=3000, lp_svd_solves=100),
+    "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, upper_sharp_trials=2,
+                      far_lp_work=7000, lp_iterations=5000, descent_steps=3000, greedy_steps=3000, greedy_rows=12,
+                      swap_work=3500, lp_append_work=3000, lp_svd_solves=100),
 }
 PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
-    upper_work=160000, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3, swap_work=875,
-    lp_append_work=750, lp_svd_solves=25), name="quick")
+    upper_work=160000, upper_sharp_trials=0, far_lp_work=1750, descent_steps=750, greedy_steps=750, greedy_rows=3,
+    swap_work=875, lp_append_work=750, lp_svd_solves=25), name="quick")
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000,
     greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough")
@@ -206,16 +213,18 @@ SVD_SECONDS_PER_FLOP = 1e-9
 
 def expected_seconds(effort, m: int, n: int, tolerances: int = 1) -> float:
     """About how long a search of an m x n target takes on one core when every budget is spent
-    (the upper budget at the largest rank), for the announcement of long runs.
+    (the upper budget and the sharp boundary's full trials at the largest rank), for the
+    announcement of long runs.
 
     >>> round(expected_seconds("default", 256, 256, 3) / 60)       # minutes, three tolerances
-    2
+    3
     >>> expected_seconds("thorough", 4096, 4096, 1) > 3600             # over an hour a tolerance
     True
     """
     e = effort_budgets(effort)
     cols = n / 256
-    per_tol = (e.upper_units(m, n, min(m, n)) * ADAM_UNIT_SECONDS
+    per_tol = ((e.upper_units(m, n, min(m, n)) + e.upper_sharp_trials * FULL_ITERS * step_work(m, n, min(m, n)))
+               * ADAM_UNIT_SECONDS
                + (e.far_lp_work + e.swap_work + e.lp_append_work) * LP_UNIT_SECONDS
                + (e.descent_steps + e.greedy_steps) * MAP_STEP_SECONDS * cols
                + e.lp_svd_solves * ROW_LP_SECONDS * cols)

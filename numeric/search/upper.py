@@ -14,7 +14,9 @@ annealed continuation run of ``refine.refine``:
    Without restarts (default) they descend one rank at a time from the compressed
    best, a close miss retried from the truncated SVD and from the warm factors, and
    stop at the first clear miss (below the first boundary rank, also where the budget
-   no longer affords a full-length trial).
+   no longer affords a full-length trial). A sharp boundary (a rank of at least
+   ``SHARP_FRACTION`` min(m, n)) is granted ``sharp_trials`` full trials beyond the
+   budget, and its SVD start descends the plain objective from the hot temperature.
    With restarts (thorough, ``hybrid``) they gallop down (1, 2, 4, ... ranks below
    the best) and bisect back to the first failing rank, where the rest of the budget
    goes to full-length restarts from structurally different starts (``_restarts``:
@@ -89,6 +91,14 @@ FINE_LR = 0.1
 #: The trials' objectives (``refine.Objective``): the Huber-smoothed one of every phase, the plain
 #: one (``svd-plain``, ``miss-fine``) and the plain one from the hot temperature (``svd-hot``).
 SMOOTHED, PLAIN, HOT = Objective(), Objective(huber=False), Objective(huber=False, hot=True)
+#: A boundary rank of at least this fraction of min(m, n) is sharp. Default's descent (with
+#: ``sharp_trials``) starts a sharp rank's SVD trial under the plain objective from the hot
+#: temperature (``svd-hot``), and a boundary that begins at a sharp rank is granted that many full
+#: trials beyond the budget. In docs/benchmarks.md 7.13 the hot-plain trial from the truncated SVD
+#: ended lowest at 6 of the 8 ranks above 125 of 256 (MiniLM l2h0, demo0 l3h8 and demo1 l3h8 at eps
+#: 1/10) and at none of the 16 ranks from 41 to 90; a full trial at rank 129 of 256 costs 386,000
+#: units, more than default's narrowing leaves there (7.12), and 7.14 measures the grant's CPU.
+SHARP_FRACTION = 0.5
 #: A trial starts only when the budget affords this fraction of its length (it then runs
 #: its whole schedule in the steps afforded).
 MIN_TRIAL_FRACTION = 0.5
@@ -243,22 +253,26 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
     return missed
 
 
-def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool, tried: set):
+def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool, tried: set, hot: bool = False):
     """The best full trial at rank ``r`` (or None: the budget affords none): from the truncated SVD
     when ``fresh`` (a rank the narrowing missed from every start), else from the compressed
-    ``cur``; a close miss (``RESTART_WINDOW``) is retried from the other of the two (MiniLM l0h0
-    at eps 1/4, rank 21: 1.0003 eps from the SVD), and a rank still missed closely from the
-    compressed ``warm`` factors of a smaller tolerance (a far miss is not: on MiniLM layer-1 head 3
-    at eps 1/2 that try doubled the default upper work and won nothing). Near misses are refitted."""
-    first, other = (("svd", svd_factors(*svd, r)), ("compressed", compress(*cur, r)))[::1 if fresh else -1]
-    res = _trial(A, eps, first[1], iters, budget, device, "boundary", first[0])
+    ``cur``; with ``hot``, the SVD start descends the plain objective from the hot temperature
+    (``svd-hot``, ``SHARP_FRACTION``). A close miss (``RESTART_WINDOW``) is retried from the other
+    of the two (MiniLM l0h0 at eps 1/4, rank 21: 1.0003 eps from the SVD), and a rank still missed
+    closely from the compressed ``warm`` factors of a smaller tolerance (a far miss is not: on
+    MiniLM layer-1 head 3 at eps 1/2 that try doubled the default upper work and won nothing).
+    Near misses are refitted."""
+    starts = ((("svd-hot", HOT) if hot else ("svd", SMOOTHED)) + (svd_factors(*svd, r),),
+              ("compressed", SMOOTHED, compress(*cur, r)))
+    first, other = starts[::1 if fresh else -1]
+    res = _trial(A, eps, first[2], iters, budget, device, "boundary", first[0], objective=first[1])
     if res is None:
         return None
-    key = lambda kind: (r, kind, None if kind == "svd" else cur[1].shape[1])   # noqa: E731
+    key = lambda kind: (r, kind, cur[1].shape[1] if kind == "compressed" else None)   # noqa: E731
     tried.add(key(first[0]))
     close = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)   # noqa: E731
     if close(res):
-        res = _better(res, _trial(A, eps, other[1], iters, budget, device, "boundary", other[0]))
+        res = _better(res, _trial(A, eps, other[2], iters, budget, device, "boundary", other[0], objective=other[1]))
         tried.add(key(other[0]))
     if close(res) and warm is not None and warm[1].shape[1] > r:
         res = _better(res, _trial(A, eps, compress(*warm, r), iters, budget, device, "boundary", "warm"))
@@ -273,9 +287,11 @@ def _offer_snapped(A, eps, r, P, Q, found) -> None:
         found.insert(0, UpperResult(r, Ps, Qs, row_l1_error(A, Ps, Qs), "factors/snapped"))
 
 
-def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried) -> None:
+def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried, sharp_trials: int = 0) -> None:
     """Default's boundary phase: full trials one rank below the best at a time (``_boundary_rank``),
     until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried.
+    With ``sharp_trials``, a sharp rank (``SHARP_FRACTION``) starts hot from the SVD, and a first
+    boundary rank that is sharp tops the budget up to ``sharp_trials`` full trials there.
 
     Below the first boundary rank a trial runs only at its full length: in the traces of
     docs/benchmarks.md 7.9 and 7.10 the trials the budget cut short there found no rank (MiniLM
@@ -285,10 +301,14 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
     rank 94 with 946 of 1,085 steps)."""
     k, cur = found[0].rank, (found[0].P, found[0].Q)
     first = k - 1
+    sharp = lambda r: sharp_trials > 0 and r >= SHARP_FRACTION * min(A.shape)   # noqa: E731
+    if first >= lower and sharp(first):
+        budget.top_up(sharp_trials * iters * step_work(*A.shape, first))
     while k - 1 >= lower:
         if k - 1 < first and affordable_steps(budget, A.shape, k - 1, iters) < iters:
             return
-        res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried)
+        res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried,
+                             sharp(k - 1))
         if res is None:
             return
         k, cur = k - 1, res[:2]
@@ -414,7 +434,7 @@ def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, 
 
 def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, svd=None, device=None,
                  iters: int = DEFAULT_ITERS, hybrid: bool = False, warm=None,
-                 full_iters: int = FULL_ITERS) -> list[UpperResult]:
+                 full_iters: int = FULL_ITERS, sharp_trials: int = 0) -> list[UpperResult]:
     """Float-feasible upper witnesses at tolerance ``eps``, best (lowest rank) first.
 
     The list always ends with the SVD baseline rank (or is empty when no
@@ -426,7 +446,9 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     from both usual starts also start from ``hybrid_factors``, and the boundary phase
     gallops down and spends the rest of the budget on restarts below the best rank.
     ``warm``: factors (P, Q) found at a smaller tolerance (module docstring); offered as
-    ``factors/warm`` when within eps in float and below the SVD rank.
+    ``factors/warm`` when within eps in float and below the SVD rank. ``sharp_trials``
+    (without ``hybrid``): full trials granted beyond ``budget`` to a boundary that starts
+    at a sharp rank (``SHARP_FRACTION``), whose SVD starts run hot.
     Rank 0 is returned directly (B = 0) when no singular direction is needed.
     """
     if svd is None:
@@ -446,7 +468,7 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid, warm)
     tried: set = set()
     if not hybrid:
-        _descend(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
+        _descend(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried, sharp_trials)
         return found
     r = _gallop(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
     if r is not None:
