@@ -229,6 +229,19 @@ def test_a_sharp_boundary_is_granted_full_hot_trials(head, monkeypatch, eps, sha
     assert found[0].rank == k_svd - 2
 
 
+def test_the_sharp_grant_is_a_count_that_may_be_zero():
+    """``upper_sharp_trials`` may be overridden to 0 (no grant, quick's value); it is still refused
+    negative or boolean, and a work budget is still refused at 0 (the control)."""
+    from numeric.search.effort import PRESETS
+
+    assert PRESETS["default"].replace(upper_sharp_trials=0).upper_sharp_trials == 0
+    assert PRESETS["quick"].upper_sharp_trials == 0 < PRESETS["default"].upper_sharp_trials
+    for bad, word in (({"upper_sharp_trials": -1}, "non-negative"), ({"upper_sharp_trials": True}, "non-negative"),
+                      ({"upper_work": 0}, "positive")):
+        with pytest.raises(ValueError, match=f"must be a {word} integer"):
+            PRESETS["default"].replace(**bad)
+
+
 def test_perturbed_starts_are_deterministic():
     P, Q = np.ones((5, 2)), np.ones((6, 2))
     a, b, c = up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 1), up.perturbed(P, Q, 2, 2)

@@ -155,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--effort", default="default",
                     help="budget preset: quick, default or thorough (work budgets, recorded in the file)")
     ap.add_argument("--budget", action="append", default=[], metavar="NAME=N",
-                    help="override one budget of the preset (positive integer; repeatable), e.g. upper_work=2560000")
+                    help="override one budget of the preset (positive integer; upper_hybrid 0 or 1, upper_sharp_trials "
+                         "0 or more; repeatable), e.g. upper_work=2560000")
     ap.add_argument("--seed", default="0", help="seed of the random choices (non-negative integer, default 0)")
     return ap
 

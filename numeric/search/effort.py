@@ -149,7 +149,9 @@ class Effort:
                 raise ValueError(f"unknown budget {k!r}: choose one of {', '.join(sorted(known))}")
             if k == "upper_hybrid" and v in (0, 1) and not isinstance(v, bool):
                 continue
-            if k == "upper_sharp_trials" and v == 0 and not isinstance(v, bool):
+            if k == "upper_sharp_trials":
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ValueError(f"budget {k} must be a non-negative integer, got {v!r}")
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"budget {k} must be a positive integer, got {v!r}")
