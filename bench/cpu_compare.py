@@ -12,6 +12,7 @@ units with their ratio, and per group (the head name's prefix up to ``_``) the m
 
     python bench/cpu_compare.py --ref 5d20121 --heads-npz HEADS.npz --heads q256_l0h0,q256_l1h3 --out DIR
     python bench/cpu_compare.py --ref HEAD --before-effort default --after-effort thorough ...
+    python bench/cpu_compare.py --ref 5d20121 ... --swap-cores      # the same, the sides' cores swapped
 """
 from __future__ import annotations
 
@@ -66,11 +67,14 @@ def main(argv=None) -> int:
     add_heads_args(ap)
     ap.add_argument("--before-effort", default="default")
     ap.add_argument("--after-effort", default="default")
+    ap.add_argument("--swap-cores", action="store_true",
+                    help="run the before side on core 1 and the after side on core 0 (a control for a core's bias)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     out = Path(args.out)
     tree = extract_ref(args.ref, out / "before_tree")
-    sides = {"before": (tree, 0, args.before_effort), "after": (ROOT, 1, args.after_effort)}
+    cores = (1, 0) if args.swap_cores else (0, 1)
+    sides = {"before": (tree, cores[0], args.before_effort), "after": (ROOT, cores[1], args.after_effort)}
     procs = {s: start(t, c, args, e, out / s) for s, (t, c, e) in sides.items()}
     runs = {}
     for s, p in procs.items():
