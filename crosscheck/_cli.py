@@ -63,7 +63,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_MALFORMED, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m crosscheck") -> int:
+def build_parser(prog: str = "python -m crosscheck") -> argparse.ArgumentParser:
+    """The command line's parser (also rendered into the CLI reference of the docs)."""
     parser = _Parser(prog=prog, description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="FILE")
@@ -72,6 +73,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m crosscheck") 
                         help="output of 'python -m exact verify --json' on the same files ('-': stdin)")
     parser.add_argument("--max-work", type=int, default=MAX_WORK, metavar="UNITS",
                         help=f"work limit per file (default {MAX_WORK})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m crosscheck") -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.max_work < 1:
         parser.error("--max-work must be >= 1")

@@ -129,9 +129,10 @@ def _distinct(paths: list[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m exact") -> int:
+def build_parser(prog: str = "python -m exact") -> argparse.ArgumentParser:
+    """The command line's parser (also rendered into the CLI reference of the docs)."""
     parser = OneLineParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="re-verify bracket files")
     verify.add_argument("files", nargs="+", metavar="FILE")
@@ -141,6 +142,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m exact") -> in
                         help=f"work limit per file and worker (default {MAX_WORK}, see exact/limits.py)")
     verify.add_argument("--max-tensor-bytes", type=int, default=MAX_TENSOR_BYTES, metavar="BYTES",
                         help=f"bytes of the tensors a file's cells name, kept in memory (default {MAX_TENSOR_BYTES})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m exact") -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be >= 1")

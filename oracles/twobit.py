@@ -672,15 +672,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (also rendered into the CLI reference of the docs)."""
     parser = _Parser(prog="python -m oracles.twobit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--t", help="t in [0, 1], a rational like 3/4 or an exact decimal")
     parser.add_argument("--s", help="s in [0, 1]")
     parser.add_argument("--eps", help="eps >= 0")
     parser.add_argument("--json", action="store_true", help="print a JSON array, one object per cell")
     parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
 
     given = [v is not None for v in (args.t, args.s, args.eps)]
     try:

@@ -7,6 +7,7 @@ Exit 0 only if every selected check passes, 1 if any fails, 2 on bad usage.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -40,7 +41,8 @@ def _print_table(rows) -> None:
         print("    " + "  ".join(str(r.get(k)).rjust(widths[k]) for k in keys))
 
 
-def main(argv=None, prog: str = "python -m proofs_checks") -> int:
+def build_parser(prog: str = "python -m proofs_checks") -> argparse.ArgumentParser:
+    """The command line's parser (also rendered into the CLI reference of the docs)."""
     parser = OneLineParser(prog=prog, description=__doc__)
     parser.add_argument("--json", action="store_true", help="one JSON array on stdout")
     parser.add_argument("--only", metavar="LABEL", action="append",
@@ -50,7 +52,11 @@ def main(argv=None, prog: str = "python -m proofs_checks") -> int:
                         help="write every verified bracket file into DIR, named after its label (DIR/I.4.safetensors)")
     parser.add_argument("--thorough", action="store_true",
                         help="heavier variants (more beta values for I.4); not part of the 2-minute default run")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None, prog: str = "python -m proofs_checks") -> int:
+    args = build_parser(prog).parse_args(argv)
 
     entries = all_checks()
     if args.list:

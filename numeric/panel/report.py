@@ -338,7 +338,8 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     return Report(path, errors, s["brackets"], s["verified"])
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (also rendered into the CLI reference of the docs)."""
     p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", help="panel output directory")
     p.add_argument("--workers", type=int, default=None, help="verification processes (default: one per core)")
@@ -351,7 +352,11 @@ def main(argv=None) -> int:
     p.add_argument("--no-independent", dest="independent", action="store_false",
                    help="skip the second, independent checker (crosscheck: no code shared with exact/); by "
                         "default it re-derives every bracket and a disagreement with the exact tier exits 1")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if args.workers is not None and args.workers < 1:
         print(f"{PROG}: error: --workers must be >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
