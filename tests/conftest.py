@@ -2,7 +2,8 @@
 
 - ``exact``: the trusted tier and the independent second checker (no torch, no model).
 - ``model``: loads a model or torch (the float tier's heads, the zoo, panels).
-- ``slow``: whole pipelines (training, panels, the notebook, every appendix check, mutation runs).
+- ``slow``: whole pipelines (training, panels, the docs site with its notebook, every appendix check,
+  mutation runs).
 
 ``python -m pytest -m "not slow"`` is the quick loop; plain ``python -m pytest`` (the README's and
 CI's command) still runs everything. The file lists are checked against the tree by
@@ -26,12 +27,12 @@ MARKERS = {
 SLOW = frozenset({
     "test_train.py", "test_vit_arms.py", "test_families.py", "test_panel.py", "test_panel_resume.py",
     "test_softrank_docs.py", "test_proofs_checks.py", "test_exact_mutation.py", "test_oddmap_real.py",
-    "test_determinism.py",
+    "test_determinism.py", "test_docs_site.py",
 })
 MODEL = frozenset({
     "test_extract.py", "test_models_zoo.py", "test_train.py", "test_vit_arms.py", "test_families.py",
     "test_panel.py", "test_panel_resume.py", "test_softrank_docs.py", "test_study_features.py",
-    "test_determinism.py", "test_runtime.py",
+    "test_determinism.py", "test_runtime.py", "test_docs_site.py",
 })
 EXACT_PREFIXES = ("test_exact_", "test_crosscheck_")
 EXACT_PACKAGES = ("exact", "crosscheck")

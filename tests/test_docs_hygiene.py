@@ -8,6 +8,7 @@ included. Also here, because it is cheap: the CLI reference's generator renders 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -82,3 +83,10 @@ def test_the_cli_reference_renders_every_parser():
     for command, *_ in module.COMMANDS:
         assert f"usage: {command}" in page, command
     assert page.count("```text") == len(module.COMMANDS) + 1            # + the softrank dispatcher
+
+
+def test_the_notebook_is_stored_without_outputs():
+    """The docs build executes it; stored outputs would be stale numbers from another machine."""
+    nb = json.loads((DOCS / "examples" / "quickstart.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and not any(c.get("outputs") or c.get("execution_count") for c in code)

@@ -1,11 +1,12 @@
-"""The examples of the Python front door run: ``docs/api.md`` as a doctest and the quickstart notebook.
+"""The examples of the Python front door run: ``docs/api.md`` as a doctest.
 
-An example that rots fails here. Both use the shipped MiniLM at effort quick on short sentences.
+An example that rots fails here. They use the shipped MiniLM at effort quick on short sentences.
+The quickstart notebook (``docs/examples/quickstart.ipynb``) runs in the documentation build,
+the one place it runs in the suite; ``tests/test_docs_site.py`` checks what it shows.
 """
 from __future__ import annotations
 
 import doctest
-import os
 import re
 from pathlib import Path
 
@@ -63,21 +64,3 @@ def test_rounding_compares_only_the_numbers_it_names(tmp_path, capsys):
     result = run_doctests(doc)
     capsys.readouterr()
     assert (result.attempted, result.failed) == (3, 2)
-
-
-def test_quickstart_notebook_runs(monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    nb = nbformat.read(ROOT / "docs" / "examples" / "quickstart.ipynb", as_version=4)
-    assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code")   # stored without outputs
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT)}}).execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs if o.output_type == "execute_result")
-    assert "verified by the exact tier" in html and html.count("<tr>") == 1 + 3 * 3
-    assert any("image/png" in o.get("data", {}) for o in outputs if o.output_type == "display_data")
-    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.name == "stdout")
-    assert "9/9 cells verified on both sides" in text
