@@ -54,7 +54,10 @@ def test_no_history_in_docs():
             if path.suffix == ".ipynb":
                 text = notebook_ids_removed(text)
             bad += [f"{path.relative_to(ROOT)}:{n}: {rule}: {line}" for n, rule, line in findings(text)]
-    assert not bad, f"{len(bad)} lines of history in docs/ (move them to CHANGELOG.md):\n" + "\n".join(bad[:60])
+    files = sorted({b.split(":", 1)[0] for b in bad})
+    per_file = ", ".join(f"{f} ({sum(b.startswith(f + ':') for b in bad)})" for f in files)
+    assert not bad, (f"{len(bad)} lines of history in docs/ (move them to CHANGELOG.md): {per_file}\n"
+                     + "\n".join(bad[:60]))
 
 
 def test_each_rule_catches_its_case():
