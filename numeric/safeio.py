@@ -160,13 +160,27 @@ def _check_entry(dfd: int, name: str, path) -> None:
         raise SafeIOError(f"{escape(path)} exists and is {kind}: refusing to replace it")
 
 
-def check_target(path, *, root=None) -> None:
+def check_target(path, *, root=None, parent_exists: bool = False) -> None:
     """Refuse, before any work is done, an output path that :func:`write_bytes` would refuse. A directory
     that does not exist yet (root, or one below it) is one the write creates: nothing below it to refuse;
-    every directory that exists on the way is opened as the write opens it (no link followed below root)."""
+    every directory that exists on the way is opened as the write opens it (no link followed below root).
+    With ``parent_exists`` the file's directory must exist already (an output FILE option: a typo in its
+    directory is an error, not a directory chain to create)."""
     r, parts = _split(path, root)
     if not parts:
         raise SafeIOError(f"{escape(path)}: not a file name")
+    if parent_exists:
+        parent = Path(path).parent
+        try:
+            info = os.stat(parent)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise SafeIOError(f"{escape(path)}: its directory is a symbolic link loop") from None
+            if e.errno == errno.ENOTDIR:
+                raise SafeIOError(f"{escape(path)}: a component of {escape(parent)} is not a directory") from None
+            raise SafeIOError(f"{escape(path)}: the directory {escape(parent)} does not exist") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise SafeIOError(f"{escape(path)}: {escape(parent)} is {file_kind(info.st_mode)}, not a directory")
     if not r.exists():         # a directory the write will create
         return
     dirs = parts[:-1]

@@ -679,13 +679,14 @@ def main(argv=None) -> int:
     parser.add_argument("--s", help="s in [0, 1]")
     parser.add_argument("--eps", help="eps >= 0")
     parser.add_argument("--json", action="store_true", help="print a JSON array, one object per cell")
-    parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1)")
+    parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1) in an existing directory")
     args = parser.parse_args(argv)
 
     given = [v is not None for v in (args.t, args.s, args.eps)]
     try:
         if args.export:
-            check_target(args.export)   # refused before any work: a link, a directory, a FIFO, a device
+            # refused before any work: a link, a directory, a FIFO, a device, a directory that does not exist
+            check_target(args.export, parent_exists=True)
         if any(given) and not all(given):
             raise MalformedInput("--t, --s and --eps go together")
         if all(given):
