@@ -679,7 +679,8 @@ def main(argv=None) -> int:
     parser.add_argument("--s", help="s in [0, 1]")
     parser.add_argument("--eps", help="eps >= 0")
     parser.add_argument("--json", action="store_true", help="print a JSON array, one object per cell")
-    parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1) in an existing directory")
+    parser.add_argument("--export", metavar="FILE",
+                        help="write the cells as a bracket file (format v1) in an existing directory")
     args = parser.parse_args(argv)
 
     given = [v is not None for v in (args.t, args.s, args.eps)]

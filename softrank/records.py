@@ -221,7 +221,8 @@ def _read_source(path: Path) -> bytes:
             raise UserInputError(f"{shown} is {file_kind(info.st_mode)}, not a bracket file")
         if info.st_size > MAX_FILE_BYTES:
             raise UserInputError(f"{shown}: {info.st_size} bytes, more than the limit of {MAX_FILE_BYTES}")
-        parts, got = [], 0
+        parts: list[bytes] = []
+        got = 0
         while True:
             chunk = os.read(fd, min(1 << 24, MAX_FILE_BYTES + 1 - got))
             if not chunk:
