@@ -302,7 +302,8 @@ class SoftmaxSlacks:
         bound = fmpq(*float(self.fasts[k][ok].max()).as_integer_ratio()) if ok.any() else fmpq(0)
         for i in np.flatnonzero(~ok):
             above, value = self._row(k, int(i), slack)
-            if not above and (value is None or value > slack):          # undecided at 64 bits: once more, finer
+            # undecided at 64 bits (the ball straddles the slack): once more, finer
+            if not above and (value is None or value > slack):
                 above, value = _arb_row(self.H[i].tolist(), {k: self.A0[k][i].tolist()}, {k: slack}, PRECISE_BITS)[k]
             if above or value is None:
                 return None
