@@ -43,6 +43,7 @@ import stat
 from pathlib import Path
 
 __all__ = ["SafeIOError", "EXIT_REFUSED", "MAX_DEPTH", "write_bytes", "write_text", "make_dirs", "check_target",
+           "check_output_dir", "missing_reason",
            "read_bytes", "read_json", "snapshot", "list_dir", "file_kind", "json_depth", "escape"]
 
 #: The exit status of a command whose output or input path is refused.
@@ -193,6 +194,35 @@ def check_target(path, *, root=None, parent_exists: bool = False) -> None:
             _check_entry(fd, parts[-1], path)
     finally:
         os.close(fd)
+
+
+def check_output_dir(path) -> None:
+    """Refuse, before any work, an output directory that exists and is not a directory itself: a symbolic
+    link (to a directory or not: a link planted at ``DIR/study`` would send every output to its target),
+    a FIFO, a device or a regular file. One line (:class:`SafeIOError`)."""
+    try:
+        info = os.lstat(path)
+    except OSError:            # missing, or above it a loop: the write (or the read before it) names it
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise SafeIOError(f"{escape(path)} exists and is {file_kind(info.st_mode)}, not a directory: "
+                          "refusing to write into it")
+
+
+def missing_reason(path) -> str:
+    """Why ``path`` cannot be opened, in words: "does not exist", "is a symbolic link loop", "is a dangling
+    symbolic link" (for a message about a path that ``Path.exists`` calls missing)."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "is a symbolic link loop"
+        if os.path.islink(path):
+            return "is a dangling symbolic link"
+        if e.errno == errno.ENOTDIR:
+            return "has a path component that is not a directory"
+        return "does not exist"
+    return "exists"
 
 
 def write_bytes(path, data: bytes, *, root=None) -> Path:

@@ -269,3 +269,28 @@ def test_closed_pipe_real_entry_point(module, args, twobit_file):
     finally:
         os.close(w)
     assert (proc.returncode, proc.stderr) == (EXIT_CLOSED_PIPE, "")
+
+
+# ---- the study's output directory and its input: links refused or named -------------------------
+
+def test_study_refuses_a_link_at_its_output_directory_before_any_work(tmp_path, capsys):
+    """A link planted at DIR/study (the default output) is refused, one line, exit 2, and its target is
+    untouched; a link loop given as the panel directory is named as one."""
+    pytest.importorskip("sklearn")
+    from numeric.study.cli import main
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "study.md").write_text("keep me")
+    panel = tmp_path / "panel"
+    panel.mkdir()
+    (panel / "study").symlink_to(victim)
+    rc, err = _in_process(main, [str(panel)], capsys)
+    _check(rc, err, ExitCode.MALFORMED)
+    assert "symbolic link" in err and sorted(p.name for p in victim.iterdir()) == ["study.md"]
+    assert (victim / "study.md").read_text() == "keep me"
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    rc, err = _in_process(main, [str(loop)], capsys)
+    _check(rc, err, ExitCode.MALFORMED)
+    assert "symbolic link loop" in err

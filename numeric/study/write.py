@@ -19,7 +19,7 @@ import numpy as np
 
 from numeric.panel.table import jsonable
 from numeric.runtime import pyplot
-from numeric.safeio import check_target, make_dirs, write_bytes, write_text
+from numeric.safeio import check_output_dir, check_target, make_dirs, write_bytes, write_text
 from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
@@ -40,6 +40,7 @@ def check_outputs(out) -> None:
     """Refuse (``numeric.safeio.SafeIOError``, one line) before any work an output directory where a file the
     study would write exists and is not a regular file, or a link lies below ``out`` on its way."""
     out = Path(out)
+    check_output_dir(out)             # a link at DIR/study is refused, never followed
     for name in OUTPUTS:
         check_target(out / name, root=out)
 
@@ -216,7 +217,7 @@ def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: st
     if targets is not None:
         doc["targets"] = [{k: v for k, v in t.items() if k != "results"} | {"comparisons": _results(t["results"])}
                           for t in targets]
-    make_dirs(out, root=out)
+    make_dirs(out, root=out.parent)   # the directory itself opened without following a link
     write_text(out / "study.json", json.dumps(doc, indent=1, default=jsonable), root=out)
     preds = predictions(data, setup["folds"])
     write_text(out / "predictions.csv", _predictions_csv(data, preds), root=out)
