@@ -43,7 +43,7 @@ import stat
 from pathlib import Path
 
 __all__ = ["SafeIOError", "EXIT_REFUSED", "MAX_DEPTH", "write_bytes", "write_text", "make_dirs", "check_target",
-           "check_output_dir", "missing_reason",
+           "check_output_dir", "missing_reason", "tensor_digests",
            "read_bytes", "read_json", "snapshot", "list_dir", "file_kind", "json_depth", "escape"]
 
 #: The exit status of a command whose output or input path is refused.
@@ -331,6 +331,68 @@ def snapshot(path, dest, *, limit: int, root=None) -> str:
     finally:
         os.close(fd)
     return h.hexdigest()
+
+
+#: The JSON header of a safetensors file read by :func:`tensor_digests`, at most (the bracket format's limit).
+HEADER_BYTES = 16 * 2**20
+
+
+def _pread(fd: int, n: int, at: int, path) -> bytes:
+    """Exactly ``n`` bytes at offset ``at`` (a file cut short is a :class:`SafeIOError`)."""
+    data = os.pread(fd, n, at)
+    if len(data) != n:
+        raise SafeIOError(f"{escape(path)}: truncated file")
+    return data
+
+
+def tensor_digests(path, names, *, limit: int, root=None) -> dict:
+    """``{name: {"dtype", "shape", "sha256"}}`` of the tensors ``names`` of the safetensors file ``path``
+    (those it has), read as bracket files are read: a regular file only (see :func:`read_bytes`) of at most
+    ``limit`` bytes, the header (at most :data:`HEADER_BYTES`, JSON depth limited) first, then each named
+    tensor's bytes in chunks of 1 MiB, hashed and dropped: memory stays a few MiB whatever the file holds
+    besides. The SHA-256 is that of the tensor's bytes as stored (little-endian for F64)."""
+    fd, size = _open_regular(path, root)
+    try:
+        if size > limit:
+            raise SafeIOError(f"{escape(path)} is {size} bytes, more than the limit of {limit}")
+        if size < 8:
+            raise SafeIOError(f"{escape(path)}: not a safetensors file (no header length)")
+        n = int.from_bytes(_pread(fd, 8, 0, path), "little")
+        if n > HEADER_BYTES or 8 + n > size:
+            raise SafeIOError(f"{escape(path)}: not a safetensors file (a header of {n} bytes)")
+        try:
+            header = json.loads(_pread(fd, n, 8, path))
+            json_depth(header)
+        except (ValueError, RecursionError, MemoryError, SafeIOError) as e:
+            why = "JSON nested too deep" if isinstance(e, (RecursionError, SafeIOError)) else type(e).__name__
+            raise SafeIOError(f"{escape(path)}: not a safetensors file (header: {why})") from None
+        if not isinstance(header, dict):
+            raise SafeIOError(f"{escape(path)}: not a safetensors file (the header is not an object)")
+        out = {}
+        for name in names:
+            info = header.get(name)
+            if not isinstance(info, dict):
+                continue
+            dtype, shape, span = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+            if (not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(span, list)
+                    or len(span) != 2 or any(type(x) is not int or x < 0 for x in shape + span)
+                    or not span[0] <= span[1] <= size - 8 - n):
+                raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has a malformed entry")
+            count = 1
+            for x in shape:
+                count *= x
+            if dtype == "F64" and span[1] - span[0] != 8 * count:
+                raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has {span[1] - span[0]} bytes "
+                                  f"for shape {shape}")
+            h = hashlib.sha256()
+            for at in range(8 + n + span[0], 8 + n + span[1], _CHUNK):
+                h.update(_pread(fd, min(_CHUNK, 8 + n + span[1] - at), at, path))
+            out[name] = {"dtype": dtype, "shape": list(shape), "sha256": h.hexdigest()}
+        return out
+    except OSError as e:
+        raise _fail(path, e, "read") from None
+    finally:
+        os.close(fd)
 
 
 def json_depth(doc, limit: int = MAX_DEPTH) -> int:

@@ -426,3 +426,50 @@ def test_strings_from_the_directory_are_escaped(panel, capsys):
     text = run(capsys, panel, code=1, needle="the row says model")
     assert "\x1b" not in text and "\\x1b[2K" in text and "\\x1b[31m" in text and "\r" not in text
     assert "of brackets/\\x1b[1Averified.safetensors that no record names" in text
+
+
+# ---------------------------------------------------------------- outputs refused up front, head files streamed
+
+
+@pytest.mark.parametrize("name", ["report.md", "figures", "figures/u_over_n.png", "geometry_family.png"])
+def test_a_planted_output_is_refused_before_any_work(panel, capsys, tmp_path, monkeypatch, name):
+    """A link where an output goes is refused before the audit starts: nothing is verified, drawn or written
+    first (the old report refused report.md only after its whole run)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = panel / name
+    if target.is_dir():
+        shutil.rmtree(target)
+    target.parent.mkdir(exist_ok=True)
+    target.symlink_to(outside if name == "figures" else outside / "x")
+
+    def no_work(*a, **kw):
+        raise AssertionError("the audit started")
+    monkeypatch.setattr("numeric.panel.report.audit", no_work)
+    run(capsys, panel, code=2, needle="symbolic link")
+    assert not list(outside.iterdir())
+
+
+def test_head_files_are_streamed_not_read_whole(tmp_path):
+    """A head file padded with a 32 MiB tensor: its two tensors are hashed in chunks, so the read holds a few
+    MiB (the old reader held the whole file and a copy of each tensor); the digests are those of the arrays."""
+    import hashlib
+    import tracemalloc
+
+    from safetensors.numpy import save_file
+
+    logits, matrix = np.arange(16.0).reshape(4, 4), np.full((4, 4), 0.25)
+    (tmp_path / "heads").mkdir()
+    save_file({"logits": logits, "matrix": matrix, "pad": np.zeros((2048, 2048))},
+              str(tmp_path / "heads" / f"{KEY}.safetensors"))
+    tracemalloc.start()
+    try:
+        got = audit_mod._head(tmp_path, KEY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == {"logits": hashlib.sha256(logits.astype("<f8").tobytes()).hexdigest(),
+                   "matrix": hashlib.sha256(matrix.astype("<f8").tobytes()).hexdigest()}
+    assert peak < 4 * 2**20, peak
+    save_file({"logits": logits.astype(np.float32), "matrix": matrix}, str(tmp_path / "heads" / f"{KEY}.safetensors"))
+    assert "no 2-D float64 'logits'" in audit_mod._head(tmp_path, KEY)["error"]       # negative control

@@ -48,7 +48,6 @@ from types import SimpleNamespace
 from numeric.panel.provenance import RUN_BYTES, CellProvenance, CodeVersion, PanelRun
 from numeric.panel.schema import PanelRow, SchemaError, check_record, check_run, record_key_ok
 import numpy as np
-from safetensors.numpy import load
 
 import crosscheck
 from exact.bracketfile import read_bracket_file
@@ -57,7 +56,7 @@ from numeric.panel import vcache
 from numeric.panel.cell import family_label
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
 from numeric.panel.vcache import result_of
-from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json, snapshot
+from numeric.safeio import SafeIOError, escape, list_dir, read_json, snapshot, tensor_digests
 from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
 __all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
@@ -213,19 +212,17 @@ def _sha256(arr) -> str:
 def _head(out: Path, key: str) -> dict:
     """``{"logits": sha256, "matrix": sha256}`` of ``heads/<key>.safetensors``, or ``{"error": message}``."""
     path = out / HEADS_DIR / f"{key}.safetensors"
-    try:
-        tensors = load(read_bytes(path, limit=HEAD_BYTES, root=out))
-    except SafeIOError as e:
+    try:        # streamed as bracket files are: the header first, then the two tensors hashed in chunks
+        tensors = tensor_digests(path, ("logits", "matrix"), limit=HEAD_BYTES, root=out)
+    except SafeIOError as e:    # a malformed head file is an error of its rows
         return {"error": str(e)}
-    except Exception as e:  # a malformed head file is an error of its rows
-        return {"error": f"{HEADS_DIR}/{key}.safetensors is not a safetensors file ({type(e).__name__})"}
     out_ = {}
     for name in ("logits", "matrix"):
         a = tensors.get(name)
-        if a is None or a.ndim != 2 or a.dtype.kind != "f" or a.dtype.itemsize != 8:
+        if a is None or len(a["shape"]) != 2 or a["dtype"] != "F64":
             return {"error": f"{HEADS_DIR}/{key}.safetensors has no 2-D float64 {name!r} tensor (a head file written "
                              "before the panel's trust model has no matrix: re-run the panel)"}
-        out_[name] = _sha256(a)
+        out_[name] = a["sha256"]
     return out_
 
 

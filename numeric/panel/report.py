@@ -45,7 +45,7 @@ from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
-from numeric.safeio import SafeIOError, escape, list_dir, write_text
+from numeric.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
 
 __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
 
@@ -297,6 +297,16 @@ def _heads(checked) -> list:
     return L + [""]
 
 
+def _check_outputs(out: Path) -> None:
+    """Refuse (``SafeIOError``, exit 2) what the writes would refuse, before any work: ``report.md``, the
+    ``figures`` directory, and every PNG already in DIR or DIR/figures, when one is not a regular file."""
+    check_target(out / "report.md", root=out)
+    check_output_dir(out / "figures")
+    for folder in (out, out / "figures"):
+        for name in list_dir(folder, root=out, suffix=".png"):
+            check_target(folder / name, root=out)
+
+
 def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False,
                  independent: bool = True) -> Report:
     """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the identification gate's
@@ -316,6 +326,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
         raise ReportError(f"{escape(out)} is not a panel directory (no {CELLS_DIR}/ in it)")
     if not cells and not files:
         raise ReportError(f"{escape(out)} has no finished cells")
+    _check_outputs(out)         # a link, FIFO, device or directory where an output goes: refused before any work
     checked = audit(out, workers, reverify=not trust_records, independent=independent)
     s = summarise(checked.rows)
     errors = list(checked.errors) + integrity_errors(s)
