@@ -275,7 +275,7 @@ def test_row_pointed_at_another_heads_cell(panel, capsys):
 
 def test_head_file_replaced_or_missing(panel, capsys):
     shutil.copy(panel / "heads" / "L0H1_s00.safetensors", panel / "heads" / f"{KEY}.safetensors")
-    run(capsys, panel, code=1, needle="hold the same logits")
+    run(capsys, panel, code=1, needle="hold the same head")
     (panel / "heads" / f"{KEY}.safetensors").unlink()
     run(capsys, panel, code=1, needle=f"heads/{KEY}.safetensors is missing")
 
