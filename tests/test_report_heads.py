@@ -174,7 +174,8 @@ def test_distinct_heads_are_not_duplicates(panel, capsys):
 
 
 def dropped_row(**kw) -> dict:
-    r = row(1, 5, 0, "1/4", None, None, status="dropped_mass", mass=0.01, min_mass=0.01, local_mass=0.2)
+    r = row(1, 5, 0, "1/4", None, None, status="dropped_mass", mass=0.01, min_mass=0.01, local_mass=0.2,
+            cell_kind="full")
     for k in ("cell_id", "file", "L", "U", "n_rows", "n_cols", "lower_witness", "upper_witness", "verified",
               "lower_verified", "upper_verified", "attack_run", "attack_success", "direct_checked", "direct_passed",
               "hf_max_abs_diff", "seconds", "slack"):

@@ -415,6 +415,15 @@ def test_malformed_records_of_the_exact_pass_are_not_read(panel, capsys, result)
 # ---------------------------------------------------------------- finding 15: output a file cannot forge
 
 
+def _head_file(path, prov) -> None:
+    """A head file whose provenance is ``prov`` (a dropped row counts only with one)."""
+    from safetensors.numpy import save_file
+
+    logits = np.random.default_rng(9).standard_normal((3, 3))
+    matrix = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    save_file({"logits": logits, "matrix": matrix}, str(path), metadata={"provenance": json.dumps(prov)})
+
+
 def test_strings_from_the_directory_are_escaped(panel, capsys):
     p, doc = record(panel)
     doc["rows"][0]["model"] = "m\x1b[2K\rverified\n| x |"
@@ -423,6 +432,8 @@ def test_strings_from_the_directory_are_escaped(panel, capsys):
     shutil.copy(panel / BR, fake)
     dropped = dict(doc["rows"][1], model="x\x1b[31m", source="s|\n", status="dropped_mass", layer=9, head=9)
     (panel / "cells" / "L9H9_s00.json").write_text(json.dumps({"signature": doc["signature"], "rows": [dropped]}))
+    _head_file(panel / "heads" / "L9H9_s00.safetensors", {k: dropped.get(k) for k in (
+        "model", "family", "cell_kind", "layer", "head", "source", "mass", "min_mass", "local_mass")})
     text = run(capsys, panel, code=1, needle="the row says model")
     assert "\x1b" not in text and "\\x1b[2K" in text and "\\x1b[31m" in text and "\r" not in text
     assert "of brackets/\\x1b[1Averified.safetensors that no record names" in text

@@ -358,7 +358,7 @@ def bind_dropped(key: str, r: PanelRow, head: dict, run: PanelRun | None) -> str
     for k, v in expected.items():
         if r.column(k) != v:
             return f"the row says {k} = {r.column(k)!r}, its head file's provenance {v!r}"
-    if run is not None and r.effort != run.effort:
+    if run is not None and r.effort is not None and r.effort != run.effort:
         return f"the row says effort = {r.effort!r}, panel.json {run.effort!r}"
     return None
 
