@@ -186,7 +186,7 @@ def head_delta(stored: np.ndarray, logits: np.ndarray, matrix: np.ndarray) -> Fr
 class HeadCheck:
     """One head file against its model: ``status`` is ``bound`` (identical bytes), ``transferred`` (within
     the tolerance; ``transfers`` per bracket), ``differs`` (beyond it) or ``unavailable`` (not re-extracted:
-    ``note`` says why); ``seconds``: this head's share of its forward pass and comparison."""
+    ``note`` says why); ``seconds``: this head's share of rebuilding its source and of the forward pass."""
 
     key: str
     status: str
@@ -206,6 +206,8 @@ class HeadCheck:
         """The report's error line for a head that is not bound, or None."""
         if self.ok:
             return None
+        if self.status == "differs" and self.delta is None:
+            return f"heads/{self.key}.safetensors is not the model's head: re-extracted from {self.model}: {self.note}"
         if self.status == "differs":
             return (f"heads/{self.key}.safetensors is not the model's head: re-extracted from {self.model}, it "
                     f"differs by delta = {float(self.delta or 0):.3g} > {self.tolerance} "

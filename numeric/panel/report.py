@@ -346,8 +346,9 @@ def _rebound(checks) -> list:
          "| head file | model | result | delta | brackets for the model's head | s |", "|---|---|---|---:|---|---:|"]
     for c in checks:
         delta = "-" if c.delta is None else ("0" if c.delta == 0 else f"{float(c.delta):.3g}")
-        what = "; ".join(t.text() for t in c.transfers) if c.status == "transferred" else (
-            "the brackets above" if c.status == "bound" else md(c.note, ERROR_LINE))
+        moved = "; ".join(t.text() for t in c.transfers)
+        what = {"bound": "the brackets above", "transferred": moved}.get(
+            c.status, "; ".join(x for x in (moved, md(c.note, ERROR_LINE)) if x) or "-")
         L.append(f"| {md(c.key)} | {md(c.model or '-')} | {c.status} | {delta} | {what} | {c.seconds:.2f} |")
     return L + [""]
 
