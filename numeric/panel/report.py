@@ -43,6 +43,7 @@ import crosscheck
 from numeric.panel.audit import HEAD_BYTES, audit, head_arrays, run_summary
 from numeric.panel.binding import HEAD_TOLERANCE, HeadFile, check_heads, head_provenance
 from numeric.panel.figures import CAPTIONS, plot_all
+from numeric.panel.provenance import source_digest
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
 from numeric.panel.schema import PanelRow
@@ -332,17 +333,23 @@ def _heads(checked) -> list:
     return L + [""]
 
 
-def _rebound(checks) -> list:
+def _rebound(checks, run) -> list:
     """The section of ``--check-heads``: each head file against its model (``numeric.panel.binding``)."""
     if checks is None:
         return []
+    theirs = str((run_summary(run)["code"].get("source_sha256") or "unknown"))
+    mine = source_digest()
+    code = (f"The panel's extracting code (`panel.json`: sources sha256 {md(theirs[:DIGEST_CHARS])}) is "
+            + ("this machine's." if theirs == mine else
+               f"not this machine's (sources sha256 {mine[:DIGEST_CHARS]}): a difference may come from the code."))
     L = ["## Heads re-extracted\n",
          "Each head extracted again from its model on this machine and compared with `heads/<key>.safetensors`. "
          "bound: identical logits and matrix bytes. transferred: delta >= ||A' - A0||_row1 (A0 the stored float64 "
          "matrix, A' the exact softmax of the re-extracted logits: the row-l1 distance of the two float64 "
          "matrices computed exactly plus the exact tier's proved slack of the new one), and each certified "
          "bracket moved to A' by the triangle inequality (docs/panel.md, trust model): r_(eps+delta)(A') <= U, "
-         "and r_(eps-delta)(A') >= L when eps > delta. Seconds: the head's share of its source's forward pass.\n",
+         "and r_(eps-delta)(A') >= L when eps > delta. Seconds: the head's share of its source's forward pass. "
+         + code + "\n",
          "| head file | model | result | delta | brackets for the model's head | s |", "|---|---|---|---:|---|---:|"]
     for c in checks:
         delta = "-" if c.delta is None else ("0" if c.delta == 0 else f"{float(c.delta):.3g}")
@@ -400,7 +407,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     L = _header([_shown(r) for r in checked.rows], shown, checked.run, checked)
     L[1:1] = [_trust_line(checked, trust_records), _heads_line(checks)]
     L += _integrity(shown, [md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
-    L += _rebound(checks) + _tables(shown) + families
+    L += _rebound(checks, checked.run) + _tables(shown) + families
     L += _figures_and_drops(shown, out)
     section = _geometry_section(shown["verified_rows"], out)
     if section:
