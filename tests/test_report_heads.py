@@ -224,7 +224,7 @@ def test_relabelled_effort_is_refused_not_printed(panel, capsys):
         p.write_text(json.dumps(doc))
     rc, err, text = report(panel, capsys)
     assert rc == 1
-    header = "\n".join(text.splitlines()[:8])
+    header = next(line for line in text.splitlines() if line.startswith("Produced with"))
     assert "effort preset `thorough`" not in header and "effort preset REFUSED (panel.json says `thorough`" in header
 
 
