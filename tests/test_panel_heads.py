@@ -3,6 +3,7 @@ re-extracted from the model here is byte-identical (bound); a capture moved by a
 with its delta printed; moved by more, or from other weights, it is an error (exit 1). numeric.panel.binding."""
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -106,3 +107,38 @@ def test_a_head_that_moved_is_transferred_or_refused(panel, capsys, monkeypatch,
         assert "r_(eps+delta)(A') <=" in section and "r_(eps-delta)(A') >=" in section
     else:
         assert rc == 1 and err.count("is not the model's head") == 2, err
+
+
+def test_two_heads_swapped_consistently(panel, capsys):
+    """The attack the audit cannot see: heads 0.0 and 0.1 swap their head files and bracket files, with every
+    id and label rewritten to match (the report without --check-heads exits 0); re-extracted from the model,
+    neither is the head its row names."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    _, out = panel
+    files = {}
+    for h in (0, 1):
+        path = out / "brackets" / f"L0H{h}_s00.safetensors"
+        with safe_open(str(path), "np") as f:
+            files[h] = (json.loads(f.metadata()["softrank"]), load_file(str(path)),
+                        (out / "heads" / f"L0H{h}_s00.safetensors").read_bytes())
+    for h in (0, 1):
+        meta, tensors, head = files[1 - h]
+        for cell in meta["cells"]:
+            cell["id"] = cell["id"].replace(f"L0H{1 - h}_", f"L0H{h}_")
+            cell["provenance"]["head"] = h
+        save_file(tensors, str(out / "brackets" / f"L0H{h}_s00.safetensors"), metadata={"softrank": json.dumps(meta)})
+        (out / "heads" / f"L0H{h}_s00.safetensors").write_bytes(head)
+    for h in (0, 1):
+        rec = json.loads((out / "cells" / f"L0H{1 - h}_s00.json").read_text())
+        for r in rec["rows"]:
+            r.update(head=h, cell_id=r["cell_id"].replace(f"L0H{1 - h}_", f"L0H{h}_"),
+                     file=f"brackets/L0H{h}_s00.safetensors")
+        files[h] = files[h] + (rec,)
+    for h in (0, 1):
+        (out / "cells" / f"L0H{h}_s00.json").write_text(json.dumps(files[h][3]))
+    assert report_main([str(out), "--workers", "1", "--no-independent"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    rc, err, _ = report(out, capsys)
+    assert rc == 1 and err.count("is not the model's head") == 2, err
