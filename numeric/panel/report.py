@@ -333,7 +333,7 @@ def _heads(checked) -> list:
     return L + [""]
 
 
-def _rebound(checks, run) -> list:
+def _rebound(checks, run, tolerance: Fraction = HEAD_TOLERANCE) -> list:
     """The section of ``--check-heads``: each head file against its model (``numeric.panel.binding``)."""
     if checks is None:
         return []
@@ -348,8 +348,9 @@ def _rebound(checks, run) -> list:
          "matrix, A' the exact softmax of the re-extracted logits: the row-l1 distance of the two float64 "
          "matrices computed exactly plus the exact tier's proved slack of the new one), and each certified "
          "bracket moved to A' by the triangle inequality (docs/panel.md, trust model): r_(eps+delta)(A') <= U, "
-         "and r_(eps-delta)(A') >= L when eps > delta. Seconds: the head's share of its source's forward pass. "
-         + code + "\n",
+         f"and r_(eps-delta)(A') >= L when eps > delta. A delta above the tolerance {tolerance} "
+         "(`--head-tolerance`) is an error (differs), as is a head not re-extracted. Seconds: the head's share of "
+         "its source's forward pass. " + code + "\n",
          "| head file | model | result | delta | brackets for the model's head | s |", "|---|---|---|---:|---|---:|"]
     for c in checks:
         delta = "-" if c.delta is None else ("0" if c.delta == 0 else f"{float(c.delta):.3g}")
@@ -407,7 +408,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     L = _header([_shown(r) for r in checked.rows], shown, checked.run, checked)
     L[1:1] = [_trust_line(checked, trust_records), _heads_line(checks)]
     L += _integrity(shown, [md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
-    L += _rebound(checks, checked.run) + _tables(shown) + families
+    L += _rebound(checks, checked.run, tolerance) + _tables(shown) + families
     L += _figures_and_drops(shown, out)
     section = _geometry_section(shown["verified_rows"], out)
     if section:
