@@ -1,6 +1,6 @@
 """Re-verify a panel directory and write its Markdown report (paper section 6, Appendix L).
 
-  python -m numeric report DIR [--trust-records] [--no-independent]
+  python -m numeric report DIR [--trust-records] [--no-independent] [--check-heads]
 
 A panel directory is untrusted input (the trust model of ``docs/panel.md``). Every
 bracket file under ``DIR/brackets`` is re-verified by the exact tier
@@ -25,7 +25,13 @@ Exit 2 when DIR is not a panel directory, holds no cells, or an output
 (``numeric.safeio.escape``). By default every bracket is also re-derived by
 the second checker (``crosscheck``, which shares no code with ``exact/``);
 the report states how many brackets each checker verified, and a
-disagreement is an error (exit 1); ``--no-independent`` skips it.
+disagreement is an error (exit 1); ``--no-independent`` skips it. The brackets
+are about the head files in ``DIR/heads``; ``--check-heads`` extracts every head
+again from its model on this machine (``numeric.panel.binding``): identical
+bytes bind it, a head that moved within ``--head-tolerance`` gets its brackets
+transferred (the row-l1 triangle inequality, printed with its delta), and a head
+not re-extracted or beyond the tolerance is an error; without it the report's
+first lines say the heads were not re-extracted.
 """
 from __future__ import annotations
 
