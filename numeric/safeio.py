@@ -43,7 +43,7 @@ import stat
 from pathlib import Path
 
 __all__ = ["SafeIOError", "EXIT_REFUSED", "MAX_DEPTH", "write_bytes", "write_text", "make_dirs", "check_target",
-           "check_output_dir", "missing_reason", "tensor_digests",
+           "check_output_dir", "missing_reason", "tensor_digests", "read_f64_tensors",
            "read_bytes", "read_json", "snapshot", "list_dir", "file_kind", "json_depth", "escape"]
 
 #: The exit status of a command whose output or input path is refused.
@@ -345,6 +345,44 @@ def _pread(fd: int, n: int, at: int, path) -> bytes:
     return data
 
 
+def _tensor_spans(fd: int, size: int, path, names, limit: int) -> tuple[dict, dict]:
+    """The parsed header of a safetensors file and ``{name: (dtype, shape, start, stop)}`` (absolute byte
+    offsets) of the tensors ``names`` it has, each entry checked against the file's size."""
+    if size > limit:
+        raise SafeIOError(f"{escape(path)} is {size} bytes, more than the limit of {limit}")
+    if size < 8:
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (no header length)")
+    n = int.from_bytes(_pread(fd, 8, 0, path), "little")
+    if n > HEADER_BYTES or 8 + n > size:
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (a header of {n} bytes)")
+    try:
+        header = json.loads(_pread(fd, n, 8, path))
+        json_depth(header)
+    except (ValueError, RecursionError, MemoryError, SafeIOError) as e:
+        why = "JSON nested too deep" if isinstance(e, (RecursionError, SafeIOError)) else type(e).__name__
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (header: {why})") from None
+    if not isinstance(header, dict):
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (the header is not an object)")
+    spans = {}
+    for name in names:
+        info = header.get(name)
+        if not isinstance(info, dict):
+            continue
+        dtype, shape, span = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if (not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(span, list)
+                or len(span) != 2 or any(type(x) is not int or x < 0 for x in shape + span)
+                or not span[0] <= span[1] <= size - 8 - n):
+            raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has a malformed entry")
+        count = 1
+        for x in shape:
+            count *= x
+        if dtype == "F64" and span[1] - span[0] != 8 * count:
+            raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has {span[1] - span[0]} bytes "
+                              f"for shape {shape}")
+        spans[name] = (dtype, list(shape), 8 + n + span[0], 8 + n + span[1])
+    return header, spans
+
+
 def tensor_digests(path, names, *, limit: int, root=None) -> dict:
     """``{name: {"dtype", "shape", "sha256"}}`` of the tensors ``names`` of the safetensors file ``path``
     (those it has), read as bracket files are read: a regular file only (see :func:`read_bytes`) of at most
@@ -353,42 +391,32 @@ def tensor_digests(path, names, *, limit: int, root=None) -> dict:
     besides. The SHA-256 is that of the tensor's bytes as stored (little-endian for F64)."""
     fd, size = _open_regular(path, root)
     try:
-        if size > limit:
-            raise SafeIOError(f"{escape(path)} is {size} bytes, more than the limit of {limit}")
-        if size < 8:
-            raise SafeIOError(f"{escape(path)}: not a safetensors file (no header length)")
-        n = int.from_bytes(_pread(fd, 8, 0, path), "little")
-        if n > HEADER_BYTES or 8 + n > size:
-            raise SafeIOError(f"{escape(path)}: not a safetensors file (a header of {n} bytes)")
-        try:
-            header = json.loads(_pread(fd, n, 8, path))
-            json_depth(header)
-        except (ValueError, RecursionError, MemoryError, SafeIOError) as e:
-            why = "JSON nested too deep" if isinstance(e, (RecursionError, SafeIOError)) else type(e).__name__
-            raise SafeIOError(f"{escape(path)}: not a safetensors file (header: {why})") from None
-        if not isinstance(header, dict):
-            raise SafeIOError(f"{escape(path)}: not a safetensors file (the header is not an object)")
+        _, spans = _tensor_spans(fd, size, path, names, limit)
         out = {}
-        for name in names:
-            info = header.get(name)
-            if not isinstance(info, dict):
-                continue
-            dtype, shape, span = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-            if (not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(span, list)
-                    or len(span) != 2 or any(type(x) is not int or x < 0 for x in shape + span)
-                    or not span[0] <= span[1] <= size - 8 - n):
-                raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has a malformed entry")
-            count = 1
-            for x in shape:
-                count *= x
-            if dtype == "F64" and span[1] - span[0] != 8 * count:
-                raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has {span[1] - span[0]} bytes "
-                                  f"for shape {shape}")
+        for name, (dtype, shape, lo, hi) in spans.items():
             h = hashlib.sha256()
-            for at in range(8 + n + span[0], 8 + n + span[1], _CHUNK):
-                h.update(_pread(fd, min(_CHUNK, 8 + n + span[1] - at), at, path))
-            out[name] = {"dtype": dtype, "shape": list(shape), "sha256": h.hexdigest()}
+            for at in range(lo, hi, _CHUNK):
+                h.update(_pread(fd, min(_CHUNK, hi - at), at, path))
+            out[name] = {"dtype": dtype, "shape": shape, "sha256": h.hexdigest()}
         return out
+    except OSError as e:
+        raise _fail(path, e, "read") from None
+    finally:
+        os.close(fd)
+
+
+def read_f64_tensors(path, names, *, limit: int, root=None) -> tuple[dict, dict]:
+    """The header of the safetensors file ``path`` and ``{name: bytes}`` of those of the tensors ``names``
+    that it stores as F64 (little-endian), read as :func:`tensor_digests` reads: only these tensors' bytes
+    are held, whatever else the file holds."""
+    fd, size = _open_regular(path, root)
+    try:
+        header, spans = _tensor_spans(fd, size, path, names, limit)
+        out = {}
+        for name, (dtype, shape, lo, hi) in spans.items():
+            if dtype == "F64":
+                out[name] = (shape, _pread(fd, hi - lo, lo, path))
+        return header, out
     except OSError as e:
         raise _fail(path, e, "read") from None
     finally:

@@ -116,9 +116,15 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
     s = doc["setup"]
     boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
             else "secondary bootstrap off; ")
+    trusted = bool(s.get("trusted_records"))
     head = [f"# Held-out study of {s['panel']}", "",
             f"`{doc['command']}`", "",
-            f"Target {s['target']} at eps {s['eps']}: {s['cells']} verified cells, {s['sources']} sources, "
+            *(["**Trusted records** (`--trust-records`): the exact pass of the panel's bracket files was read "
+               "from the records in `verified/`, not run for this study, and no second checker ran; anyone who "
+               "can write the panel directory can forge those records, so the targets below are the records' "
+               "claims.", ""] if trusted else []),
+            f"Target {s['target']} at eps {s['eps']}: {s['cells']} "
+            f"{'cells (their exact pass read from records)' if trusted else 'verified cells'}, {s['sources']} sources, "
             f"{s['heads']} heads, families {', '.join(s['families'])}. Ridge (penalty by inner leave-one-out "
             f"CV), {s['folds']}-fold source cross-fitting. 95% intervals on the point fit's paired held-out "
             f"losses: cluster-robust (sources; heads and sources for leave one head out) averaged with a "
