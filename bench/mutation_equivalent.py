@@ -80,6 +80,13 @@ EQUIVALENT = {
         "at t <= _DEAD the clamped exp is below 2^-1074, so v (1 - delta) - TINY < 0 and lo is 0 whether live or not",
     ("slack.py", "live = t >= _DEAD", ">=", '>'):
         "at t <= _DEAD the clamped exp is below 2^-1074, so v (1 - delta) - TINY < 0 and lo is 0 whether live or not",
+    **{("slack.py", "if not above and (value is None or value > slack):", old, new): why for old, new, why in (
+        ("is", "is not", "value is None is not reached (after the shift Z >= 1 and every ball is finite); the mutant "
+                         "encloses every row the float bound left again at 256 bits: same verdict, cost only"),
+        (">", "!=", "same verdict, cost only: a row 64 bits proved is enclosed again at 256 bits, a ball inside "
+                    "[distance, 64-bit bound] up to 2^-250"),
+        (">", ">=", "same verdict, cost only: a row whose 64-bit bound is the slack itself is enclosed again, "
+                    "finer"))},
     ("slack.py", "if exponent >= 0:", ">=", ">"):
         "at exponent 0 both branches give fmpq(mantissa)",
     ("norms.py", "nonzero = np.abs(block[block != 0])", "!=", "=="):

@@ -1,4 +1,4 @@
-from ._cli import main
+from ._cli import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

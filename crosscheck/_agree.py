@@ -104,11 +104,27 @@ def agreement(path: str | os.PathLike[str], exact: object, max_work: int = MAX_W
             if c.get(name) != side.rank:
                 lines.append(f"{show(cid)}: {name} rank {show(c.get(name))} for the exact tier, {side.rank} here")
             if bool(c.get(f"{name}_verified")) != side.verified:
-                theirs_says = "verified" if c.get(f"{name}_verified") else "not verified"
-                lines.append(f"{show(cid)}: {name} side {side.kind} rank {side.rank}: exact tier {theirs_says}, "
-                             f"second checker {side.status.value}" + (f" ({side.reason})" if side.reason else ""))
+                lines.append(f"{show(cid)}: {name} side {side.kind} rank {side.rank}: "
+                             f"{_exact_says(c, name)}, {_second_says(side)}")
     mine_ok = sum(r.verified for r in results)
     return Agreement(path, len(results), exact_ok, mine_ok, tuple(lines), None, their_error)
+
+
+def _exact_says(cell: dict[str, Any], name: str) -> str:
+    """The exact tier's verdict on one side in words: verified, not decided (an enclosure that neither
+    proves nor disproves: the exact tier's reasons say "not proved"), or refuted; with its reason."""
+    if cell.get(f"{name}_verified"):
+        return "verified by the exact tier"
+    why = str(cell.get(f"{name}_reason") or "")
+    said = "not decided by the exact tier" if "not proved" in why else "refuted by the exact tier"
+    return said + (f" ({show(why, 120)[1:-1]})" if why else "")
+
+
+def _second_says(side: Any) -> str:
+    """This checker's verdict on one side in words (refuted and not decided kept apart, with the reason)."""
+    said = {"verified": "verified by the second checker", "refuted": "refuted by the second checker",
+            "not checked": "not decided by the second checker"}[side.status.value]
+    return said + (f" ({side.reason})" if side.reason else "")
 
 
 def _one(task: tuple[str, object, int]) -> Agreement:

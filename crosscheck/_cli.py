@@ -9,23 +9,26 @@ reports every disagreement between the two checkers.
 Exit status: 0 every side of every cell verified (and, with --compare, no
 disagreement); 1 a side not verified, or any disagreement; 2 a file refused
 (unreadable, malformed, past a limit; one line on stderr each) or no cell
-judged. A disagreement outranks a refused file: it exits 1.
+judged. A disagreement outranks a refused file: it exits 1. When the reader
+of stdout closes it (``| head -1``) the run ends quietly with 141, the status
+of a writer killed by SIGPIPE.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ._agree import Agreement, agreement, summary
-from ._errors import EXIT_MALFORMED, EXIT_OK, EXIT_REFUTED, Malformed
+from ._errors import EXIT_CLOSED_PIPE, EXIT_MALFORMED, EXIT_OK, EXIT_REFUTED, Malformed
 from ._limits import MAX_WORK
 from ._results import CellResult, SideResult
 from ._verify import verify_file
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 
 def _clean(value: object) -> str:
@@ -147,3 +150,25 @@ def _table(cells: list[CellResult], refused: int, totals: dict[str, Any] | None)
               f"{len(totals['disagreements'])} disagreement(s)")
         for line in totals["disagreements"]:
             print(_clean(f"  DISAGREE {line}"))
+
+
+def run(argv: Sequence[str] | None = None) -> NoReturn:
+    """Entry point of ``python -m crosscheck``: exit with ``main``'s status; a closed stdout ends quietly with
+    ``EXIT_CLOSED_PIPE`` (this checker's own copy of ``exact.errors.run_command``, a test keeps them alike)."""
+    try:
+        try:
+            code: object = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = EXIT_CLOSED_PIPE
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, sys.stdout.fileno())
+            finally:
+                os.close(null)
+        except (AttributeError, OSError, ValueError):
+            pass
+    raise SystemExit(code)

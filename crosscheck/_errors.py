@@ -6,11 +6,13 @@ A false claim is never an exception: it is a refuted side.
 """
 
 __all__ = ["CrosscheckError", "Malformed", "LimitReached", "EXIT_OK", "EXIT_REFUTED", "EXIT_MALFORMED",
-           "EXIT_STOPPED"]
+           "EXIT_STOPPED", "EXIT_CLOSED_PIPE"]
 
 #: Exit codes: the values of ``exact.errors.ExitCode``, restated here so that the second checker
 #: imports nothing from the exact tier (``tests/test_cli_errors.py`` asserts they agree).
 EXIT_OK, EXIT_REFUTED, EXIT_MALFORMED, EXIT_STOPPED = 0, 1, 2, 130
+#: A closed stdout (``python -m crosscheck FILE | head -1``): 128 + SIGPIPE, as ``exact.errors.EXIT_CLOSED_PIPE``.
+EXIT_CLOSED_PIPE = 141
 
 
 class CrosscheckError(ValueError):

@@ -25,7 +25,6 @@ from array import array
 from dataclasses import dataclass, field
 from fractions import Fraction
 from collections.abc import Iterable
-from itertools import accumulate
 from typing import Any, BinaryIO, NoReturn
 
 from ._errors import LimitReached, Malformed
@@ -89,19 +88,41 @@ _Table = dict[str, tuple[tuple[int, int], int, int]]
 
 
 # ------------------------------------------------------------------ JSON
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', flags=re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+#: A string without escapes, or one bracket: what the depth scan steps over (one match each).
+_TOKEN = re.compile(r'"[^"]*"|[\[\]{}]')
 
 
-def _depth(text: str) -> int:
-    """The nesting depth of JSON text (exact for valid JSON: its strings are cut out first).
+def _depth(text: str, stop: int | None = None) -> int:
+    r"""The nesting depth of JSON text (exact for valid JSON), in time and memory linear in its length;
+    with ``stop``, the scan ends as soon as the depth passes it (the value returned is then ``stop + 1``),
+    and a text with at most ``stop`` opening brackets is not scanned (the value is then at most ``stop``).
 
-    >>> _depth('{"a": [1, {"b": "]]]{{"}], "c": []}')
+    Escapes are removed first (an escaped backslash, then an escaped quote: inside a JSON string a
+    backslash always starts an escape, so pairing the backslashes of a run left to right is the parser's
+    reading); a string is then a quote, no quote, a quote, which one pattern step skips whatever its
+    length. Invalid JSON gets some depth; the parser then refuses it.
+
+    >>> _depth('{"a": [1, {"b": "]]]{{\"\\"}], "c": []}')
     3
+    >>> _depth("[" * 1000, stop=5)
+    6
     """
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    if stop is not None and text.count("[") + text.count("{") <= stop:
+        return min(text.count("[") + text.count("{"), stop)  # cannot pass stop: no scan (a bound, not the depth)
+    if "\\" in text:
+        text = text.replace("\\\\", "").replace('\\"', "")
+    depth = deepest = 0
+    for match in _TOKEN.finditer(text):
+        c = text[match.start()]
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if stop is not None and deepest > stop:
+                    return deepest
+        elif c == "]" or c == "}":
+            depth -= 1
+    return deepest
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -117,11 +138,20 @@ def _constant(name: str) -> NoReturn:
     raise Malformed(f"JSON literal {name} is not allowed")
 
 
+def _float(text: str) -> float:
+    """A JSON number with a fraction or exponent; one beyond float range (``1e400``, which would read as
+    infinity) is refused wherever it is, provenance included (docs/bracket-format.md section 1)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise Malformed(f"JSON number {show(text, 40)} is beyond float range")
+    return value
+
+
 def _json(text: str, what: str) -> Any:
-    if _depth(text) > MAX_JSON_DEPTH:
+    if _depth(text, stop=MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise LimitReached(f"{what} nests deeper than {MAX_JSON_DEPTH}")
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
     except Malformed:
         raise
     except (ValueError, RecursionError) as exc:

@@ -280,7 +280,7 @@ def _cell(f: _File, c: Cell) -> CellResult:
             assert slack is not None                  # the reader reads logits and slack together
             bound = proof.bound(slack)
             if bound > slack:
-                failure = "target slack not proved"
+                failure = f"target slack not proved (the proved bound is {float(bound - slack):.3e} above it)"
     alpha = slack or 0
 
     def judge(table: dict[str, _Check], side: Side, eps: Fraction) -> SideResult:

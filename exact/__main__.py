@@ -1,4 +1,5 @@
 from .cli import main
+from .errors import run_command
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_command(main)

@@ -15,7 +15,8 @@ prints one JSON object whose strings are exact (JSON escapes). A file named
 twice (by any path to it) is judged once.
 
 With ``--workers N`` a file's cells are dealt out to at most N processes
-(never more than there are tasks); each worker checks that the file's header
+(never more than there are tasks, nor than the cores this process may run
+on: a larger N is capped, with a note on stderr); each worker checks that the file's header
 and cell count are those the parent counted, and every worker of a file
 must have read the same bytes (SHA-256), else the file is refused: a file
 replaced during the run is never judged in parts of two versions.
@@ -112,6 +113,14 @@ def _run(tasks: list[_Task], workers: int) -> list[_Outcome]:
     return outcomes
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the system tells it), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def _distinct(paths: list[str]) -> list[str]:
     """The paths, each file once (the first path that names it): files are told apart by device and
     inode, paths that cannot be read by their text (they are refused with their own message)."""
@@ -155,6 +164,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m exact") -> in
     if args.max_tensor_bytes < 0:
         parser.error("--max-tensor-bytes must be >= 0")
 
+    cores = _cores()
+    if args.workers > cores:              # more processes than cores only add memory (each holds its cells)
+        print(f"{prog} verify: note: --workers {args.workers} capped at {cores}, the cores available", file=sys.stderr)
+        args.workers = cores
     files = _distinct(args.files)
     cells: list[dict[str, Any]] = []
     errors: dict[str, str] = {}

@@ -10,15 +10,24 @@ bad argument, a missing model), in every tier: ``MalformedInput`` here and
 scheme of the CLIs (``python -m exact``, ``python -m proofs_checks``, the
 ``softrank`` console script); ``crosscheck`` stays independent of this module
 and keeps constants of the same values (a test asserts they agree).
+
+``run_command`` is the entry point of every command line (each ``python -m``
+form and the console script): it exits with the command's status, and when
+the reader of stdout has gone (``... | head -1``) it ends quietly with
+``EXIT_CLOSED_PIPE``, the status a shell reports for a writer killed by
+SIGPIPE, never 1 (which means "refuted") and never a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
 from enum import IntEnum
 from typing import NoReturn
 
-__all__ = ["ExitCode", "OneLineParser", "one_line_error", "UserInputError", "CertificateError", "MalformedInput",
+__all__ = ["ExitCode", "EXIT_CLOSED_PIPE", "OneLineParser", "one_line_error", "closed_pipe", "run_command",
+           "UserInputError", "CertificateError", "MalformedInput",
            "LimitExceeded"]
 
 
@@ -33,6 +42,42 @@ class ExitCode(IntEnum):
     REFUTED = 1       #: a claim refuted, a check failed, or two checkers disagree
     MALFORMED = 2     #: bad input: an unreadable or malformed file, a bad argument
     STOPPED = 130     #: interrupted (SIGINT), as a shell reports it (128 + 2)
+
+
+#: The exit status of a command whose stdout was closed by its reader: 128 + SIGPIPE (13), what a shell
+#: reports for a writer that the signal ended (Python ignores SIGPIPE and sees ``BrokenPipeError``).
+EXIT_CLOSED_PIPE = 141
+
+
+def closed_pipe() -> int:
+    """Point stdout at the null device (the interpreter's last flush then has nowhere to fail) and return
+    ``EXIT_CLOSED_PIPE``. A stdout that is not a file descriptor (a test's capture) is left as it is."""
+    try:
+        fd = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):
+        return EXIT_CLOSED_PIPE
+    try:
+        os.dup2(null, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
+    return EXIT_CLOSED_PIPE
+
+
+def run_command(main: Callable[[], object]) -> NoReturn:
+    """Run a command line's ``main`` and exit with its status (``SystemExit`` from inside included);
+    stdout is flushed here, so a closed pipe at any point ends quietly with ``EXIT_CLOSED_PIPE``."""
+    try:
+        try:
+            code = main()
+        except SystemExit as exc:
+            code = exc.code
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = closed_pipe()
+    raise SystemExit(code)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -7,7 +7,9 @@ eps. When A is the exact softmax of stored logits (transcendental), alpha
 must be proved: a rigorous upper bound on ``||softmax_row(H) - A0||_row1``.
 
 Two bounds, each proved. ``softmax_slack_bound`` encloses every entry with
-arb balls at 64 bits: about 2^-60 above the true distance. ``SoftmaxSlacks``
+arb balls at 64 bits (of ``exp(h - max h)``: no exponential overflows):
+about 2^-60 above the true distance; a row left undecided at 64 bits is
+enclosed again at ``PRECISE_BITS``. ``SoftmaxSlacks``
 first bounds every row in vectorised float64 (``_float_row_bounds``, a few
 ulps looser) and falls back to arb only for the rows whose float bound
 exceeds the claimed slack; a verdict never depends on which bound decided.
@@ -47,6 +49,10 @@ __all__ = ["softmax_slack_bound", "SoftmaxSlacks", "SlackProof", "ARB_PRECISION"
 #: Working precision of the enclosures, in bits: 64 bits leaves the bound
 #: about 2^-60 above the true distance, far below any float64 rounding.
 ARB_PRECISION = 64
+#: A row that 64 bits leave undecided (its enclosure straddles the slack) is enclosed again at this
+#: precision, charged ``PRECISE_BITS / ARB_PRECISION`` times the units: a slack claimed a relative 1e-16
+#: above the true distance is then decided, as the second checker (192 bits) decides it.
+PRECISE_BITS = 256
 #: Work units per entry, measured against FLINT's products (``bench/exact_worst.py``, docs/benchmarks.md 1.1):
 #: the float enclosure of exp(h) and Z (once per logits tensor), the float deviation sum (per matrix),
 #: an arb exp and its term of Z (once per logits row), and an arb deviation term (per matrix and row).
@@ -80,20 +86,25 @@ def _arb_upper_to_fmpq(x: arb) -> fmpq | None:
 
 
 def _arb_row(hrow: list[float], arows: dict[Any, list[float]],
-             stops: Mapping[Any, fmpq | None]) -> dict[Any, _ArbRow]:
-    """One row: enclose ``e_j = exp(h_j)`` (arb exponents do not overflow) and ``Z = sum_j e_j`` once,
-    then for each matrix row ``arows[k]`` the sum ``sum_j |e_j - a_j Z|``, ARB_CHUNK terms at a time.
+             stops: Mapping[Any, fmpq | None], bits: int = ARB_PRECISION) -> dict[Any, _ArbRow]:
+    """One row: enclose ``e_j = exp(h_j - max h)`` (softmax is unchanged by the shift, and no exponential
+    overflows: logits of 1e50 have a finite enclosure) and ``Z = sum_j e_j`` once, then for each matrix
+    row ``arows[k]`` the sum ``sum_j |e_j - a_j Z|``, ARB_CHUNK terms at a time, at ``bits`` of precision.
     Returns k -> ``(False, upper endpoint of the sum / Z)`` (None: not finite), or ``(True, s)`` once
     the sum exceeds ``s Z`` for ``s = stops[k]`` (not None): the row's distance is then above s."""
-    charge(ARB_EXP_UNITS * len(hrow), "arb enclosures of exp(h) and Z")
+    scale = max(1, bits // ARB_PRECISION)
+    charge(scale * ARB_EXP_UNITS * len(hrow), "arb enclosures of exp(h) and Z")
     out = {}
-    with arb_precision(ARB_PRECISION):
-        exps = [arb(h).exp() for h in hrow]               # a float enters arb exactly
+    top = arb(max(hrow))                                  # a float enters arb exactly
+    with arb_precision(2 * bits):                         # h - max h at twice the bits: exp widens it |t| times
+        shifted = [arb(h) - top for h in hrow]
+    with arb_precision(bits):
+        exps = [t.exp() for t in shifted]
         Z = sum(exps, arb(0))
         for k, arow in arows.items():
             limit, dev = None if stops[k] is None else Z * arb(stops[k]), arb(0)
             for j in range(0, len(hrow), ARB_CHUNK):
-                charge(ARB_DEV_UNITS * len(arow[j:j + ARB_CHUNK]), "arb deviation sums")
+                charge(scale * ARB_DEV_UNITS * len(arow[j:j + ARB_CHUNK]), "arb deviation sums")
                 dev = sum([abs(e - Z * a) for e, a in zip(exps[j:j + ARB_CHUNK], arow[j:j + ARB_CHUNK])], dev)
                 if limit is not None and dev > limit:
                     out[k] = (True, stops[k])
@@ -291,6 +302,9 @@ class SoftmaxSlacks:
         bound = fmpq(*float(self.fasts[k][ok].max()).as_integer_ratio()) if ok.any() else fmpq(0)
         for i in np.flatnonzero(~ok):
             above, value = self._row(k, int(i), slack)
+            # undecided at 64 bits (the ball straddles the slack): once more, finer
+            if not above and (value is None or value > slack):
+                above, value = _arb_row(self.H[i].tolist(), {k: self.A0[k][i].tolist()}, {k: slack}, PRECISE_BITS)[k]
             if above or value is None:
                 return None
             bound = max(bound, value)

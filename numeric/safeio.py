@@ -43,6 +43,7 @@ import stat
 from pathlib import Path
 
 __all__ = ["SafeIOError", "EXIT_REFUSED", "MAX_DEPTH", "write_bytes", "write_text", "make_dirs", "check_target",
+           "check_output_dir", "missing_reason", "tensor_digests", "read_f64_tensors",
            "read_bytes", "read_json", "snapshot", "list_dir", "file_kind", "json_depth", "escape"]
 
 #: The exit status of a command whose output or input path is refused.
@@ -160,13 +161,27 @@ def _check_entry(dfd: int, name: str, path) -> None:
         raise SafeIOError(f"{escape(path)} exists and is {kind}: refusing to replace it")
 
 
-def check_target(path, *, root=None) -> None:
+def check_target(path, *, root=None, parent_exists: bool = False) -> None:
     """Refuse, before any work is done, an output path that :func:`write_bytes` would refuse. A directory
     that does not exist yet (root, or one below it) is one the write creates: nothing below it to refuse;
-    every directory that exists on the way is opened as the write opens it (no link followed below root)."""
+    every directory that exists on the way is opened as the write opens it (no link followed below root).
+    With ``parent_exists`` the file's directory must exist already (an output FILE option: a typo in its
+    directory is an error, not a directory chain to create)."""
     r, parts = _split(path, root)
     if not parts:
         raise SafeIOError(f"{escape(path)}: not a file name")
+    if parent_exists:
+        parent = Path(path).parent
+        try:
+            info = os.stat(parent)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise SafeIOError(f"{escape(path)}: its directory is a symbolic link loop") from None
+            if e.errno == errno.ENOTDIR:
+                raise SafeIOError(f"{escape(path)}: a component of {escape(parent)} is not a directory") from None
+            raise SafeIOError(f"{escape(path)}: the directory {escape(parent)} does not exist") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise SafeIOError(f"{escape(path)}: {escape(parent)} is {file_kind(info.st_mode)}, not a directory")
     if not r.exists():         # a directory the write will create
         return
     dirs = parts[:-1]
@@ -179,6 +194,35 @@ def check_target(path, *, root=None) -> None:
             _check_entry(fd, parts[-1], path)
     finally:
         os.close(fd)
+
+
+def check_output_dir(path) -> None:
+    """Refuse, before any work, an output directory that exists and is not a directory itself: a symbolic
+    link (to a directory or not: a link planted at ``DIR/study`` would send every output to its target),
+    a FIFO, a device or a regular file. One line (:class:`SafeIOError`)."""
+    try:
+        info = os.lstat(path)
+    except OSError:            # missing, or above it a loop: the write (or the read before it) names it
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise SafeIOError(f"{escape(path)} exists and is {file_kind(info.st_mode)}, not a directory: "
+                          "refusing to write into it")
+
+
+def missing_reason(path) -> str:
+    """Why ``path`` cannot be opened, in words: "does not exist", "is a symbolic link loop", "is a dangling
+    symbolic link" (for a message about a path that ``Path.exists`` calls missing)."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "is a symbolic link loop"
+        if os.path.islink(path):
+            return "is a dangling symbolic link"
+        if e.errno == errno.ENOTDIR:
+            return "has a path component that is not a directory"
+        return "does not exist"
+    return "exists"
 
 
 def write_bytes(path, data: bytes, *, root=None) -> Path:
@@ -287,6 +331,96 @@ def snapshot(path, dest, *, limit: int, root=None) -> str:
     finally:
         os.close(fd)
     return h.hexdigest()
+
+
+#: The JSON header of a safetensors file read by :func:`tensor_digests`, at most (the bracket format's limit).
+HEADER_BYTES = 16 * 2**20
+
+
+def _pread(fd: int, n: int, at: int, path) -> bytes:
+    """Exactly ``n`` bytes at offset ``at`` (a file cut short is a :class:`SafeIOError`)."""
+    data = os.pread(fd, n, at)
+    if len(data) != n:
+        raise SafeIOError(f"{escape(path)}: truncated file")
+    return data
+
+
+def _tensor_spans(fd: int, size: int, path, names, limit: int) -> tuple[dict, dict]:
+    """The parsed header of a safetensors file and ``{name: (dtype, shape, start, stop)}`` (absolute byte
+    offsets) of the tensors ``names`` it has, each entry checked against the file's size."""
+    if size > limit:
+        raise SafeIOError(f"{escape(path)} is {size} bytes, more than the limit of {limit}")
+    if size < 8:
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (no header length)")
+    n = int.from_bytes(_pread(fd, 8, 0, path), "little")
+    if n > HEADER_BYTES or 8 + n > size:
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (a header of {n} bytes)")
+    try:
+        header = json.loads(_pread(fd, n, 8, path))
+        json_depth(header)
+    except (ValueError, RecursionError, MemoryError, SafeIOError) as e:
+        why = "JSON nested too deep" if isinstance(e, (RecursionError, SafeIOError)) else type(e).__name__
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (header: {why})") from None
+    if not isinstance(header, dict):
+        raise SafeIOError(f"{escape(path)}: not a safetensors file (the header is not an object)")
+    spans = {}
+    for name in names:
+        info = header.get(name)
+        if not isinstance(info, dict):
+            continue
+        dtype, shape, span = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if (not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(span, list)
+                or len(span) != 2 or any(type(x) is not int or x < 0 for x in shape + span)
+                or not span[0] <= span[1] <= size - 8 - n):
+            raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has a malformed entry")
+        count = 1
+        for x in shape:
+            count *= x
+        if dtype == "F64" and span[1] - span[0] != 8 * count:
+            raise SafeIOError(f"{escape(path)}: tensor {escape(name, 40)} has {span[1] - span[0]} bytes "
+                              f"for shape {shape}")
+        spans[name] = (dtype, list(shape), 8 + n + span[0], 8 + n + span[1])
+    return header, spans
+
+
+def tensor_digests(path, names, *, limit: int, root=None) -> dict:
+    """``{name: {"dtype", "shape", "sha256"}}`` of the tensors ``names`` of the safetensors file ``path``
+    (those it has), read as bracket files are read: a regular file only (see :func:`read_bytes`) of at most
+    ``limit`` bytes, the header (at most :data:`HEADER_BYTES`, JSON depth limited) first, then each named
+    tensor's bytes in chunks of 1 MiB, hashed and dropped: memory stays a few MiB whatever the file holds
+    besides. The SHA-256 is that of the tensor's bytes as stored (little-endian for F64)."""
+    fd, size = _open_regular(path, root)
+    try:
+        _, spans = _tensor_spans(fd, size, path, names, limit)
+        out = {}
+        for name, (dtype, shape, lo, hi) in spans.items():
+            h = hashlib.sha256()
+            for at in range(lo, hi, _CHUNK):
+                h.update(_pread(fd, min(_CHUNK, hi - at), at, path))
+            out[name] = {"dtype": dtype, "shape": shape, "sha256": h.hexdigest()}
+        return out
+    except OSError as e:
+        raise _fail(path, e, "read") from None
+    finally:
+        os.close(fd)
+
+
+def read_f64_tensors(path, names, *, limit: int, root=None) -> tuple[dict, dict]:
+    """The header of the safetensors file ``path`` and ``{name: bytes}`` of those of the tensors ``names``
+    that it stores as F64 (little-endian), read as :func:`tensor_digests` reads: only these tensors' bytes
+    are held, whatever else the file holds."""
+    fd, size = _open_regular(path, root)
+    try:
+        header, spans = _tensor_spans(fd, size, path, names, limit)
+        out = {}
+        for name, (dtype, shape, lo, hi) in spans.items():
+            if dtype == "F64":
+                out[name] = (shape, _pread(fd, hi - lo, lo, path))
+        return header, out
+    except OSError as e:
+        raise _fail(path, e, "read") from None
+    finally:
+        os.close(fd)
 
 
 def json_depth(doc, limit: int = MAX_DEPTH) -> int:

@@ -680,7 +680,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--s", help="s in [0, 1]")
     parser.add_argument("--eps", help="eps >= 0")
     parser.add_argument("--json", action="store_true", help="print a JSON array, one object per cell")
-    parser.add_argument("--export", metavar="FILE", help="write the cells as a bracket file (format v1)")
+    parser.add_argument("--export", metavar="FILE",
+                        help="write the cells as a bracket file (format v1) in an existing directory")
     return parser
 
 
@@ -690,7 +691,8 @@ def main(argv=None) -> int:
     given = [v is not None for v in (args.t, args.s, args.eps)]
     try:
         if args.export:
-            check_target(args.export)   # refused before any work: a link, a directory, a FIFO, a device
+            # refused before any work: a link, a directory, a FIFO, a device, a directory that does not exist
+            check_target(args.export, parent_exists=True)
         if any(given) and not all(given):
             raise MalformedInput("--t, --s and --eps go together")
         if all(given):
@@ -730,4 +732,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from exact.errors import run_command
+
+    run_command(main)

@@ -113,8 +113,6 @@ def main(argv=None, prog: str = "python -m proofs_checks") -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except BrokenPipeError:          # output piped into `head`: not an error of the checks
-        sys.stderr.close()
-        raise SystemExit(ExitCode.REFUTED)
+    from exact.errors import run_command
+
+    run_command(main)

@@ -11,7 +11,8 @@
 
 Each command is the ``python -m`` form on the right, with its options and output unchanged;
 ``softrank COMMAND --help`` shows them. Exit status (``exact.errors.ExitCode``): 0 ok, 1 refuted
-or disagreeing, 2 malformed input or a bad argument, 130 stopped. Errors the dispatcher reports
+or disagreeing, 2 malformed input or a bad argument, 130 stopped, 141 when the reader of the
+output closed it (``softrank verify FILE | head -1``). Errors the dispatcher reports
 itself are one line on stderr, ``softrank COMMAND: error: WHAT``.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from exact.errors import ExitCode, UserInputError, one_line_error
+from exact.errors import ExitCode, UserInputError, closed_pipe, one_line_error, run_command
 
 __all__ = ["COMMANDS", "main"]
 
@@ -70,10 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserInputError as exc:        # a bad input that escaped the command's own reporting
         return one_line_error(prog, exc)
     except BrokenPipeError:              # output piped into `head`: not an error of the command
-        sys.stderr.close()
-        return ExitCode.REFUTED
+        return closed_pipe()
 
 
 def run() -> None:
-    """Entry point of the console script."""
-    raise SystemExit(main())
+    """Entry point of the console script (``exact.errors.run_command``: a closed pipe ends quietly)."""
+    run_command(main)

@@ -10,8 +10,12 @@ re-verifies one and gives the same record back.
 """
 from __future__ import annotations
 
+import errno
+import hashlib
 import html
+import math
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from exact.bracketfile import BracketFile, read_bracket_file
+from exact.bracketfile import BracketFile, read_bracket_file, show
 from exact.errors import MalformedInput
-from exact.limits import MAX_WORK
+from exact.limits import MAX_CELLS, MAX_FILE_BYTES, MAX_WORK
 from exact.verify import CellReport, judge_file
+from numeric.safeio import SafeIOError, escape, file_kind, write_bytes
 from numeric.search.inputs import parse_eps
 from softrank.errors import SoundnessError, UserInputError
 
@@ -195,28 +200,72 @@ class Verdicts(_Rendered):
         return (title, *_rows(self.cells, None, verdicts=True))
 
 
+def _read_source(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (a link to one is followed), read once, at most
+    ``MAX_FILE_BYTES``: a FIFO, a device, a directory or a link loop is named as what it is, and
+    refused without blocking."""
+    shown = escape(path, 4096)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise UserInputError(f"{shown}: no such file") from None
+        if exc.errno == errno.ELOOP:
+            raise UserInputError(f"{shown}: a symbolic link loop, not a file") from None
+        if exc.errno == errno.ENOTDIR:
+            raise UserInputError(f"{shown}: a component of the path is not a directory") from None
+        raise UserInputError(f"{shown}: cannot read it: {exc.strerror or type(exc).__name__}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserInputError(f"{shown} is {file_kind(info.st_mode)}, not a bracket file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise UserInputError(f"{shown}: {info.st_size} bytes, more than the limit of {MAX_FILE_BYTES}")
+        parts: list[bytes] = []
+        got = 0
+        while True:
+            chunk = os.read(fd, min(1 << 24, MAX_FILE_BYTES + 1 - got))
+            if not chunk:
+                return b"".join(parts)
+            got += len(chunk)
+            if got > MAX_FILE_BYTES:
+                raise UserInputError(f"{shown}: more than the limit of {MAX_FILE_BYTES} bytes")
+            parts.append(chunk)
+    except OSError as exc:
+        raise UserInputError(f"{shown}: cannot read it: {exc.strerror or type(exc).__name__}") from None
+    except MemoryError:
+        raise UserInputError(f"{shown}: out of memory reading it") from None
+    finally:
+        os.close(fd)
+
+
 def _judged(source, max_work: int) -> tuple[BracketFile, list, bytes, str]:
-    """(file, exact reports, file bytes, name) of a path or the bytes of a bracket file."""
+    """(file, exact reports, file bytes, name) of a path or the bytes of a bracket file.
+
+    A path is read once; the exact tier then judges a private copy of exactly those bytes (the bytes
+    returned), so a file replaced while it is judged cannot be returned in place of the judged one."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
+        data, name = bytes(source), "<bytes>"
+    elif isinstance(source, (str, os.PathLike)):
+        data, name = _read_source(Path(source)), escape(Path(source), 4096)
+    else:
+        raise UserInputError(f"expected a path or the bytes of a bracket file, got {type(source).__name__}")
+    try:
         with tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
             path = Path(tmp) / "brackets.safetensors"
             path.write_bytes(data)
-            bf, reports, _, _ = _judged(path, max_work)
-        return bf, reports, data, "<bytes>"
-    if not isinstance(source, (str, os.PathLike)):
-        raise UserInputError(f"expected a path or the bytes of a bracket file, got {type(source).__name__}")
-    path = Path(source)
-    if not path.is_file():
-        raise UserInputError(f"{path}: no such file")
-    try:
-        bf = read_bracket_file(path)
-        reports, _ = judge_file(bf, max_work=max_work)
+            bf = read_bracket_file(path)
+            reports, _ = judge_file(bf, max_work=max_work)
     except MalformedInput as exc:
-        raise UserInputError(f"{path}: malformed bracket file: {exc}") from None
+        raise UserInputError(f"{name}: malformed bracket file: {exc}") from None
     except MemoryError:
-        raise UserInputError(f"{path}: out of memory while verifying") from None
-    return bf, reports, path.read_bytes(), str(path)
+        raise UserInputError(f"{name}: out of memory while verifying") from None
+    except OSError as exc:
+        raise UserInputError(f"{name}: cannot make a private copy to verify: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+    if bf.sha256 != hashlib.sha256(data).hexdigest():          # what was judged is what is kept
+        raise UserInputError(f"{name}: the bytes verified are not the bytes read")
+    return bf, reports, data, name
 
 
 def _bracket_cells(bf: BracketFile, reports: list) -> tuple:
@@ -231,6 +280,26 @@ def read_verified(source, max_work: int = MAX_WORK) -> Verdicts:
 
 
 # ------------------------------------------------------------------ brackets
+#: Dimensions of a batch shape recorded in provenance, at most.
+MAX_BATCH_DIMS = 32
+
+
+def _batch_shape(recorded, name: str) -> tuple | None:
+    """The batch shape ``softrank.bracket`` recorded in a cell's provenance (a list of positive
+    integers), ``()`` when none is recorded, None without a ``softrank`` record. Provenance is not
+    checked by the exact tier: anything else is a ``UserInputError``."""
+    if not isinstance(recorded, dict):
+        return None
+    shape = recorded.get("batch_shape", ())
+    if shape is None:
+        return ()
+    if (not isinstance(shape, (list, tuple)) or len(shape) > MAX_BATCH_DIMS
+            or any(type(d) is not int or not 0 < d <= MAX_CELLS for d in shape)):
+        raise UserInputError(f"{name}: the provenance's batch_shape {show(shape, 40)} is not a list of at most "
+                             f"{MAX_BATCH_DIMS} positive integers (each at most {MAX_CELLS})")
+    return tuple(shape)
+
+
 def _layout(recorded: list, cells: tuple, name: str) -> tuple[tuple, tuple, tuple]:
     """(eps, batch shape, cells in batch-major, eps-minor order) of a verified file.
 
@@ -244,10 +313,9 @@ def _layout(recorded: list, cells: tuple, name: str) -> tuple[tuple, tuple, tupl
     if len(eps_lists) != 1:
         raise UserInputError(f"{name}: its targets do not share one list of tolerances; read it with softrank.verify")
     (eps,) = eps_lists
-    shapes = {tuple(p.get("batch_shape", ()) or ()) if isinstance(p, dict) else None for p in recorded}
+    shapes = {_batch_shape(p, name) for p in recorded}
     shape = next(iter(shapes)) if len(shapes) == 1 else None
-    if shape is None or int(np.prod(shape, dtype=np.int64)) != len(groups) or any(
-            not isinstance(d, int) for d in shape):
+    if shape is None or math.prod(shape) != len(groups):
         shape = () if len(groups) == 1 else (len(groups),)
     return eps, shape, tuple(c for g in groups.values() for c in g)
 
@@ -361,11 +429,16 @@ class Brackets(_Rendered):
 
     # -------------------------------------------------------------- output
     def save(self, path) -> Path:
-        """Write the standard bracket file (``python -m exact verify`` and ``Brackets.load`` read it)."""
+        """Write the standard bracket file (``python -m exact verify`` and ``Brackets.load`` read it).
+
+        Written through ``numeric.safeio.write_bytes``: atomically (a new file renamed over the target),
+        never through a link, and a target that is a link, a FIFO, a device or a directory is refused with
+        ``UserInputError`` (a FIFO without blocking). Missing directories are created."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.file)
-        return path
+        try:
+            return write_bytes(path, self.file)
+        except SafeIOError as exc:
+            raise UserInputError(str(exc)) from None
 
     def _labels(self):
         if not self.batch_shape:

@@ -29,7 +29,9 @@ def test_matrix_table_and_exact_verify(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "L" in lines[1] and "U" in lines[1] and "lower witness" in lines[1]
-    assert len(lines) == 5 and all("verified" in ln for ln in lines[2:])
+    assert len(lines) == 6 and all("verified" in ln for ln in lines[2:5])
+    # the attacks' outcome in words that match --help: none succeeded (never "attack failed")
+    assert lines[5].startswith("attacks at rank L-1: no attack succeeded") and "failed" not in r.stdout
     v = subprocess.run([sys.executable, "-m", "exact", "verify", str(out), "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert v.returncode == 0, v.stdout + v.stderr
@@ -212,3 +214,11 @@ def test_a_re_check_past_the_work_limit_is_one_line_and_exit_1(tmp_path, monkeyp
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and out.exists()
     assert len(err) == 1 and "work limit" in err[0] and "python -m exact verify" in err[0] and "--max-work" in err[0]
+
+
+def test_attack_line_says_what_happened():
+    from numeric.search.cli import _attack_line
+
+    assert _attack_line([False, False]).startswith("attacks at rank L-1: no attack succeeded (2 of 2")
+    assert _attack_line([None, None]) == "attacks at rank L-1: none run"
+    assert "SUCCEEDED" in _attack_line([False, True]) and "soundness bug" in _attack_line([True])

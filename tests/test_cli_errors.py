@@ -182,3 +182,115 @@ def test_dispatcher_reports_a_stop_as_130(monkeypatch, capsys):
     assert rc == ExitCode.STOPPED and err.splitlines() == ["softrank verify: error: stopped"]
     monkeypatch.setattr(exact.cli, "main", lambda argv, prog="x": ExitCode.REFUTED)
     assert _in_process(softrank_cli.main, ["verify", "f"], capsys) == (ExitCode.REFUTED, "")
+
+
+# ---- a closed pipe (``... | head -1``): quiet, the status of a writer killed by SIGPIPE ----------
+
+class _ClosedPipe:
+    """A stdout whose reader has gone: every write or flush raises ``BrokenPipeError``."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_closed_pipe_status_is_the_signal_status_everywhere():
+    import signal
+
+    from exact.errors import EXIT_CLOSED_PIPE
+
+    assert EXIT_CLOSED_PIPE == 128 + int(getattr(signal, "SIGPIPE", 13)) == cc_errors.EXIT_CLOSED_PIPE
+    assert EXIT_CLOSED_PIPE not in tuple(ExitCode)
+
+
+@pytest.mark.parametrize("entry", ["exact", "crosscheck", "softrank"])
+def test_closed_pipe_ends_quietly_in_process(tmp_path, monkeypatch, capsys, entry):
+    """The shared entry point (and the second checker's own copy of it) turns a closed stdout into 141 with
+    nothing on stderr; negative control: the same run on an open stdout exits with the command's status."""
+    from crosscheck._cli import run as crosscheck_run
+    from exact.cli import main as exact_main
+    from exact.errors import EXIT_CLOSED_PIPE, run_command
+
+    f = tmp_path / "tb.safetensors"
+    from oracles.twobit import main as twobit_main
+    assert twobit_main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(f)]) == 0
+    runs = {"exact": lambda: run_command(lambda: exact_main(["verify", str(f)])),
+            "crosscheck": lambda: crosscheck_run([str(f)]),
+            "softrank": lambda: run_command(lambda: softrank_cli.main(["verify", str(f)]))}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ok:
+        runs[entry]()
+    assert ok.value.code == ExitCode.OK
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    with pytest.raises(SystemExit) as closed:
+        runs[entry]()
+    assert closed.value.code == EXIT_CLOSED_PIPE
+    assert capsys.readouterr().err == ""
+
+
+def test_every_entry_point_goes_through_the_shared_runner():
+    """Each ``python -m`` form of the packages ends in ``run_command`` (the second checker: its own ``run``)."""
+    bare = []
+    for pkg in ("exact", "crosscheck", "numeric", "oracles", "proofs_checks", "softrank"):
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            text = p.read_text()
+            main_block = 'if __name__ == "__main__":' in text or p.name == "__main__.py"
+            if main_block and "run_command(" not in text and "run()" not in text:
+                bare.append(str(p.relative_to(ROOT)))
+    assert not bare, bare
+
+
+@pytest.fixture(scope="module")
+def twobit_file(tmp_path_factory):
+    from oracles.twobit import main as twobit_main
+
+    f = tmp_path_factory.mktemp("pipe") / "tb.safetensors"
+    assert twobit_main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(f)]) == 0
+    return str(f)
+
+
+@pytest.mark.parametrize("module,args", [("exact", ["verify", "{f}"]), ("crosscheck", ["{f}"]),
+                                         ("oracles.twobit", ["--t", "1/2", "--s", "1/2", "--eps", "1/4"]),
+                                         ("softrank", ["verify", "{f}"])])
+def test_closed_pipe_real_entry_point(module, args, twobit_file):
+    """A real pipe whose read end is closed before the command writes: no traceback, exit 141."""
+    from exact.errors import EXIT_CLOSED_PIPE
+
+    args = [a.format(f=twobit_file) for a in args]
+    r, w = os.pipe()
+    os.close(r)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env, stdout=w,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert (proc.returncode, proc.stderr) == (EXIT_CLOSED_PIPE, "")
+
+
+# ---- the study's output directory and its input: links refused or named -------------------------
+
+def test_study_refuses_a_link_at_its_output_directory_before_any_work(tmp_path, capsys):
+    """A link planted at DIR/study (the default output) is refused, one line, exit 2, and its target is
+    untouched; a link loop given as the panel directory is named as one."""
+    pytest.importorskip("sklearn")
+    from numeric.study.cli import main
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "study.md").write_text("keep me")
+    panel = tmp_path / "panel"
+    panel.mkdir()
+    (panel / "study").symlink_to(victim)
+    rc, err = _in_process(main, [str(panel)], capsys)
+    _check(rc, err, ExitCode.MALFORMED)
+    assert "symbolic link" in err and sorted(p.name for p in victim.iterdir()) == ["study.md"]
+    assert (victim / "study.md").read_text() == "keep me"
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    rc, err = _in_process(main, [str(loop)], capsys)
+    _check(rc, err, ExitCode.MALFORMED)
+    assert "symbolic link loop" in err

@@ -8,6 +8,7 @@ arb bound, the top-k energy against the singular values.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -320,6 +321,109 @@ def test_softmax_cells_and_a_slack_not_proved(tmp_path):
     assert not got["zero"].lower.verified and not got["zero"].upper.verified
     assert "slack not proved" in got["zero"].upper.reason
     assert crosscheck.agreement(path, exact_verdicts(path)).ok
+
+
+# ---------------------------------------------------------------- true claims: both checkers decide them alike
+def _slack_cell(cid, slack, n):
+    return _cell(cid, "1/4", {"rank": 0, "witness": {"kind": "trivial"}}, {"rank": n, "witness": {"kind": "trivial"}},
+                 {"matrix": "A", "logits": "H", "slack": slack})
+
+
+def _true_distance(H, A, bits=400):
+    import mpmath
+
+    with mpmath.workprec(bits):
+        def row(h, a):
+            e = [mpmath.exp(mpmath.mpf(x) - mpmath.mpf(max(h))) for x in h]
+            z = mpmath.fsum(e)
+            return mpmath.fsum(abs(x / z - mpmath.mpf(y)) for x, y in zip(e, a))
+        return max(row(h, a) for h, a in zip(H.tolist(), A.tolist()))
+
+
+def _both(path):
+    from exact.verify import verify_file as exact_verify
+
+    return exact_verify(path), crosscheck.verify_file(path)
+
+
+def test_logits_of_1e50_through_the_arb_path_are_verified_by_both(tmp_path):
+    """A row of logits at 1e50 with a slack too tight for the float bound: the exact tier's arb pass
+    subtracts the row maximum (exp(1e50) alone is no finite enclosure); both verify."""
+    H, A = np.full((1, 3), 1e50), np.full((1, 3), 1 / 3)
+    true = 3 * (Fraction(1, 3) - Fraction(1 / 3))          # softmax is exactly 1/3: the distance is rational
+    slack = true * (1 + Fraction(1, 2**56))                # above arb's 64-bit width, below the float bound's
+    path = _file(tmp_path, [_slack_cell("big", f"{slack.numerator}/{slack.denominator}", 1)], {"A": A, "H": H})
+    (e,), (c,) = _both(path)
+    assert e.lower.verified and e.upper.verified and c.verified, (e.lower.reason, c.lower.reason)
+    assert crosscheck.agreement(path, exact_verdicts(path)).ok
+    below = _file(tmp_path, [_slack_cell("below", f"{true.numerator}/{true.denominator * 2}", 1)],
+                  {"A": A, "H": H}, "below.safetensors")             # negative control: half the distance
+    (e,), (c,) = _both(below)
+    assert not e.lower.verified and not c.lower.verified
+
+
+def test_a_slack_a_relative_1e16_above_the_distance_is_verified_by_both(tmp_path):
+    """64-bit balls cannot decide a slack 1e-16 (relative) above the distance: the exact tier encloses the
+    row again at 256 bits, as the second checker (192 bits) does; both verify, and below it both refuse."""
+    import mpmath
+
+    H = np.random.default_rng(5).normal(size=(4, 4)) * 2
+    E = np.exp(H - H.max(axis=1, keepdims=True))
+    A = E / E.sum(axis=1, keepdims=True)
+    A[0, 0] += 1e-3
+    d = _true_distance(H, A)
+    with mpmath.workprec(400):
+        above = Fraction(mpmath.nstr(d * (1 + mpmath.mpf(10) ** -16), 100, strip_zeros=False))
+        below = Fraction(mpmath.nstr(d * (1 - mpmath.mpf(10) ** -16), 100, strip_zeros=False))
+    cells = [_slack_cell("above", f"{above.numerator}/{above.denominator}", 4),
+             _slack_cell("below", f"{below.numerator}/{below.denominator}", 4)]
+    path = _file(tmp_path, cells, {"A": A, "H": H})
+    exact, second = _both(path)
+    assert [r.lower.verified and r.upper.verified for r in exact] == [True, False]
+    assert [r.verified for r in second] == [True, False]
+    assert "above it" in second[1].lower.reason                             # the margin is named
+    assert crosscheck.agreement(path, exact_verdicts(path)).ok
+
+
+def test_a_number_beyond_float_range_in_provenance_is_refused_by_both(tmp_path):
+    """``1e400`` reads as infinity: both checkers refuse the file (format section 1), so they agree."""
+    from exact.bracketfile import read_bracket_file as exact_read
+    from exact.errors import MalformedInput
+    from tests.test_exact_cli import bracket_bytes, doc
+
+    d = doc()
+    d["cells"][0]["provenance"] = {"x": "@"}
+    p = tmp_path / "big.safetensors"
+    p.write_bytes(bracket_bytes(softrank_text=json.dumps(d).replace('"@"', "1e400")))
+    with pytest.raises(MalformedInput, match="beyond float range"):
+        exact_read(p)
+    with pytest.raises(crosscheck.Malformed, match="beyond float range"):
+        crosscheck.verify_file(p)
+    agreed = crosscheck.agreement(p, {"error": "JSON number 1e400 is beyond float range"})
+    assert agreed.ok and agreed.error is not None
+
+
+def test_agreement_names_a_side_not_decided_apart_from_a_refuted_one(tmp_path):
+    """A side one checker verified and the other could not decide (an enclosure too wide) reads "not
+    decided by ...", never "refuted"; with the reason that names the margin."""
+    from crosscheck._results import SideResult
+
+    H, A = _logits(4, n=8)
+    path = _file(tmp_path, [_slack_cell("c", "1e-12", 8)], {"A": A, "H": H})
+    (r,) = crosscheck.verify_file(path)
+    assert r.verified
+    wide = "F_k(A)^2 > m eps^2 not proved (margin -1.0e-20)"
+    undecided = dataclasses.replace(r, lower=SideResult(crosscheck.Status.NOT_CHECKED, "trivial", 0, None, wide))
+    (line,) = crosscheck.agreement(path, exact_verdicts(path), results=(undecided,)).disagreements
+    assert "verified by the exact tier" in line and "not decided by the second checker" in line
+    assert "refuted" not in line and "margin -1.0e-20" in line
+    theirs = exact_verdicts(path)
+    theirs["cells"]["c"].update(lower_verified=False, lower_reason="target slack not proved")
+    (line,) = crosscheck.agreement(path, theirs, results=(r,)).disagreements
+    assert "not decided by the exact tier" in line and "verified by the second checker" in line
+    theirs["cells"]["c"].update(lower_reason="rank 1 needs eps < ||A||_row1")
+    (line,) = crosscheck.agreement(path, theirs, results=(r,)).disagreements
+    assert "refuted by the exact tier" in line
 
 
 # ---------------------------------------------------------------- the Frobenius tail

@@ -178,7 +178,7 @@ def test_an_exact_tier_with_an_injected_bug_is_caught(bug, tmp_path, monkeypatch
     assert all(c["lower_verified"] and c["upper_verified"] for c in buggy["cells"].values()), buggy
     a = crosscheck.agreement(path, buggy)
     assert not a.ok and a.exact_verified == 1 and a.crosscheck_verified == 0
-    assert any("exact tier verified" in line for line in a.disagreements), a.disagreements
+    assert any("verified by the exact tier" in line for line in a.disagreements), a.disagreements
 
 
 CHANGES = {

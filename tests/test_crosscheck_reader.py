@@ -225,3 +225,48 @@ def test_the_work_limit_refuses_the_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "crosscheck", str(EXAMPLE), "--max-work", "10"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "work limit" in proc.stderr
+
+
+HOSTILE_HEADERS = {                      # each took the old regex scan quadratic time (a 40 KB one: 30 s and more)
+    "escaped quotes": '"' + '\\"' * 2**19,
+    "backslash quote": '"\\' * 2**19,
+    "open string": '"' + "a" * 2**20,
+}
+
+
+def test_hostile_1mb_headers_are_refused_not_left_running(tmp_path):
+    """A 1 MB header built against the depth scan is refused at once (one fresh interpreter, a hang guard)."""
+    files = []
+    for k, text in enumerate(HOSTILE_HEADERS.values()):
+        files.append(tmp_path / f"h{k}.safetensors")
+        files[-1].write_bytes(container(text))
+    code = ("import sys, crosscheck\nfor p in sys.argv[1:]:\n    try:\n        crosscheck.verify_file(p)\n"
+            "    except crosscheck.Malformed:\n        pass\n    else:\n        raise SystemExit(1)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", code, *map(str, files)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_depth_scan_memory_is_linear_in_the_header():
+    """The scan keeps no state per character: a 2 MiB JSON string with escapes costs at most a couple of
+    copies of the text (the old pattern held about 120 bytes per character)."""
+    import tracemalloc
+
+    text = json.dumps({"provenance": {"note": 'x\\"[{' * 2**19}, "cells": [[1, [2]], {}]})
+    tracemalloc.start()
+    try:
+        assert _depth(text) == 4
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * len(text) + 2**20, peak
+
+
+@pytest.mark.parametrize("text", ['{"a": "\\\\", "b": [[["\\"]"]]]}', '["\\\\\\"[[", {"k\\\\": [[]]}]',
+                                  '[{"a": "x"}, "\\u005b", [[[[]]]]]', '"only a string"', "[]"])
+def test_depth_scan_agrees_with_the_parsed_depth(text):
+    def parsed(x):
+        return 1 + max(map(parsed, x.values() if isinstance(x, dict) else x), default=0) \
+            if isinstance(x, (dict, list)) else 0
+    assert _depth(text) == parsed(json.loads(text))

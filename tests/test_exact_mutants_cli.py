@@ -78,6 +78,7 @@ def test_no_process_pool_for_one_worker_or_one_task(tmp_path, capsys, monkeypatc
     def no_pool(*args, **kwargs):
         raise AssertionError("a process pool was started")
     monkeypatch.setattr(exact.cli, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(exact.cli, "_cores", lambda: 2)
     assert main(["verify", "--workers", "1", *paths]) == 0
     assert main(["verify", "--workers", "2", paths[0]]) == 0
     with pytest.raises(AssertionError, match="process pool"):              # two tasks, two workers: a pool
@@ -118,3 +119,29 @@ def test_summary_counts_closed_cells(tmp_path, capsys):
     path = write_bracket_file(tmp_path / "b.safetensors", [closed, open_, {**open_, "id": "open 2"}], {"A": np.ones((1, 1))})
     assert main(["verify", str(path)]) == 0
     assert "3/3 cells verified on both sides, 1 closed (L = U)" in capsys.readouterr().out
+
+
+def test_workers_are_capped_at_the_cores_with_a_note(tmp_path, capsys, monkeypatch):
+    """``--workers 64`` on a 2-core machine starts 2 processes, not 64, and says so; at the core count
+    itself (and below) nothing is capped and nothing is said."""
+    import exact.cli
+    paths = [_trivial_file(tmp_path, name=f"b{i}.safetensors") for i in range(4)]
+    started = []
+    real = exact.cli._run
+    monkeypatch.setattr(exact.cli, "_cores", lambda: 2)
+    monkeypatch.setattr(exact.cli, "_run", lambda tasks, workers: started.append(workers) or real(tasks, workers))
+    assert main(["verify", "--workers", "64", *paths]) == 0
+    assert started == [2]
+    assert capsys.readouterr().err.splitlines() == ["python -m exact verify: note: --workers 64 capped at 2, "
+                                                     "the cores available"]
+    for n in (2, 1):
+        assert main(["verify", "--workers", str(n), *paths]) == 0
+        assert started[-1] == n and capsys.readouterr().err == ""
+
+
+def test_cores_are_counted_from_the_affinity():
+    import os
+
+    from exact.cli import _cores
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    assert _cores() == max(1, expected) >= 1

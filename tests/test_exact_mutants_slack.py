@@ -167,3 +167,34 @@ def test_horner_error_constant_is_its_documented_formula():
                                         + Fraction(35, 100) ** (N + 1) / math.factorial(N + 1))
     assert formula * (1 - U) <= Fraction(slack._REL_P) <= formula * (1 + U)
     assert arb(fmpq(7, 10)).exp() < fmpq(203, 100)
+
+
+def test_a_row_left_undecided_at_64_bits_is_decided_at_256():
+    """A slack a relative 1e-16 above the true distance (margin about 2^-63 here): the 64-bit ball straddles
+    it, the 256-bit one lies below it, so ``bound_for`` proves it; 1e-16 below the distance, the finer ball
+    lies above it and the slack is refused. A retry skipped, or done only where 64 bits already proved the
+    row, refuses the first."""
+    H = np.random.default_rng(5).normal(size=(4, 4)) * 2
+    A0 = np.exp(H - H.max(axis=1, keepdims=True))
+    A0 = A0 / A0.sum(axis=1, keepdims=True)
+    A0[0, 0] += 1e-3
+    with mpmath.workprec(400):
+        def row(h, a):
+            e = [mpmath.exp(mpmath.mpf(x) - mpmath.mpf(max(h))) for x in h]
+            return mpmath.fsum(abs(x / mpmath.fsum(e) - mpmath.mpf(y)) for x, y in zip(e, a))
+        d = max(row(h, a) for h, a in zip(H.tolist(), A0.tolist()))
+        above = fmpq(*map(int, Fraction(mpmath.nstr(d * (1 + mpmath.mpf(10) ** -16), 100)).as_integer_ratio()))
+        below = fmpq(*map(int, Fraction(mpmath.nstr(d * (1 - mpmath.mpf(10) ** -16), 100)).as_integer_ratio()))
+    assert not slack.softmax_slack_bound(H, A0) <= above          # 64 bits alone cannot decide it
+    bound = slack.SlackProof(H, A0).bound_for(above)
+    assert bound is not None and bound <= above
+    refused = slack.SlackProof(H, A0).bound_for(below)
+    assert refused is None or refused > below
+
+
+def test_logits_of_1e50_have_a_finite_arb_enclosure():
+    """exp(1e50) alone has no finite enclosure; exp(h - max h) has: the row's softmax is exactly 1/3."""
+    H, A0 = np.full((1, 3), 1e50), np.full((1, 3), 1 / 3)
+    true = 3 * (Fraction(1, 3) - Fraction(1 / 3))
+    bound = slack.softmax_slack_bound(H, A0)
+    assert bound is not None and true <= Fraction(int(bound.p), int(bound.q)) <= true * (1 + Fraction(1, 2**58))

@@ -161,7 +161,7 @@ def test_exp_and_z_are_enclosed_once_per_logits_row(monkeypatch):
     finally:
         os.unlink(path)
     assert all(r.lower.verified and r.slack_bound is not None for r in reports)
-    assert sum(isinstance(a[0], float) for a in made) == 2 * m * n
+    assert sum(isinstance(a[0], float) for a in made) == 2 * m * (n + 1)    # each entry and its row's maximum
 
 
 def test_one_arb_pass_serves_every_planned_matrix_and_skips_a_refused_one():

@@ -275,7 +275,7 @@ def test_row_pointed_at_another_heads_cell(panel, capsys):
 
 def test_head_file_replaced_or_missing(panel, capsys):
     shutil.copy(panel / "heads" / "L0H1_s00.safetensors", panel / "heads" / f"{KEY}.safetensors")
-    run(capsys, panel, code=1, needle="hold the same logits")
+    run(capsys, panel, code=1, needle="hold the same head")
     (panel / "heads" / f"{KEY}.safetensors").unlink()
     run(capsys, panel, code=1, needle=f"heads/{KEY}.safetensors is missing")
 
@@ -415,6 +415,15 @@ def test_malformed_records_of_the_exact_pass_are_not_read(panel, capsys, result)
 # ---------------------------------------------------------------- finding 15: output a file cannot forge
 
 
+def _head_file(path, prov) -> None:
+    """A head file whose provenance is ``prov`` (a dropped row counts only with one)."""
+    from safetensors.numpy import save_file
+
+    logits = np.random.default_rng(9).standard_normal((3, 3))
+    matrix = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    save_file({"logits": logits, "matrix": matrix}, str(path), metadata={"provenance": json.dumps(prov)})
+
+
 def test_strings_from_the_directory_are_escaped(panel, capsys):
     p, doc = record(panel)
     doc["rows"][0]["model"] = "m\x1b[2K\rverified\n| x |"
@@ -423,6 +432,56 @@ def test_strings_from_the_directory_are_escaped(panel, capsys):
     shutil.copy(panel / BR, fake)
     dropped = dict(doc["rows"][1], model="x\x1b[31m", source="s|\n", status="dropped_mass", layer=9, head=9)
     (panel / "cells" / "L9H9_s00.json").write_text(json.dumps({"signature": doc["signature"], "rows": [dropped]}))
+    _head_file(panel / "heads" / "L9H9_s00.safetensors", {k: dropped.get(k) for k in (
+        "model", "family", "cell_kind", "layer", "head", "source", "mass", "min_mass", "local_mass")})
     text = run(capsys, panel, code=1, needle="the row says model")
     assert "\x1b" not in text and "\\x1b[2K" in text and "\\x1b[31m" in text and "\r" not in text
     assert "of brackets/\\x1b[1Averified.safetensors that no record names" in text
+
+
+# ---------------------------------------------------------------- outputs refused up front, head files streamed
+
+
+@pytest.mark.parametrize("name", ["report.md", "figures", "figures/u_over_n.png", "geometry_family.png"])
+def test_a_planted_output_is_refused_before_any_work(panel, capsys, tmp_path, monkeypatch, name):
+    """A link where an output goes is refused before the audit starts: nothing is verified, drawn or written
+    first (the old report refused report.md only after its whole run)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = panel / name
+    if target.is_dir():
+        shutil.rmtree(target)
+    target.parent.mkdir(exist_ok=True)
+    target.symlink_to(outside if name == "figures" else outside / "x")
+
+    def no_work(*a, **kw):
+        raise AssertionError("the audit started")
+    monkeypatch.setattr("numeric.panel.report.audit", no_work)
+    run(capsys, panel, code=2, needle="symbolic link")
+    assert not list(outside.iterdir())
+
+
+def test_head_files_are_streamed_not_read_whole(tmp_path):
+    """A head file padded with a 32 MiB tensor: its two tensors are hashed in chunks, so the read holds a few
+    MiB (the old reader held the whole file and a copy of each tensor); the digests are those of the arrays."""
+    import hashlib
+    import tracemalloc
+
+    from safetensors.numpy import save_file
+
+    logits, matrix = np.arange(16.0).reshape(4, 4), np.full((4, 4), 0.25)
+    (tmp_path / "heads").mkdir()
+    save_file({"logits": logits, "matrix": matrix, "pad": np.zeros((2048, 2048))},
+              str(tmp_path / "heads" / f"{KEY}.safetensors"))
+    tracemalloc.start()
+    try:
+        got = audit_mod._head(tmp_path, KEY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert {k: got[k] for k in ("logits", "matrix")} == {
+        "logits": hashlib.sha256(logits.astype("<f8").tobytes()).hexdigest(),
+        "matrix": hashlib.sha256(matrix.astype("<f8").tobytes()).hexdigest()}
+    assert peak < 4 * 2**20, peak
+    save_file({"logits": logits.astype(np.float32), "matrix": matrix}, str(tmp_path / "heads" / f"{KEY}.safetensors"))
+    assert "no 2-D float64 'logits'" in audit_mod._head(tmp_path, KEY)["error"]       # negative control

@@ -307,3 +307,25 @@ def test_check_target_allows_a_directory_the_write_creates(tmp_path):
     with pytest.raises(SafeIOError, match="refusing"):
         safeio.check_target(out / "figures" / "a.png", root=out)
     safeio.write_bytes(out / "figures" / "new" / "b.png", b"x", root=out)   # the write agrees
+
+
+def test_check_output_dir_refuses_anything_but_a_directory(tmp_path):
+    import os
+
+    from numeric.safeio import check_output_dir, missing_reason
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    (tmp_path / "f").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    for name, words in (("link", "a symbolic link"), ("f", "a regular file"), ("fifo", "a FIFO")):
+        with pytest.raises(SafeIOError, match=words):
+            check_output_dir(tmp_path / name)
+    check_output_dir(tmp_path / "d")                  # a directory, and a path not there yet: accepted
+    check_output_dir(tmp_path / "new")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert missing_reason(tmp_path / "loop") == "is a symbolic link loop"
+    assert missing_reason(tmp_path / "dangling") == "is a dangling symbolic link"
+    assert missing_reason(tmp_path / "nowhere") == "does not exist"
+    assert missing_reason(tmp_path / "f" / "x") == "has a path component that is not a directory"

@@ -270,3 +270,91 @@ def test_long_searches_announce_their_cost_and_progress_is_optional(monkeypatch,
     with pytest.raises(KeyboardInterrupt):
         softrank.bracket(np.full((4, 4), 0.25), eps=0.5)
     assert "expected cost" not in capsys.readouterr().err
+
+
+# ---- hostile files and outputs: one UserInputError each, never a raw error, a block or a write through a link
+
+@pytest.fixture(scope="module")
+def twobit_file(tmp_path_factory):
+    """A small verified bracket file from the exact two-bit oracle (no search: cheap)."""
+    from oracles.twobit import main as twobit_main
+
+    path = tmp_path_factory.mktemp("tb") / "tb.safetensors"
+    assert twobit_main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(path)]) == 0
+    return path
+
+
+def _with_provenance(src: Path, dest: Path, provenance) -> Path:
+    from safetensors import safe_open
+
+    with safe_open(str(src), framework="numpy") as f:
+        doc = json.loads(f.metadata()["softrank"])
+    for cell in doc["cells"]:
+        cell["provenance"] = provenance
+    return write_bracket_file(dest, doc["cells"], dict(read_bracket_file(src).tensors))
+
+
+@pytest.mark.parametrize("shape", [5, "ab", [[1]], [2**70], [1e3], [-1, -1], [0], [True], {"a": 1}, [1] * 40,
+                                   [10**400 // 10**399]])
+def test_load_refuses_a_hostile_batch_shape_with_user_input_error(twobit_file, tmp_path, shape):
+    path = _with_provenance(twobit_file, tmp_path / "h.safetensors", {"softrank": {"batch_shape": shape}})
+    if shape == [10**400 // 10**399]:                # [10]: a well-formed shape that does not fit: the default
+        assert softrank.Brackets.load(path).batch_shape == ()
+        return
+    with pytest.raises(softrank.UserInputError, match="batch_shape") as info:
+        softrank.Brackets.load(path)
+    assert "\n" not in str(info.value)
+
+
+def test_load_keeps_the_bytes_it_verified(twobit_file, tmp_path, monkeypatch):
+    """A file replaced after it was read is not what load returns: the judged bytes are the kept bytes."""
+    import softrank.records as records
+
+    path = tmp_path / "b.safetensors"
+    path.write_bytes(twobit_file.read_bytes())
+    original = path.read_bytes()
+    real = records.read_bracket_file
+
+    def swap_then_read(p, *a, **kw):
+        path.write_bytes(b"swapped" * 10)             # the file on disk changes while it is judged
+        return real(p, *a, **kw)
+
+    monkeypatch.setattr(records, "read_bracket_file", swap_then_read)
+    b = softrank.Brackets.load(path)
+    assert b.file == original and b.cells[0].verified
+
+
+def test_load_names_what_a_path_is(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    cases = {fifo: "is a FIFO", Path("/dev/zero"): "is a character device", loop: "symbolic link loop",
+             tmp_path: "is a directory", tmp_path / "nope": "no such file"}
+    for path, words in cases.items():
+        with pytest.raises(softrank.UserInputError, match=words):
+            softrank.Brackets.load(path)
+        with pytest.raises(softrank.UserInputError, match=words):
+            softrank.verify(path)
+
+
+def test_save_refuses_links_fifos_devices_and_directories(twobit_file, tmp_path):
+    import os
+
+    b = softrank.Brackets.load(twobit_file)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    link = tmp_path / "link.safetensors"
+    link.symlink_to(victim)
+    fifo = tmp_path / "fifo.safetensors"
+    os.mkfifo(fifo)                                   # the old save blocked here forever
+    (tmp_path / "dir.safetensors").mkdir()
+    for target, words in ((link, "symbolic link"), (fifo, "FIFO"), (tmp_path / "dir.safetensors", "directory"),
+                          (Path("/dev/null"), "character device")):
+        with pytest.raises(softrank.UserInputError, match=words):
+            b.save(target)
+    assert victim.read_bytes() == b"keep me"
+    out = b.save(tmp_path / "new" / "b.safetensors")    # negative control: a plain new path is written
+    assert out.read_bytes() == b.file

@@ -368,3 +368,18 @@ def test_oracle_runs_without_the_float_tier():
             "print(bad); raise SystemExit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_cli_export_into_a_missing_directory_is_one_line_exit_2(tmp_path, capsys):
+    """No directory chain is created for a typo: one line, exit 2, nothing written (in-process);
+    negative control: the same command into an existing directory writes the file."""
+    from oracles.twobit import main
+
+    target = tmp_path / "no" / "such" / "dir" / "x.safetensors"
+    assert main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "no").exists()
+    target = tmp_path / "x.safetensors"
+    assert main(["--t", "1/2", "--s", "1/2", "--eps", "1/4", "--export", str(target)]) == 0
+    assert target.is_file()

@@ -29,6 +29,7 @@ Targets by family:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -283,7 +284,8 @@ def _provenance(loaded: LoadedModel, source, layer: int, head: int, module: str,
         prov.update({"token_span": list(source.span), "corpus_sha256": source.corpus_sha256,
                      "token_ids": list(source.input_ids)})
     else:
-        prov.update({"image": source.origin})
+        pixels = np.ascontiguousarray(source.pixel_values, dtype="<f4").tobytes()
+        prov.update({"image": source.origin, "pixels_sha256": hashlib.sha256(pixels).hexdigest()})
     if t.local is not None:
         prov.update({"local_mass": t.local, "nonlocal": bool(t.nonlocal_head), "local_window": LOCAL_WINDOW})
     return prov

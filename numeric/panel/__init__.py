@@ -10,11 +10,13 @@ Owns, one concept per module, in the order a cell flows:
 - ``table``: cell records and ``cells.csv``, written atomically;
 - ``process``: threads and descriptors, set only at the entry points;
 - ``audit``: every bracket file re-verified by the exact tier, records checked;
+- ``binding``: heads bound to the model (near-duplicate heads; ``--check-heads`` re-extracts each head and
+  transfers its brackets);
 - ``report``, ``figures``, ``report_geometry``: ``python -m numeric report``.
 - ``arms``: ``python -m numeric.panel.arms``, the ViT two-arm qualification
   (Appendix L.3): one panel per arm through ``cli``, then the paired comparison.
 
 May import: every other ``numeric`` subpackage and ``exact``. Nothing imports
 ``numeric.panel`` (but ``numeric.__main__``, for ``process``). Imports
-inside go one way: cli -> runner -> cell -> table; report -> audit -> table.
+inside go one way: cli -> runner -> cell -> table; report -> audit -> binding, table.
 """

@@ -30,7 +30,12 @@ identity; a missing or malformed ``panel.json``; a bracket file that is missing,
 unreadable or refused; a row whose cell is not in its file, or whose claims
 disagree with the exact pass; a row named twice; a bracket file, or a cell in
 one, that no record names; a head file missing, malformed or of other hashes;
-two heads with the same logits.
+two heads within ``numeric.panel.binding.DUPLICATE_ROW_L1`` of each other (one head filed twice); a dropped
+row (a decoder cell the head screen dropped: no bracket) without its head file, or whose labels, mass or
+effort are not those of its head file's provenance and of ``panel.json``: a record without its evidence is
+never counted. ``Audit.confirmed`` counts the bracket cells whose provenance confirmed ``panel.json``'s
+effort, package versions and project version (``Audit.refused``: the fields a cell contradicted), so that
+the report prints only identity fields the bracket files confirm.
 """
 from __future__ import annotations
 
@@ -44,20 +49,21 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from numeric.panel.provenance import RUN_BYTES, CellProvenance, CodeVersion, PanelRun
 from numeric.panel.schema import PanelRow, SchemaError, check_record, check_run, record_key_ok
 import numpy as np
-from safetensors.numpy import load
 
 import crosscheck
 from exact.bracketfile import read_bracket_file
 from exact.verify import verify_file
 from numeric.panel import vcache
+from numeric.panel.binding import DUPLICATE_ROW_L1, fingerprint, header_provenance, near_duplicates
 from numeric.panel.cell import family_label
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
 from numeric.panel.vcache import result_of
-from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json, snapshot
+from numeric.safeio import SafeIOError, escape, list_dir, read_f64_tensors, read_json, snapshot
 from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
 __all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
@@ -86,6 +92,11 @@ class Audit:
     files: int = 0
     #: The second checker's totals (``crosscheck.summary``) on the same snapshots, or None when not run.
     independent: dict | None = None
+    #: Per head key, its checked rows (ok and dropped), for the re-extraction check (``numeric.panel.binding``).
+    by_key: dict = field(default_factory=dict)
+    #: Bracket cells whose provenance confirmed panel.json's identity; the identity fields some cell refused.
+    confirmed: int = 0
+    refused: frozenset = frozenset()
 
 
 def _verify_one(path: str) -> dict:
@@ -206,27 +217,43 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
     return results, from_records, second
 
 
-def _sha256(arr) -> str:
-    return hashlib.sha256(np.ascontiguousarray(arr, dtype="<f8").tobytes()).hexdigest()
+def _head_tensors(out: Path, key: str) -> tuple[dict, dict]:
+    """The header of ``heads/<key>.safetensors`` and its 2-D float64 ``logits`` and ``matrix`` as
+    ``{name: (array, sha256 of the stored bytes)}``, streamed as bracket files are (only these two tensors'
+    bytes are held); ``SafeIOError`` when the file is unreadable or lacks one of them."""
+    header, raw = read_f64_tensors(out / HEADS_DIR / f"{key}.safetensors", ("logits", "matrix"),
+                                   limit=HEAD_BYTES, root=out)
+    tensors = {}
+    for name in ("logits", "matrix"):
+        if name not in raw or len(raw[name][0]) != 2:
+            raise SafeIOError(f"{HEADS_DIR}/{key}.safetensors has no 2-D float64 {name!r} tensor (a head file "
+                              "written before the panel's trust model has no matrix: re-run the panel)")
+        shape, data = raw[name]
+        tensors[name] = (np.frombuffer(data, dtype="<f8").reshape(shape).astype(np.float64),
+                         hashlib.sha256(data).hexdigest())
+    return header, tensors
+
+
+def head_arrays(out: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict] | None:
+    """The float64 ``logits`` and ``matrix`` of ``heads/<key>.safetensors`` (read again) and the provenance
+    its metadata carries (``{}`` when none), or None when it is unreadable (its rows are then already
+    errors of the audit)."""
+    try:
+        header, tensors = _head_tensors(out, key)
+    except SafeIOError:
+        return None
+    return tensors["logits"][0], tensors["matrix"][0], header_provenance(header) or {}
 
 
 def _head(out: Path, key: str) -> dict:
-    """``{"logits": sha256, "matrix": sha256}`` of ``heads/<key>.safetensors``, or ``{"error": message}``."""
-    path = out / HEADS_DIR / f"{key}.safetensors"
-    try:
-        tensors = load(read_bytes(path, limit=HEAD_BYTES, root=out))
-    except SafeIOError as e:
+    """``{"logits": sha256, "matrix": sha256, "fingerprint": array, "provenance": dict}`` of
+    ``heads/<key>.safetensors`` (``numeric.panel.binding``), or ``{"error": message}``."""
+    try:        # streamed as bracket files are: the header first, then the two tensors only
+        header, tensors = _head_tensors(out, key)
+    except SafeIOError as e:    # a malformed head file is an error of its rows
         return {"error": str(e)}
-    except Exception as e:  # a malformed head file is an error of its rows
-        return {"error": f"{HEADS_DIR}/{key}.safetensors is not a safetensors file ({type(e).__name__})"}
-    out_ = {}
-    for name in ("logits", "matrix"):
-        a = tensors.get(name)
-        if a is None or a.ndim != 2 or a.dtype.kind != "f" or a.dtype.itemsize != 8:
-            return {"error": f"{HEADS_DIR}/{key}.safetensors has no 2-D float64 {name!r} tensor (a head file written "
-                             "before the panel's trust model has no matrix: re-run the panel)"}
-        out_[name] = _sha256(a)
-    return out_
+    return {"logits": tensors["logits"][1], "matrix": tensors["matrix"][1],
+            "fingerprint": fingerprint(tensors["matrix"][0]), "provenance": header_provenance(header) or {}}
 
 
 def _family_label(prov: CellProvenance) -> str | None:
@@ -291,20 +318,52 @@ def bind_row(key: str, r: PanelRow, rep: dict, head: dict, run: PanelRun | None)
         v = expected[k]
         if v is not None and r.column(k) != v:
             return f"the row says {k} = {r.column(k)!r}, the file's provenance {v!r}"
+    if r.effort is not None and r.effort != prov.search.effort:
+        return f"the row says effort = {r.effort!r}, the file's provenance {prov.search.effort!r}"
     if run is not None:
-        search = prov.search
-        code = search.code or CodeVersion()
-        for what, mine, theirs in (("effort", run.effort, search.effort),
-                                   ("package versions", run.versions, search.versions),
-                                   ("project version", run.project_version, code.version)):
-            if mine != theirs:
-                return f"panel.json's {what} ({mine}) is not that of the file's provenance ({theirs})"
+        for what, mine, theirs in identity_mismatches(run, prov):
+            return f"panel.json's {what} ({mine}) is not that of the file's provenance ({theirs})"
         if not any(Fraction(eps) == Fraction(e) for e in run.eps or []):
             return f"eps {eps} is not a tolerance of panel.json"
     return None
 
 
-def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, run, errors: list) -> PanelRow | None:
+def identity_mismatches(run: PanelRun, prov: CellProvenance) -> list[tuple[str, Any, Any]]:
+    """``(field, panel.json's value, the cell's)`` for each identity field (effort, package versions, project
+    version) where ``panel.json`` and a bracket cell's provenance differ."""
+    search = prov.search
+    code = search.code or CodeVersion()
+    return [(what, mine, theirs) for what, mine, theirs in (("effort", run.effort, search.effort),
+                                                             ("package versions", run.versions, search.versions),
+                                                             ("project version", run.project_version, code.version))
+            if mine != theirs]
+
+
+def bind_dropped(key: str, r: PanelRow, head: dict, run: PanelRun | None) -> str | None:
+    """Why a dropped row (no bracket: the head screen dropped its cell) of record ``key`` is not backed by its
+    head file, or None: the file must exist, and the row's labels, mass and local mass must be those its
+    provenance records (``numeric.heads.extract``), its effort that of ``panel.json``."""
+    labels = _key_labels(key)
+    if labels is None or labels[:2] != (r.layer, r.head) or labels[2] != (r.cell_kind == NATIVE):
+        return f"the row says layer {r.layer} head {r.head} ({r.cell_kind}), its key {key} another head"
+    if _domain_mismatch(r, labels[3]):
+        return f"the row says source {r.source} (domain {r.domain}), its key {key} another domain"
+    if "error" in head:
+        return f"no evidence: {head['error']}"
+    prov = head["provenance"]
+    expected = {k: prov.get(k) for k in ("model", "cell_kind", "layer", "head", "source", "mass", "min_mass",
+                                               "local_mass")}
+    expected["family"] = _family_label(CellProvenance.from_json(prov))
+    for k, v in expected.items():
+        if r.column(k) != v:
+            return f"the row says {k} = {r.column(k)!r}, its head file's provenance {v!r}"
+    if run is not None and r.effort is not None and r.effort != run.effort:
+        return f"the row says effort = {r.effort!r}, panel.json {run.effort!r}"
+    return None
+
+
+def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, run, errors: list,
+               tally: dict | None = None) -> PanelRow | None:
     """The row with the exact pass's ranks, verdicts, shape, witness kinds and slack, or None (an error)."""
     cid, f = r.cell_id, r.file
     why = bind_names(key, r)
@@ -327,6 +386,9 @@ def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, ru
         return None
     if key not in heads:
         heads[key] = _head(out, key)
+    if run is not None and tally is not None:
+        wrong = identity_mismatches(run, CellProvenance.from_json(rep["provenance"]))
+        tally["refused"].update(what for what, _, _ in wrong)
     why = bind_row(key, r, rep, heads[key], run)
     if why is not None:
         errors.append(f"{cid}: not bound to its head: {why}")
@@ -350,15 +412,18 @@ def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, ru
     return checked
 
 
-def _duplicate_heads(heads: dict, errors: list) -> None:
-    seen = {}
-    for key in sorted(heads):
-        h = heads[key].get("logits")
-        if h is None:
-            continue
-        if h in seen:
-            errors.append(f"{HEADS_DIR}/{key}.safetensors and {HEADS_DIR}/{seen[h]}.safetensors hold the same logits")
-        seen.setdefault(h, key)
+def _duplicate_heads(out: Path, heads: dict, errors: list) -> None:
+    """One error per pair of near-duplicate heads (``numeric.panel.binding.near_duplicates``)."""
+    prints = {k: h["fingerprint"] for k, h in heads.items() if "fingerprint" in h}
+
+    def matrix(key: str):
+        arrays = head_arrays(out, key)
+        return None if arrays is None else arrays[1]
+
+    for a, b, d in near_duplicates(prints, matrix):
+        errors.append(f"{HEADS_DIR}/{b}.safetensors and {HEADS_DIR}/{a}.safetensors hold the same head: their "
+                      f"attention matrices are {d:.3g} apart (max row-l1; at most {DUPLICATE_ROW_L1:g} is one "
+                      "head filed twice)")
 
 
 def audit(out, workers: int | None = None, reverify: bool = True, independent: bool = False) -> Audit:
@@ -374,19 +439,29 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
     if second is not None:
         errors.extend(f"independent checker: {line}" for line in second["disagreements"])
     checked, named, heads = [], set(), {}
+    by_key: dict = {}
+    tally: dict = {"refused": set()}
     for key, r in rows:
         if not r.ok:
+            if key not in heads:
+                heads[key] = _head(out, key)
+            why = bind_dropped(key, r, heads[key], run)
+            if why is not None:
+                errors.append(f"{CELLS_DIR}/{key}.json: a {r.status} row not counted: {why}")
+                continue
             checked.append(r)
+            by_key.setdefault(key, []).append(r)
             continue
         name = (r.file, r.cell_id)
         if name in named:
             errors.append(f"{r.cell_id}: named by two rows")
             continue
         named.add(name)
-        c = _check_row(out, key, r, verdicts, heads, run, errors)
+        c = _check_row(out, key, r, verdicts, heads, run, errors, tally)
         if c is not None:
             checked.append(c)
-    _duplicate_heads(heads, errors)
+            by_key.setdefault(key, []).append(c)
+    _duplicate_heads(out, heads, errors)
     for f, v in sorted(verdicts.items()):
         for cid in sorted(v.get("cells", {})):
             if (f, cid) not in named:
@@ -394,8 +469,10 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
         if "error" in v and not any(k[0] == f for k in named):
             errors.append(f"{f}: unreadable bracket file that no record names: {v['error']}")
     checked.sort(key=sort_key)
+    confirmed = sum(1 for r in checked if r.ok) if run is not None else 0
     return Audit(checked, [escape(e, 400) for e in errors], run, from_records,
-                 {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts), second)
+                 {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts), second,
+                 by_key=by_key, confirmed=confirmed, refused=frozenset(tally["refused"]))
 
 
 def run_summary(run: PanelRun | None) -> dict:

@@ -165,14 +165,21 @@ def _status(task: CellTask, lm, cap) -> str:
     return "ok"
 
 
-def _save_head(path: Path, cap, out: Path) -> None:
+def _save_head(path: Path, cap, out: Path, image_dir: str | None = None, spec: str | None = None) -> None:
     """The head's Q, K, logits and float attention matrix (the bracket file's target), for later study and
-    for the report, which binds every row to this file by the hashes of its logits and matrix (atomic)."""
+    for the report, which binds every row to this file by the hashes of its logits and matrix (atomic).
+    Written for dropped cells too: a dropped row counts only with its head file (``numeric.panel.audit``).
+    Its provenance is what re-extracting the head needs (``numeric.panel.binding``): the model's name and
+    weights SHA-256 and the spec it was loaded by (a preset name or a directory), the layer and head, the
+    source's token ids or pixel hash (and the image directory); the extracting code is the run identity's
+    (``panel.json``, and every record's signature)."""
     # one metadata key: safetensors writes a metadata map in no fixed order, so two keys
     # would make the bytes of equal head files differ between runs (the scale is in the provenance)
+    prov = dict(cap.provenance, **({"image_dir": str(image_dir)} if image_dir else {}),
+                **({"model_spec": spec} if spec else {}))
     data = save({"Q": np.ascontiguousarray(cap.Q), "K": np.ascontiguousarray(cap.K),
                  "logits": np.ascontiguousarray(cap.logits), "matrix": np.ascontiguousarray(cap.matrix)},
-                metadata={"provenance": json.dumps(cap.provenance, sort_keys=True)})
+                metadata={"provenance": json.dumps(prov, sort_keys=True)})
     atomic_write(path, data, root=out)
 
 
@@ -202,7 +209,7 @@ def _search_rows(task: CellTask, lm, cap, base: dict, seed: int) -> tuple[list[P
                           effort=task.effort, seed=seed)
     path = out / "brackets" / f"{task.key}.safetensors"
     _write_brackets(path, res, out)
-    _save_head(out / "heads" / f"{task.key}.safetensors", cap, out)
+    _save_head(out / "heads" / f"{task.key}.safetensors", cap, out, task.image_dir, task.model)
     reports = _verify(path, out)
     # native-causal logits carry the finite mask (numeric.heads.blocks): no geometry (paper L.1)
     geometry = task.geometry and not task.native
@@ -255,6 +262,8 @@ def run_cell(task: CellTask) -> list[PanelRow]:
             "hf_max_abs_diff": cap.hf_max_abs_diff, "effort": task.effort, "seed": seed}
     status = _status(task, lm, cap)
     if status != "ok":
+        out = Path(task.out)
+        _save_head(out / "heads" / f"{task.key}.safetensors", cap, out, task.image_dir, task.model)
         rows, search = [PanelRow(**base, eps=e, status=status) for e in task.eps], {}
     else:
         rows, search = _search_rows(task, lm, cap, base, seed)
@@ -275,4 +284,6 @@ def finished_rows(task: CellTask) -> list[PanelRow] | None:
     for r in rows:
         if r.ok and not (Path(task.out) / (r.file or "")).is_file():
             return None
+    if not (Path(task.out) / "heads" / f"{task.key}.safetensors").is_file():   # a dropped cell's evidence
+        return None
     return rows

@@ -329,4 +329,6 @@ def _print_rows(rows) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from exact.errors import run_command
+
+    run_command(main)

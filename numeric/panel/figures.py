@@ -58,7 +58,7 @@ def _brackets(plt, rows, eps_values, colours, path, root):
                 ax.plot([x, x], [r.L, r.U], "_", color=colours[e], ms=6)
     ax.set_xticks(range(len(heads)))
     ax.set_xticklabels([f"{f[:3]} {l}.{h}" for f, l, h in heads], rotation=45, ha="right")
-    ax.set_ylabel("certified bracket [L, U]")
+    ax.set_ylabel("bracket [L, U] (exact pass)")
     ax.set_yscale("symlog", linthresh=SYMLOG_LINTHRESH)
     ax.set_ylim(bottom=0)
     ax.set_title("Certified brackets per head (one bar per source)")

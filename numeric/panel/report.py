@@ -1,6 +1,6 @@
 """Re-verify a panel directory and write its Markdown report (paper section 6, Appendix L).
 
-  python -m numeric report DIR [--trust-records] [--no-independent]
+  python -m numeric report DIR [--trust-records] [--no-independent] [--check-heads]
 
 A panel directory is untrusted input (the trust model of ``docs/panel.md``). Every
 bracket file under ``DIR/brackets`` is re-verified by the exact tier
@@ -25,7 +25,13 @@ Exit 2 when DIR is not a panel directory, holds no cells, or an output
 (``numeric.safeio.escape``). By default every bracket is also re-derived by
 the second checker (``crosscheck``, which shares no code with ``exact/``);
 the report states how many brackets each checker verified, and a
-disagreement is an error (exit 1); ``--no-independent`` skips it.
+disagreement is an error (exit 1); ``--no-independent`` skips it. The brackets
+are about the head files in ``DIR/heads``; ``--check-heads`` extracts every head
+again from its model on this machine (``numeric.panel.binding``): identical
+bytes bind it, a head that moved within ``--head-tolerance`` gets its brackets
+transferred (the row-l1 triangle inequality, printed with its delta), and a head
+not re-extracted or beyond the tolerance is an error; without it the report's
+first lines say the heads were not re-extracted.
 """
 from __future__ import annotations
 
@@ -36,16 +42,19 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 from exact.errors import OneLineParser
 import crosscheck
-from numeric.panel.audit import audit, run_summary
+from numeric.panel.audit import audit, head_arrays, run_summary
+from numeric.panel.binding import HEAD_TOLERANCE, HeadFile, check_heads
 from numeric.panel.figures import CAPTIONS, plot_all
+from numeric.panel.provenance import source_digest
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
-from numeric.safeio import SafeIOError, escape, list_dir, write_text
+from numeric.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
 
 __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
 
@@ -156,7 +165,33 @@ def _trust_line(checked, trusted: bool) -> str:
             "an earlier pass was used.\n")
 
 
-def _header(rows, s, run) -> list:
+def _heads_line(checks) -> str:
+    """The report's second statement: whether the heads were re-extracted from their model, and so what the
+    brackets are about (``numeric.panel.binding``)."""
+    if checks is None:
+        return ("**Heads not re-extracted:** the heads were not extracted again from their model for this "
+                "report (`--check-heads` does that), so every bracket below is about the head files in "
+                "`heads/` (the exact softmax of their stored logits); that they are the named model's heads "
+                "is the panel's word.\n")
+    by = defaultdict(list)
+    for c in checks:
+        by[c.status].append(c)
+    return (f"**Heads re-extracted on this machine** (`--check-heads`, {len(checks)} head files): "
+            f"{len(by['bound'])} byte-identical (bound to the model), {len(by['transferred'])} within the "
+            f"tolerance with their brackets transferred to the model's head (section \"Heads re-extracted\"), "
+            f"{len(by['differs'])} differing beyond it, {len(by['unavailable'])} not re-extracted.\n")
+
+
+def _identity(value: str, field: str, checked) -> str:
+    """An identity field of panel.json as printed: only when the bracket files' provenance confirms it."""
+    if field in checked.refused:
+        return f"REFUSED (panel.json says {value}; a bracket file's provenance says otherwise, see Errors)"
+    if not checked.confirmed:
+        return f"{value} (unconfirmed: no bracket file's provenance to check panel.json against)"
+    return value
+
+
+def _header(rows, s, run, checked=None) -> list:
     models = sorted({(r.family, r.model) for r in rows})
     shape = []
     for f, m in models:
@@ -170,12 +205,16 @@ def _header(rows, s, run) -> list:
          "or locality screen.\n"]
     info = run_summary(run)
     code = info["code"]
-    L.append(f"Produced with effort preset `{md(info['effort'] or 'unknown')}`, code "
-             f"{md(code.get('version') or '?')} (the last run's commit {md(code.get('commit') or 'unknown')}"
-             f"{', uncommitted changes' if code.get('dirty') else ''}; sources sha256 "
-             f"{md((code.get('source_sha256') or 'unknown')[:DIGEST_CHARS])}), packages "
-             + (", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info["versions"].items()) if v) or "unknown")
-             + " (checked against every bracket file's provenance).\n")
+    checked = checked if checked is not None else SimpleNamespace(refused=frozenset(), confirmed=1)
+    effort = _identity(f"`{md(info['effort'] or 'unknown')}`", "effort", checked)
+    version = _identity(md(code.get("version") or "?"), "project version", checked)
+    packages = _identity(", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info["versions"].items()) if v)
+                         or "unknown", "package versions", checked)
+    L.append(f"Produced with effort preset {effort}, code {version} (the last run's commit "
+             f"{md(code.get('commit') or 'unknown')}{', uncommitted changes' if code.get('dirty') else ''}; "
+             f"sources sha256 {md((code.get('source_sha256') or 'unknown')[:DIGEST_CHARS])}), packages "
+             f"{packages} (effort, code version and packages checked against the provenance of "
+             f"{checked.confirmed} bracket cells).\n")
     summary = info["summary"]
     if isinstance(summary, dict) and "run" in summary:
         L.append(f"Last panel run: {summary['run']} cells computed, {summary['skipped']} resumed, "
@@ -201,15 +240,18 @@ def integrity_errors(s) -> list:
     return errs
 
 
-def _integrity(s, errors) -> list:
+def _integrity(s, errors, from_records: int = 0) -> list:
     L = []
     if errors:
         L.append(f"## Errors ({len(errors)})\n")
         L.append("Records or files that are missing, unreadable or disagree with the exact pass:\n")
         L.extend(f"- {e}" for e in errors)
         L.append("")
+    exact = ("brackets re-verified exactly (both sides)" if not from_records else
+             f"brackets verified by the exact pass (both sides; the pass of {from_records} bracket files read from "
+             "records in `verified/`, not run for this report)")
     L += ["## Integrity\n", "| check | passed | of |\n|---|---:|---:|",
-          f"| brackets re-verified exactly (both sides) | {s['verified']} | {s['brackets']} |",
+          f"| {exact} | {s['verified']} | {s['brackets']} |",
           f"| targeted rank-(L-1) attacks without success | {s['attacks_run'] - s['attack_successes']} "
           f"| {s['attacks_run']} |",
           f"| upper factorisations checked directly (exact max row-l1 of A - P Q^T) | "
@@ -297,13 +339,66 @@ def _heads(checked) -> list:
     return L + [""]
 
 
+def _check_outputs(out: Path) -> None:
+    """Refuse (``SafeIOError``, exit 2) what the writes would refuse, before any work: ``report.md``, the
+    ``figures`` directory, and every PNG already in DIR or DIR/figures, when one is not a regular file."""
+    check_target(out / "report.md", root=out)
+    check_output_dir(out / "figures")
+    for folder in (out, out / "figures"):
+        for name in list_dir(folder, root=out, suffix=".png"):
+            check_target(folder / name, root=out)
+
+
+def _rebound(checks, run, tolerance: Fraction = HEAD_TOLERANCE) -> list:
+    """The section of ``--check-heads``: each head file against its model (``numeric.panel.binding``)."""
+    if checks is None:
+        return []
+    theirs = str((run_summary(run)["code"].get("source_sha256") or "unknown"))
+    mine = source_digest()
+    code = (f"The panel's extracting code (`panel.json`: sources sha256 {md(theirs[:DIGEST_CHARS])}) is "
+            + ("this machine's." if theirs == mine else
+               f"not this machine's (sources sha256 {mine[:DIGEST_CHARS]}): a difference may come from the code."))
+    L = ["## Heads re-extracted\n",
+         "Each head extracted again from its model on this machine and compared with `heads/<key>.safetensors`. "
+         "bound: identical logits and matrix bytes. transferred: delta >= ||A' - A0||_row1 (A0 the stored float64 "
+         "matrix, A' the exact softmax of the re-extracted logits: the row-l1 distance of the two float64 "
+         "matrices computed exactly plus the exact tier's proved slack of the new one), and each certified "
+         "bracket moved to A' by the triangle inequality (docs/panel.md, trust model): r_(eps+delta)(A') <= U, "
+         f"and r_(eps-delta)(A') >= L when eps > delta. A delta above the tolerance {tolerance} "
+         "(`--head-tolerance`) is an error (differs), as is a head not re-extracted. Seconds: the head's share of "
+         "its source's forward pass. " + code + "\n",
+         "| head file | model | result | delta | brackets for the model's head | s |", "|---|---|---|---:|---|---:|"]
+    for c in checks:
+        delta = "-" if c.delta is None else ("0" if c.delta == 0 else f"{float(c.delta):.3g}")
+        moved = "; ".join(t.text() for t in c.transfers)
+        what = {"bound": "the brackets above", "transferred": moved}.get(
+            c.status, "; ".join(x for x in (moved, md(c.note, ERROR_LINE)) if x) or "-")
+        L.append(f"| {md(c.key)} | {md(c.model or '-')} | {c.status} | {delta} | {what} | {c.seconds:.2f} |")
+    return L + [""]
+
+
+def _check_heads(out: Path, checked, tolerance) -> list:
+    """``numeric.panel.binding.check_heads`` on every head key the audit kept."""
+    heads = []
+    for key, rows in sorted(checked.by_key.items()):
+        arrays = head_arrays(out, key)
+        if arrays is None:
+            continue
+        heads.append(HeadFile(key, tuple(rows), *arrays))
+    identity = dict(checked.run.identity) if checked.run is not None else None
+    return check_heads(heads, identity, tolerance)
+
+
 def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False,
-                 independent: bool = True) -> Report:
+                 independent: bool = True, check: bool = False,
+                 tolerance: Fraction = HEAD_TOLERANCE) -> Report:
     """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the identification gate's
     threshold (``numeric.panel.report_families``); ``trust_records``: read the exact pass of a file from its
     record in ``verified/`` where one matches (the report says so in its first lines); ``independent``:
     re-derive every bracket with the second checker too (``crosscheck``), state both counts, and list any
-    disagreement as an error."""
+    disagreement as an error; ``check``: re-extract every head from its model on this machine and bind it or
+    transfer its brackets (``numeric.panel.binding``; a head not re-extracted, or beyond ``tolerance``, is an
+    error)."""
     out = Path(out)
     if not out.is_dir():
         raise ReportError(f"{escape(out)} is not a panel directory (not a directory)")
@@ -316,16 +411,20 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
         raise ReportError(f"{escape(out)} is not a panel directory (no {CELLS_DIR}/ in it)")
     if not cells and not files:
         raise ReportError(f"{escape(out)} has no finished cells")
+    _check_outputs(out)         # a link, FIFO, device or directory where an output goes: refused before any work
     checked = audit(out, workers, reverify=not trust_records, independent=independent)
     s = summarise(checked.rows)
     errors = list(checked.errors) + integrity_errors(s)
+    checks = _check_heads(out, checked, tolerance) if check else None
+    errors += [e for c in checks or [] if (e := c.error()) is not None]
     shown = dict(s, verified_rows=[_shown(r) for r in s["verified_rows"]],
                  unverified=[_shown(r) for r in s["unverified"]], capped=[_shown(r) for r in s["capped"]],
                  dropped=[_shown(r) for r in s["dropped"]])
     families = _families(out, checked, shown, gate, errors)
-    L = _header([_shown(r) for r in checked.rows], shown, checked.run)
-    L.insert(1, _trust_line(checked, trust_records))
-    L += _integrity(shown, [md(e, ERROR_LINE) for e in errors]) + _tables(shown) + families
+    L = _header([_shown(r) for r in checked.rows], shown, checked.run, checked)
+    L[1:1] = [_trust_line(checked, trust_records), _heads_line(checks)]
+    L += _integrity(shown, [md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
+    L += _rebound(checks, checked.run, tolerance) + _tables(shown) + families
     L += _figures_and_drops(shown, out)
     section = _geometry_section(shown["verified_rows"], out)
     if section:
@@ -349,6 +448,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust-records", action="store_true",
                    help="read the exact pass of a bracket file from its record in DIR/verified where one matches "
                         "(faster; anyone who can write DIR can forge a record; the report's first lines say so)")
+    p.add_argument("--check-heads", action="store_true",
+                   help="re-extract every head from its model on this machine: identical bytes bind it, a head "
+                        "within --head-tolerance gets its brackets transferred (printed with delta); a head not "
+                        "re-extracted or beyond the tolerance exits 1")
+    p.add_argument("--head-tolerance", default=str(HEAD_TOLERANCE),
+                   help=f"--check-heads: the largest delta (row-l1 distance of the attention matrices, an exact "
+                        f"upper bound) accepted (default {HEAD_TOLERANCE})")
     p.add_argument("--no-independent", dest="independent", action="store_false",
                    help="skip the second, independent checker (crosscheck: no code shared with exact/); by "
                         "default it re-derives every bracket and a disagreement with the exact tier exits 1")
@@ -364,7 +470,19 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: --gate must be in [0, 1]", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        rep = write_report(args.dir, args.workers, args.gate, args.trust_records, args.independent)
+        tolerance = Fraction(args.head_tolerance)
+    except (ValueError, ZeroDivisionError):
+        tolerance = Fraction(-1)
+    if tolerance < 0:
+        print(f"{PROG}: error: --head-tolerance must be a number >= 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.trust_records:
+        print(f"{PROG}: --trust-records: the exact pass of a bracket file is read from its record in DIR/verified "
+              "where one matches, not re-run (anyone who can write DIR can forge one); the report's first lines "
+              "say how many", file=sys.stderr)
+    try:
+        rep = write_report(args.dir, args.workers, args.gate, args.trust_records, args.independent,
+                           args.check_heads, tolerance)
     except (ReportError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -375,9 +493,6 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {escape(args.dir)}: out of memory reading the panel directory", file=sys.stderr)
         return EXIT_FAILED
     print(escape(rep.path, 4096))
-    if args.trust_records:
-        print(f"{PROG}: --trust-records: the exact pass of some files was read from DIR/verified, not re-run",
-              file=sys.stderr)
     for e in rep.errors:
         print(f"{PROG}: error: {escape(e, ERROR_LINE)}", file=sys.stderr)
     if rep.verified < rep.brackets:
@@ -386,4 +501,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from exact.errors import run_command
+
+    run_command(main)

@@ -4,10 +4,11 @@
 columns of ``numeric.geometry.cell_descriptors`` and
 ``numeric.geometry.native_features`` next to ``L``, ``U``, ``family``, ``layer``,
 ``head``, ``eps``), writes PNG plots into ``outdir`` and returns Markdown.
-Certified brackets are plotted against the intrinsic size (kappa) and residual
+Brackets are plotted against the intrinsic size (kappa) and residual
 (tau0) per family, and against the native features; the gauge audit is
-summarised as a table. Ranks shown are the certified L and U of the rows;
-the descriptors are descriptive, and the prefactor-free scores are shape
+summarised as a table. Ranks shown are the L and U of the audited rows (the
+exact pass's); the descriptors, their ``*_cert`` columns included, are the
+panel's records, never re-checked here, and descriptive, and the prefactor-free scores are shape
 diagnostics only (the cover constants C_r are unknown).
 """
 from __future__ import annotations
@@ -134,7 +135,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
             ax.xaxis.set_major_formatter(ScalarFormatter())
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label)
-        ax.set_ylabel(f"certified rank bracket [L, U] at eps = {eps:g}")
+        ax.set_ylabel(f"rank bracket [L, U] at eps = {eps:g}")
     if drew:
         axes[0][0].legend(fontsize=7)
         fig.tight_layout()
@@ -243,8 +244,9 @@ def _cert_summary(have) -> list:
         worst = max(_num(_col(r, "kappa_upper_cert")) / _num(_col(r, "kappa_upper")) - 1
                     for r in cert if _num(_col(r, "kappa_upper")) > 0)
         lines += [
-            f"Rigorous versions: {len(cert)} of {len(have)} cells carry exact/arb bounds; the largest "
-            f"relative excess of the certified kappa upper bound over the float one is {_fmt(worst)}.",
+            f"Recorded rigorous versions: the records of {len(cert)} of {len(have)} cells carry exact/arb "
+            "`*_cert` bounds (computed by the panel and read from its records, not re-checked by this report); "
+            f"the largest relative excess of the recorded `kappa_upper_cert` over `kappa_upper` is {_fmt(worst)}.",
             "",
         ]
     return lines
@@ -263,11 +265,12 @@ def geometry_section(rows: list[PanelRow], outdir) -> str:
     sel = [r for r in have if eps is None or abs(_num(_col(r, "eps")) - eps) < EPS_MATCH]
     eps = eps if eps is not None else math.nan
     lines += [
-        f"Certified brackets [L, U] at eps = {eps:g} against the intrinsic profile of each cell "
+        f"Brackets [L, U] at eps = {eps:g} (the exact pass's, see the first lines) against the intrinsic "
+        "profile of each cell "
         "(MATH.md section 3): size kappa(C) (gauge-optimised MEB radius product; the "
-        "double-difference lower bound is in the table) and residual tau(0). Every descriptor "
-        "bound has a rigorous `*_cert` column next to the float one. The ranks are certified; "
-        "the descriptors are descriptive and never a certificate (C_r unknown).",
+        "double-difference lower bound is in the table) and residual tau(0). The descriptors are the "
+        "panel's records, not re-checked by this report (each bound's `*_cert` column included); they "
+        "are descriptive and never a certificate (C_r unknown).",
         "",
     ]
     if _scatter(outdir / "geometry_intrinsic.png", sel, _INTRINSIC, eps):

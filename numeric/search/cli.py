@@ -21,9 +21,14 @@ tolerances whose lower side had not started are skipped (the others get
 their upper side cut short), and the file holds every cell certified so
 far (a second Ctrl-C aborts at once, writing nothing).
 
-Exit status: 0 all cells written and verified, 1 a verification or an
-attack failed (a soundness bug), 2 bad input, 130 stopped by Ctrl-C after
-writing what was certified.
+Each verified lower bound L is then attacked: a search for a rank-(L-1)
+matrix within eps. The table's attack column says "held" when no attack
+succeeded (the expected outcome), "-" when none ran (--no-attack), and
+"BEAT L" when one succeeded.
+
+Exit status: 0 all cells written and verified, 1 a verification failed or
+an attack succeeded (either is a soundness bug), 2 bad input, 130 stopped by
+Ctrl-C after writing what was certified.
 """
 from __future__ import annotations
 
@@ -139,6 +144,17 @@ def _announce(effort, shape, tolerances: int) -> None:
     front.announce(PROG, effort, shape, tolerances, stop="Ctrl-C stops cleanly and writes what is certified")
 
 
+def _attack_line(outcomes: list) -> str:
+    """What the rank-(L-1) attacks did, in words (None: not run; False: no attack succeeded)."""
+    ran = [o for o in outcomes if o is not None]
+    if not ran:
+        return "attacks at rank L-1: none run"
+    won = sum(bool(o) for o in ran)
+    if not won:
+        return f"attacks at rank L-1: no attack succeeded ({len(ran)} of {len(outcomes)} lower bound(s) attacked)"
+    return f"attacks at rank L-1: {won} SUCCEEDED against a certified lower bound (a soundness bug)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = OneLineParser(prog=PROG, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", required=True, help="bracket file to write (format v1, .safetensors)")
     ap.add_argument("--id-prefix", default="cell", help="prefix of cell ids and tensor names (default: cell)")
     ap.add_argument("--device", help="torch device for the descent (default: cuda if available, else cpu)")
-    ap.add_argument("--no-attack", action="store_true", help="skip the rank-(L-1) attacks")
+    ap.add_argument("--no-attack", action="store_true",
+                    help="skip the rank-(L-1) attacks on each verified L (one succeeding is a soundness bug, exit 1)")
     ap.add_argument("--json", action="store_true", help="one JSON object per tolerance, one per line")
     ap.add_argument("--effort", default="default",
                     help="budget preset: quick, default or thorough (work budgets, recorded in the file)")
@@ -228,10 +245,11 @@ def main(argv=None) -> int:
                 "  attack  exact")
         print(head)
         for r in rows:
-            att = {None: "-", False: "failed", True: "SUCCESS"}[r["attack_success"]]
+            att = {None: "-", False: "held", True: "BEAT L"}[r["attack_success"]]
             print(f"{r['eps']:>8} {r['lower']:>4} {r['upper']:>4} {str(r['svd_rank'] or '-'):>4}  "
                   f"{r['lower_witness']:<32} {r['upper_witness']:<17} {r['seconds']:>6.1f}  {att:<7} "
                   f"{'verified' if r['verified'] else 'REFUTED'}")
+        print(_attack_line([r["attack_success"] for r in rows]))
     for r in rows:
         if r["attack_success"]:
             print(f"{PROG}: SOUNDNESS BUG: a rank-{r['lower'] - 1} attack beat the certified lower bound "
@@ -248,4 +266,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from exact.errors import run_command
+
+    run_command(main)

@@ -134,6 +134,10 @@ def run(args, command: str) -> dict:
     _check(args)
     out = Path(args.out) if args.out else Path(args.dir[0]) / "study"
     check_outputs(out)            # a link, a directory, a FIFO or a device at a target: refused before any work
+    if not args.reverify:
+        print(f"{PROG}: --trust-records: the exact pass of a bracket file is read from its record in DIR/verified "
+              "where one matches, not re-run, and no second checker runs (anyone who can write DIR can forge "
+              "one); study.md's first lines say so", file=sys.stderr)
     t0 = time.perf_counter()
     audited: list = []
     data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify,
@@ -154,6 +158,7 @@ def run(args, command: str) -> dict:
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
              "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm,
              "code_version": _code_version(), "caution": calibration_caution(data),
+             "trusted_records": not args.reverify,
              "seconds": round(time.perf_counter() - t0, 1)}
     verdicts = {b: reading(results, b) for b in ("G", "I")}
     transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
@@ -229,4 +234,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from exact.errors import run_command
+
+    run_command(main)

@@ -20,7 +20,7 @@ import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
-from numeric.safeio import SafeIOError, escape, read_json
+from numeric.safeio import SafeIOError, escape, file_kind, missing_reason, read_json
 from numeric.panel.schema import COLUMNS, PanelRow, SchemaError, check_run
 from numeric.panel.audit import RUN_NAME, audit
 from numeric.panel.provenance import RUN_BYTES
@@ -45,9 +45,9 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
     file through the exact tier now, not from the records of its pass)."""
     out = Path(out)
     if not out.exists():
-        raise StudyError(f"panel directory {escape(out)} does not exist")
+        raise StudyError(f"panel directory {escape(out)} {missing_reason(out)}")
     if not out.is_dir():
-        raise StudyError(f"{escape(out)} is not a panel directory (not a directory)")
+        raise StudyError(f"{escape(out)} is not a panel directory ({file_kind(out.stat().st_mode)}, not a directory)")
     if not (out / "panel.json").is_file():
         raise StudyError(f"{escape(out)} is not a panel directory (no panel.json)")
     try:        # an unreadable run record: not a panel directory (exit 2), not a panel that fails its audit

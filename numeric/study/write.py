@@ -19,7 +19,7 @@ import numpy as np
 
 from numeric.panel.table import jsonable
 from numeric.runtime import pyplot
-from numeric.safeio import check_target, make_dirs, write_bytes, write_text
+from numeric.safeio import check_output_dir, check_target, make_dirs, write_bytes, write_text
 from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
@@ -40,6 +40,7 @@ def check_outputs(out) -> None:
     """Refuse (``numeric.safeio.SafeIOError``, one line) before any work an output directory where a file the
     study would write exists and is not a regular file, or a link lies below ``out`` on its way."""
     out = Path(out)
+    check_output_dir(out)             # a link at DIR/study is refused, never followed
     for name in OUTPUTS:
         check_target(out / name, root=out)
 
@@ -115,9 +116,15 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
     s = doc["setup"]
     boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
             else "secondary bootstrap off; ")
+    trusted = bool(s.get("trusted_records"))
     head = [f"# Held-out study of {s['panel']}", "",
             f"`{doc['command']}`", "",
-            f"Target {s['target']} at eps {s['eps']}: {s['cells']} verified cells, {s['sources']} sources, "
+            *(["**Trusted records** (`--trust-records`): the exact pass of the panel's bracket files was read "
+               "from the records in `verified/`, not run for this study, and no second checker ran; anyone who "
+               "can write the panel directory can forge those records, so the targets below are the records' "
+               "claims.", ""] if trusted else []),
+            f"Target {s['target']} at eps {s['eps']}: {s['cells']} "
+            f"{'cells (their exact pass read from records)' if trusted else 'verified cells'}, {s['sources']} sources, "
             f"{s['heads']} heads, families {', '.join(s['families'])}. Ridge (penalty by inner leave-one-out "
             f"CV), {s['folds']}-fold source cross-fitting. 95% intervals on the point fit's paired held-out "
             f"losses: cluster-robust (sources; heads and sources for leave one head out) averaged with a "
@@ -216,7 +223,7 @@ def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: st
     if targets is not None:
         doc["targets"] = [{k: v for k, v in t.items() if k != "results"} | {"comparisons": _results(t["results"])}
                           for t in targets]
-    make_dirs(out, root=out)
+    make_dirs(out, root=out.parent)   # the directory itself opened without following a link
     write_text(out / "study.json", json.dumps(doc, indent=1, default=jsonable), root=out)
     preds = predictions(data, setup["folds"])
     write_text(out / "predictions.csv", _predictions_csv(data, preds), root=out)

@@ -1,4 +1,5 @@
 """``python -m numeric.heads.zoo``: train or verify the shipped models (see train.py)."""
+from exact.errors import run_command
 from numeric.heads.zoo.train import main
 
-raise SystemExit(main())
+run_command(main)
