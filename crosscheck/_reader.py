@@ -182,7 +182,10 @@ def _open(path: str) -> tuple[BinaryIO, int]:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Malformed("not a regular file")
+            kind = next((name for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                                                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                                                 (stat.S_ISSOCK, "a socket")) if test(info.st_mode)), "a special file")
+            raise Malformed(f"{kind}, not a regular file")
         if info.st_size > MAX_FILE_BYTES:
             raise LimitReached(f"file has {info.st_size} bytes, limit {MAX_FILE_BYTES}")
     except BaseException:

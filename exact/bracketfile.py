@@ -169,11 +169,18 @@ def _open(path: str) -> tuple[BinaryIO, int]:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise MalformedInput("not a regular file")
+        raise MalformedInput(f"{_kind(info.st_mode)}, not a regular file")
     if info.st_size > MAX_FILE_BYTES:
         os.close(fd)
         raise LimitExceeded(f"file has {info.st_size} bytes, limit {MAX_FILE_BYTES}")
     return os.fdopen(fd, "rb"), info.st_size
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words (for the message that refuses it)."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def _read_exactly(fh: BinaryIO, n: int, what: str) -> bytes:

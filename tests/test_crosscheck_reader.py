@@ -173,8 +173,10 @@ def test_unreadable_paths_are_refused(tmp_path):
 def test_a_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "pipe.safetensors"
     os.mkfifo(fifo)
-    with pytest.raises(crosscheck.Malformed, match="regular file"):
+    with pytest.raises(crosscheck.Malformed, match="a FIFO, not a regular file"):
         crosscheck.verify_file(fifo)
+    with pytest.raises(crosscheck.Malformed, match="a character device, not a regular file"):
+        crosscheck.verify_file("/dev/zero")
 
 
 def test_json_depth_is_checked_before_parsing(tmp_path):

@@ -482,7 +482,7 @@ def test_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "pipe.safetensors"
     os.mkfifo(fifo)
     proc = run_cli(fifo, timeout=30)                  # reading a FIFO would block forever
-    assert proc.returncode == 2 and "not a regular file" in proc.stderr
+    assert proc.returncode == 2 and "a FIFO, not a regular file" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -491,6 +491,7 @@ def test_devices_and_directories_are_refused(tmp_path, capsys):
     assert main(["verify", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("not a regular file") == 2 and "Traceback" not in err
+    assert "a character device, not" in err and "a directory, not" in err        # named as what they are
 
 
 def test_sparse_file_at_and_over_the_size_limit_is_refused_from_the_header(tmp_path):
