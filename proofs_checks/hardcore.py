@@ -489,7 +489,7 @@ def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, scale_bits=G3_SCALE_BITS, d=G
     delta = leakage_budget(eps + alpha)
     rec.require(eps + alpha + 2 * delta < 1, f"eps + alpha + 2 delta = {eps + alpha + 2 * delta} not < 1")
     cells, tensors, expect, table, ms, laws, exps = [], {}, {}, [], {}, {}, {}
-    scale = fmpq(1, 2 ** scale_bits)
+    scale = fmpq(1, 2 ** scale_bits) if scale_bits >= 0 else fmpq(2 ** -scale_bits)
     for r_, d_, bs in instances:
         if r_ not in laws:
             laws[r_] = prove_growth(rec, r_, delta)
