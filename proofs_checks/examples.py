@@ -264,7 +264,8 @@ def check_h4():
     numbers = {"M": str(H4_MATRIX), "q": qstr(cert.q), "max_contrast/2": qstr(c),
                "optimal_shift": [qstr(v) for v in cert.shift], "cycle": list(cert.cycle),
                "random_trials": H4_TRIALS, "random_strict": strict,
-               "exhaustive": {"shapes_searched": smallest["searched"], "first_strict_shape": list(smallest["shape"]),
+               "exhaustive": {"shapes_searched": smallest["searched"],
+                              "first_strict_shape": list(smallest["shape"] or ()),
                               "strict_at_that_shape": smallest["count"], "fewest_ones": smallest["ones"]}}
     return (f"q = {qstr(cert.q)} > contrast/2 = {qstr(c)} on the staircase; bound holds "
             f"on {H4_TRIALS} random cases", numbers, rec)

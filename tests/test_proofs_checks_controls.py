@@ -122,7 +122,7 @@ def test_a3_fails_when_the_search_misses_the_best_shift(monkeypatch):
 
 def test_d3_fails_for_a_non_shift(monkeypatch):
     monkeypatch.setattr(identities, "D3_ROW_SHIFT", lambda a1, a2: sp.Matrix([[a1, 0], [0, a2]]))
-    assert any("row shift" in f for f in _fails("D.3"))
+    assert "row shift: A unchanged" in _fails("D.3")
 
 
 def test_f2_fails_with_a_wrong_beta(monkeypatch):
@@ -265,3 +265,11 @@ def test_k5_fails_when_the_slack_is_understated(monkeypatch):
     monkeypatch.setattr(_export, "slack_bound", lambda H, A0: fmpq(0))
     monkeypatch.setattr(grid, "H1_SIZES", (3, 5))
     assert any("verif" in f or "exact" in f for f in _fails("H.1"))
+
+
+def test_a3_fails_when_no_instance_hides_a_shift(monkeypatch):
+    # instances without row and column terms (H = C): rank H never exceeds rank C, and the
+    # check's guard against a vacuous run must fail
+    make = identities._a3_instance
+    monkeypatch.setattr(identities, "_a3_instance", lambda *a: (make(*a)[1],) * 2)
+    assert any("vacuous" in f for f in _fails("A.3"))
