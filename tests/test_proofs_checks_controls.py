@@ -273,3 +273,8 @@ def test_a3_fails_when_no_instance_hides_a_shift(monkeypatch):
     make = identities._a3_instance
     monkeypatch.setattr(identities, "_a3_instance", lambda *a: (make(*a)[1],) * 2)
     assert any("vacuous" in f for f in _fails("A.3"))
+
+
+def test_d3_fails_for_a_non_shift_column_term(monkeypatch):
+    monkeypatch.setattr(identities, "D3_COL_SHIFT", lambda b1, b2: sp.Matrix([[b1, 0], [0, b2]]))
+    assert "column shift: C unchanged" in _fails("D.3")
