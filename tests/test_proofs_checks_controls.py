@@ -53,6 +53,16 @@ def test_i4_fails_when_the_search_overreaches(monkeypatch):
     assert any("exact tier did not verify" in f for f in rec.failures), rec.failures
 
 
+@pytest.mark.parametrize("factor, failure", [(1 - 2 ** -10, "p_inf(s_hi)"), (1 + 2 ** -10, "no M0")])
+def test_i4_law_fails_when_the_float_threshold_is_off(monkeypatch, factor, failure):
+    # the float bisection only chooses s*: moved below the threshold, arb refuses the
+    # certified side at s_hi; moved above it, arb refuses the refuted side at s_lo
+    bisect = growth.float_threshold
+    monkeypatch.setattr(growth, "float_threshold", lambda r, delta: bisect(r, delta) * factor)
+    _, _, rec, _ = hardcore.i4_run({1: (2 ** 8,)}, name="I4thr")
+    assert any(failure in f for f in rec.failures), rec.failures
+
+
 # ---------------------------------------------------------------- G.3
 
 def test_g3_fails_when_the_appended_columns_are_too_large():
