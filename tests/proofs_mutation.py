@@ -233,10 +233,11 @@ def judge(labels: list[str]) -> dict:
         fn = getattr(mod, name)
         if not (name.startswith(prefixes) and callable(fn)) or not prefixes:
             continue
-        params = [()]
+        params: list[tuple] = [()]
         for mark in getattr(fn, "pytestmark", []):
             if mark.name == "parametrize":
-                params = [(v,) for v in mark.args[1]]
+                many = "," in mark.args[0]
+                params = [tuple(v) if many else (v,) for v in mark.args[1]]
         for args in params:
             with pytest.MonkeyPatch.context() as mp:
                 kw = {}
@@ -252,8 +253,9 @@ def judge(labels: list[str]) -> dict:
                     fn(**kw)
                 except AssertionError as exc:
                     out["control_passed"].append(f"{name}{list(args)}: {str(exc)[:120]}")
-                except Exception as exc:     # a control that crashes no longer shows the check failing
-                    out["control_passed"].append(f"{name}{list(args)}: crashed {type(exc).__name__}: {exc}"[:160])
+                except Exception as exc:     # the check body crashed: a failure (fail closed), not a kill
+                    note = f"{name}{list(args)}: {type(exc).__name__}: {exc}"[:160]
+                    out.setdefault("control_crashed", []).append(note)
     return out
 
 
