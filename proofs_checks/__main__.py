@@ -51,7 +51,8 @@ def build_parser(prog: str = "python -m proofs_checks") -> argparse.ArgumentPars
     parser.add_argument("--export", metavar="DIR",
                         help="write every verified bracket file into DIR, named after its label (DIR/I.4.safetensors)")
     parser.add_argument("--thorough", action="store_true",
-                        help="heavier variants (more beta values for I.4); not part of the 2-minute default run")
+                        help="heavier variants (more betas for I.1, I.4, G.3, finer point sets for I.2, I.3); "
+                             "not part of the 2-minute default run")
     return parser
 
 

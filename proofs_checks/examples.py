@@ -218,11 +218,12 @@ H4_TRIALS = 150
 H4_SHAPES = ((2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3))
 
 
-def exhaustive_strict(shapes=H4_SHAPES) -> dict:
-    """Every 0/1 matrix of each shape (in order): the first shape with ``q > contrast/2``,
-    how many there, and those with the fewest ones (the staircase must be one of them)."""
+def exhaustive_strict(shapes=None) -> dict:
+    """Every 0/1 matrix of each shape (in order; default ``H4_SHAPES``): the first shape with
+    ``q > contrast/2``, how many there, and those with the fewest ones (the staircase must be
+    one of them)."""
     searched = []
-    for m, n in shapes:
+    for m, n in (H4_SHAPES if shapes is None else shapes):
         searched.append(f"{m}x{n}")
         strict = []
         for bits in range(2 ** (m * n)):
@@ -246,9 +247,9 @@ def check_h4():
     rec.require(cert.q == fmpq(2, 3) and c == fmpq(1, 2), f"staircase: q = {cert.q}, contrast/2 = {c}")
     rec.require(row_osc_bound(H4_MATRIX, list(cert.shift)) == cert.q, "the shift attains q")
     smallest = exhaustive_strict()
-    rec.require(smallest["shape"] == (3, 3) and H4_MATRIX in smallest["fewest_ones"],
-                f"exhaustive search: first strict shape {smallest['shape']}, fewest-ones examples "
-                f"{smallest['fewest_ones'][:3]}")
+    fewest = smallest["fewest_ones"] or []
+    rec.require(smallest["shape"] == (3, 3) and H4_MATRIX in fewest,
+                f"exhaustive search: first strict shape {smallest['shape']}, fewest-ones examples {fewest[:3]}")
     rng = random.Random(7)
     strict = 0
     for t in range(H4_TRIALS):
@@ -263,7 +264,8 @@ def check_h4():
     numbers = {"M": str(H4_MATRIX), "q": qstr(cert.q), "max_contrast/2": qstr(c),
                "optimal_shift": [qstr(v) for v in cert.shift], "cycle": list(cert.cycle),
                "random_trials": H4_TRIALS, "random_strict": strict,
-               "exhaustive": {"shapes_searched": smallest["searched"], "first_strict_shape": list(smallest["shape"]),
+               "exhaustive": {"shapes_searched": smallest["searched"],
+                              "first_strict_shape": list(smallest["shape"] or ()),
                               "strict_at_that_shape": smallest["count"], "fewest_ones": smallest["ones"]}}
     return (f"q = {qstr(cert.q)} > contrast/2 = {qstr(c)} on the staircase; bound holds "
             f"on {H4_TRIALS} random cases", numbers, rec)

@@ -273,6 +273,12 @@ def _svd_selection(rec, side: str, Q, K, G):
     return out
 
 
+def E3_CASES():
+    """E.3's (side, Q, K, G); a negative control replaces the gauges by the identity."""
+    return (("query", sp.diag(2, 1), sp.eye(2), sp.diag(1, 4)),
+            ("key", sp.eye(2), sp.diag(2, 1), sp.diag(1, sp.Rational(1, 4))))
+
+
 @register("E.3", "strict-gap native SVD selection changes")
 def check_e3():
     """E.3: query side: Q = diag(2, 1), K = I, G = diag(1, 4) keeps H = diag(2, 1) but the top
@@ -282,8 +288,7 @@ def check_e3():
     G = diag(1, 1/4) moves the top key direction the same way."""
     rec = Recorder()
     numbers = {}
-    for side, Q, K, G in (("query", sp.diag(2, 1), sp.eye(2), sp.diag(1, 4)),
-                          ("key", sp.eye(2), sp.diag(2, 1), sp.diag(1, sp.Rational(1, 4)))):
+    for side, Q, K, G in E3_CASES():
         out = _svd_selection(rec, side, Q, K, G)
         rec.require(out[0][3] != out[1][3], f"{side}: retained interactions differ")
         rec.require(out[0][4] == fmpq(1, 2) and out[1][4] == 1, f"{side}: residuals {out[0][4]} vs {out[1][4]}")

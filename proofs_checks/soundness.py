@@ -302,7 +302,8 @@ def check_i1():
             rec.require(M is not None and U is not None, f"beta={beta} N={N}: float search found no witness")
             cells.append(cell)
             expect[cid] = (M, U)
-            rec.require(U is not None and U <= 4 * beta ** 0.5 and U < N // 2,
+            # U <= 4 sqrt(beta), exactly in integers: U^2 <= 16 beta
+            rec.require(U is not None and U * U <= 16 * beta and U < N // 2,
                         f"beta={beta} N={N}: upper rank {U} not <= 4 sqrt(beta)")
             uppers.setdefault(beta, []).append(U)
             table.append({"beta": beta, "N": N, "witnesses": "separated decoded / Fourier 2F+1", "id": cid})
@@ -315,7 +316,7 @@ def check_i1():
         ok = c.get("lower_verified") is True and c.get("upper_verified") is True
         rec.require(ok and (c.get("lower"), c.get("upper")) == expect[cid], f"{cid}: bracket {expect[cid]}")
         row["bracket_exact_tier"] = f"[{c.get('lower')}, {c.get('upper')}]"
-        row["upper/sqrt(beta)"] = f"{(c.get('upper') or 0) / row['beta'] ** 0.5:.3f}"
+        row["upper/sqrt(beta)~"] = f"{(c.get('upper') or 0) / row['beta'] ** 0.5:.3f}"     # display only
     return ("r_eps = N (Neumann) per (beta, N); on fine circles [L, U] with U = 2F+1 independent of N "
             f"({ {b: u for b, u in uppers.items()} })",
             {"eps": qstr(SPHERE_EPS), "betas": list(SPHERE_BETAS),

@@ -179,3 +179,53 @@ def test_compression_reproduces_the_product():
     X1, Y1 = compress_factorisation(X, Y)
     assert X1 * Y1.transpose() == X * Y.transpose()
     assert X1.rank() == Y1.rank() == 1
+
+
+# ---------------------------------------------------------------- consistency tests (not controls)
+
+def test_consistency_i4_kronecker_bound_matches_full_computation():
+    # r = 2: the channel bound from the 1-d factors agrees with the directly computed
+    # ||A X - I|| of the 2-d instance (float comparison of the formula, small case)
+    from proofs_checks import hardcore
+    core = hardcore.hard_core(2 ** 6, 3)
+    H = hardcore.logits_nd(core, 2)
+    A = np.exp(H - H.max(axis=1, keepdims=True))
+    A /= A.sum(axis=1, keepdims=True)
+    X = hardcore.cells_nd(3, hardcore.CELLS, 2)
+    direct = np.abs(A @ X - np.eye(9)).sum(axis=1).max()
+    bound = hardcore.channel_bound(core, 2)
+    assert abs(direct - float(bound.mid())) < 1e-9
+
+
+def test_consistency_growth_law_matches_the_search():
+    # the law's closed-form M at beta = 2^12 (r = 1) is the binary search's M, and M_lo = M_hi
+    from proofs_checks import growth, hardcore
+    law, facts = growth.prove_law(1, hardcore.leakage_budget(hardcore.I4_EPS))
+    assert all(ok is True for ok, _ in facts)
+    assert growth.m_bounds(law, 2 ** 12) == (35, 35) == (hardcore.largest_m(2 ** 12, 1, hardcore.I4_EPS),) * 2
+    # the recurrence M(4 beta) = 2 M(beta) is not a theorem: the law's bracket at 2^18 excludes 280
+    assert growth.m_bounds(law, 2 ** 18) == (281, 281)
+
+
+def test_consistency_theta_upper_bounds_a_long_sum():
+    from proofs_checks import identities
+    t = identities.theta_upper(fmpq(1, 2), terms=2)
+    long = 1 + 2 * sum((arb(-fmpq(k * k, 2)).exp() for k in range(1, 60)), arb(0))
+    assert long < t and t - long < 1e-2
+
+
+def test_consistency_leaky_decoders_are_refused_on_false_claims():
+    from exact.certificates import check_lower
+    from exact.matrix import ExactMatrix
+    from proofs_checks._core import qmat, row1
+    from proofs_checks.soundness import leaky_decoders
+    A = qmat([["3/4", "1/4"], ["1/4", "3/4"]])
+    EA = ExactMatrix.from_fmpq_mat(A)
+    pool = [(w, d, lab) for w, d, lab in leaky_decoders(A) if d == 2]
+    assert any("mutant" in lab for _, _, lab in pool)
+    # rank 1 B = J/2 has error 1/2: no witness may prove rank 2 at eps = 1/2
+    assert row1(A - qmat([["1/2", "1/2"]] * 2)) == fmpq(1, 2)
+    for w, d, lab in pool:
+        assert not check_lower(EA, w, fmpq(1, 2), d).verified, lab
+    # and the leaky witnesses do verify somewhere (nonzero defect, eps small)
+    assert any(check_lower(EA, w, fmpq(1, 100), d).verified for w, d, lab in pool if lab.startswith("leaky"))
