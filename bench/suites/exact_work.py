@@ -17,32 +17,21 @@ one logits tensor and k matrices, each slack claimed at its arb bound (the
 sharing of ``exp(h)`` and ``Z`` across matrices); a conversion of widely
 spread exponents.
 
-With ``--ref COMMIT`` the same cases run on that commit's ``exact/`` too (a
-``git archive`` copy, in a subprocess), side by side: the CPU time of each
-and its units, before and after.
-
-    python bench/exact_worst.py [--quick] [--repeat 3] [--ref COMMIT] [--json]
+CPU time: smallest and largest of the repeats; ns per unit from the largest.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from fractions import Fraction
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from pathlib import Path
 
 import numpy as np
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.environ.get("EXACT_WORST_ROOT", ROOT))      # --ref runs this script on another copy
-
 from flint import fmpz_mat
+
+from bench.common import fmt, table
+from bench.runner import Case, Suite
 
 from exact.bracketfile import read_bracket_file
 from exact.limits import MAX_WORK, work_limit
@@ -86,7 +75,7 @@ def _flint(n: int, bits: int):
         t0 = time.process_time()
         A @ A
         seconds = time.process_time() - t0
-    return getattr(meter, "used", None) or meter[0], seconds, "-"      # before the Meter: [used, limit]
+    return meter.used, seconds, "-"
 
 
 def cases(quick: bool):
@@ -158,49 +147,26 @@ def measure(quick: bool, repeat: int) -> list:
     return rows
 
 
-def _ref_rows(commit: str, quick: bool, repeat: int) -> dict:
-    """The rows of the same cases on ``commit``'s exact/ (and its writer), by case name."""
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "archive", commit, "exact", "numeric/__init__.py", "numeric/bracketwriter.py"],
-                                 cwd=ROOT, check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        cmd = [sys.executable, os.path.abspath(__file__), "--json", "--repeat", str(repeat)] + (["--quick"] if quick else [])
-        out = subprocess.run(cmd, env=dict(os.environ, EXACT_WORST_ROOT=tmp), check=True, capture_output=True, text=True)
-    return {r["case"]: r for r in json.loads(out.stdout)}
+def cases_(size: str) -> list[Case]:
+    if size == "smoke":
+        return [Case("smoke", {"quick": True, "repeat": 1})]
+    return [Case("all", {"quick": False, "repeat": 3})]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/exact_worst.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smaller cases (a smoke run)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case (CPU time: smallest and largest)")
-    ap.add_argument("--ref", metavar="COMMIT", help="also run the cases on this commit's exact/, side by side")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    rows = measure(args.quick, args.repeat)
-    if args.json:
-        print(json.dumps(rows))
-        return 0
-    ref = _ref_rows(args.ref, args.quick, args.repeat) if args.ref else {}
-    print(f"work limit MAX_WORK = 2^{MAX_WORK.bit_length() - 1} units; CPU time of this process, "
-          f"smallest .. largest of {args.repeat} runs; ns per unit and seconds at the limit from the largest")
-    print(f"{'case':<16} {'units':>12} {'CPU s':>15} {'ns/unit':>8} {'s at limit':>10} {'verified':>8}"
-          + (f" | {'units before':>12} {'CPU s before':>12} {'ns/unit':>8} {'time ratio':>10}" if ref else ""))
-    for r in rows:
-        line = (f"{r['case']:<16} {r['units']:12d} {r['cpu_s']:7.3f}..{r['cpu_s_max']:<6.3f} {r['ns_per_unit']:8.2f} "
-                f"{r['ns_per_unit'] * MAX_WORK / 1e9:10.0f} {r['verified']:>8}")
-        if r["case"] in ref:
-            b = ref[r["case"]]
-            line += (f" | {b['units']:12d} {b['cpu_s']:12.3f} {b['ns_per_unit']:8.2f} "
-                     f"{b['cpu_s'] / max(r['cpu_s'], 1e-9):10.1f}")
-        print(line)
-    for r in rows:
-        print(f"  {r['case']}: {r['what']}")
-    worst = max(rows, key=lambda r: r["ns_per_unit"])
-    print(f"slowest unit: {worst['case']}, {worst['ns_per_unit']:.2f} ns: a file at the work limit takes about "
-          f"{worst['ns_per_unit'] * MAX_WORK / 1e9:.0f} s of one core here at most")
-    return 0
+def run(case: Case, tmp: Path) -> dict:
+    return {"max_work": MAX_WORK, "rows": measure(case.params["quick"], case.params["repeat"])}
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def tables(results: list[dict]) -> dict[str, str]:
+    rows = []
+    for r in results:
+        for c in r["record"]["rows"]:
+            rows.append([c["what"], f"{c['units']:,}", f"{c['cpu_s']:.3f} to {c['cpu_s_max']:.3f}",
+                         fmt(c["ns_per_unit"]), f"{c['ns_per_unit'] * r['record']['max_work'] / 1e9:,.0f}",
+                         c["verified"]])
+    return {"units": table(["case", "units", "CPU s", "ns per unit", "s at the work limit", "verified"], rows,
+                           "lrrrrr")}
+
+
+SUITE = Suite("exact_work", "what a work unit of the exact tier costs, per kind of work", cases_, run, tables,
+              "python -m bench run exact_work")

@@ -3,28 +3,23 @@
 The cell (see ``make_cell``): a softmax target with its slack (K.5), an
 upper witness of rank 50 (K.1) and a reconstruction witness of rank 10 (K.3),
 once column-side and once row-side. Both pipelines run the same checks: the exact one through
-``exact.verify`` (reading the bracket file, converting, proving the slack
-with arb), the float one with numpy on the stored arrays.
-
-    python bench/exact_speed.py [--n 256] [--upper-rank 50] [--lower-rank 10] [--repeat 3]
-                                [--slack fixed|float-tier|arb]
+``exact.verify`` (reading the bracket file, converting, proving the slack), the float one with
+numpy on the stored arrays (not rigorous: what the exact tier is compared with). CPU time of this
+process (``time.process_time``), one BLAS thread, best of the repeats. Cases: the slack claimed
+as a producer that rounds up would (``fixed``, 1e-12) and as the float tier writes it
+(``float-tier``, the exact tier's own float bound rounded up).
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-import tempfile
 import time
 from fractions import Fraction
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")          # one core for both pipelines, before numpy loads
+from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from bench.common import fmt, table
+from bench.runner import Case, Suite
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.verify import verify_file
 from numeric.bracketwriter import rational_string, write_bracket_file
@@ -112,41 +107,49 @@ def float_checks(t, eps, slack, row_side: bool):
     return bool(ok_slack and ok_up and ok_low)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/exact_speed.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--upper-rank", type=int, default=50)
-    ap.add_argument("--lower-rank", type=int, default=10)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--slack", choices=["fixed", "float-tier", "arb"], default="fixed",
-                    help="the claimed slack (see _slack; default fixed 1e-12)")
-    args = ap.parse_args(argv)
-    cells, tensors, eps, slack = make_cell(args.n, args.upper_rank, args.lower_rank, slack_mode=args.slack)
+def cases(size: str) -> list[Case]:
+    if size == "smoke":
+        return [Case("smoke-n32", {"n": 32, "upper_rank": 8, "lower_rank": 2, "repeat": 1, "slack": "fixed"})]
+    return [Case(f"n256-{mode}", {"n": 256, "upper_rank": 50, "lower_rank": 10, "repeat": 5, "slack": mode})
+            for mode in ("fixed", "float-tier")]
+
+
+def run(case: Case, tmp: Path) -> dict:
     from exact.bracketfile import read_bracket_file
-    print(f"{args.n}x{args.n} softmax target (slack {float(slack):.3g}, {args.slack}), eps = {eps:.4g}: upper factors of rank "
-          f"{args.upper_rank}, reconstruction witness of rank {args.lower_rank}; best of {args.repeat}")
-    print(f"{'cell':<12} {'exact ms':>9} {'float64 ms':>11} {'ratio':>7}  verdicts (exact lower, upper; float)")
-    all_ok = True
-    with tempfile.TemporaryDirectory() as tmp:
-        for cell in cells:
-            path = os.path.join(tmp, cell.id + ".safetensors")
-            write_bracket_file(path, [cell], tensors)
-            exact_times, float_times = [], []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                (report,) = verify_file(path)
-                exact_times.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                bf = read_bracket_file(path)          # the float check reads the same file
-                ok = float_checks(bf.tensors, eps, slack, cell.id == "row-side")
-                float_times.append(time.perf_counter() - t0)
-            te, tf = min(exact_times), min(float_times)
-            verdict = (report.lower.verified, report.upper.verified, ok)
-            all_ok &= all(verdict)
-            print(f"{cell.id:<12} {te * 1e3:9.1f} {tf * 1e3:11.1f} {te / tf:7.1f}  {verdict}")
-    return 0 if all_ok else 1
+
+    p = case.params
+    cells, tensors, eps, slack = make_cell(p["n"], p["upper_rank"], p["lower_rank"], slack_mode=p["slack"])
+    rows = []
+    for cell in cells:
+        path = os.path.join(tmp, cell.id + ".safetensors")
+        write_bracket_file(path, [cell], tensors)
+        exact_times, float_times = [], []
+        for _ in range(p["repeat"]):
+            t0 = time.process_time()
+            (report,) = verify_file(path)
+            exact_times.append(time.process_time() - t0)
+            t0 = time.process_time()
+            bf = read_bracket_file(path)          # the float check reads the same file
+            ok = float_checks(bf.tensors, eps, slack, cell.id == "row-side")
+            float_times.append(time.process_time() - t0)
+        rows.append({"cell": cell.id, "exact_ms": 1e3 * min(exact_times), "float64_ms": 1e3 * min(float_times),
+                     "exact_lower": bool(report.lower.verified), "exact_upper": bool(report.upper.verified),
+                     "float": ok})
+    return {"slack": float(slack), "eps": float(eps), "cells": rows}
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def tables(results: list[dict]) -> dict[str, str]:
+    rows = []
+    for r in results:
+        p, rec = r["params"], r["record"]
+        for c in rec["cells"]:
+            verdict = ", ".join("verified" if c[k] else "REFUSED" for k in ("exact_lower", "exact_upper"))
+            rows.append([f"{c['cell']}, n = {p['n']}", f"{p['slack']} ({rec['slack']:.3g})", fmt(c["exact_ms"], 1),
+                         fmt(c["float64_ms"], 1), fmt(c["exact_ms"] / max(c["float64_ms"], 1e-9), 1),
+                         f"{verdict}; {'true' if c['float'] else 'false'}"])
+    return {"ratio": table(["cell", "slack claimed", "exact ms", "float64 ms", "exact / float64",
+                            "verdicts (exact lower, upper; float)"], rows, "llrrrl")}
+
+
+SUITE = Suite("exact_speed", "the exact tier against float64 on one cell", cases, run, tables,
+              "python -m bench run exact_speed")
