@@ -123,3 +123,37 @@ def add_heads_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--heads", required=True, help="comma-separated names in the npz")
     ap.add_argument("--eps", default="1/10,1/4,1/2")
     ap.add_argument("--out", required=True)
+
+
+#: The search of one side, run in its tree: argv = npz, heads, eps, effort, out dir.
+SIDE = COUNT_UPPER + r"""
+import json, os, sys, time
+import numpy as np
+from numeric.heads.extract import softmax_rows
+from numeric.search.export import write_bracket_file
+npz, heads, eps, effort, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4], sys.argv[5]
+with np.load(npz, allow_pickle=False) as data:
+    logits = {h: np.asarray(data[h], dtype=np.float64) for h in heads}
+for h in heads:
+    H = logits[h]
+    A = softmax_rows(H)
+    used.clear()
+    t = time.process_time()
+    res = drv.search_brackets(A, eps, logits=H, id_prefix=h, effort=effort)
+    cpu = time.process_time() - t
+    write_bracket_file(os.path.join(out, h + ".safetensors"), res.cells, res.tensors)
+    print(json.dumps({"head": h, "cpu": cpu, "upper_units": sum(used),
+                      "float": {str(r.eps): [r.lower, r.upper] for r in res.results}}), flush=True)
+"""
+
+
+def start(tree: Path, core: int, args, effort: str, out: Path) -> subprocess.Popen:
+    """One side of a before/after run: :data:`SIDE` in ``tree`` on core ``core`` (one BLAS thread), its files
+    under ``out``, one JSON line per head on its stdout."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONPATH=str(tree))
+    cmd = ["taskset", "-c", str(core), sys.executable, "-c", SIDE, str(Path(args.heads_npz).resolve()), args.heads,
+           args.eps, effort, str(out)]
+    return subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=open(str(out) + ".log", "w"),
+                            text=True)
