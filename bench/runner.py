@@ -15,6 +15,7 @@ import json
 import os
 import pkgutil
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -102,6 +103,8 @@ def machine_facts() -> dict:
 
 
 def result_path(results: Path, suite: str, case: str) -> Path:
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", case):
+        raise ValueError(f"case name {case!r} is not a plain file name")
     return results / suite / f"{case}.json"
 
 

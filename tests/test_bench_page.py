@@ -2,7 +2,6 @@
 Also the layout rules of ``bench/``: nothing in the product imports it, and no script in it edits ``sys.path``."""
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
@@ -10,6 +9,7 @@ from pathlib import Path
 
 from bench.render import PAGE, TEMPLATE, render, render_page
 from bench.runner import RESULTS, load, suite_names
+from tests.test_architecture import _imports
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("exact", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
@@ -48,14 +48,6 @@ def test_the_page_is_short_and_names_no_machine_path_date_or_commit():
     assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text)
     assert not re.search(r"\b[0-9a-f]{7,40}\b", text)
     assert not re.search(r"(?i)\bissue\s+\d+", text)
-
-
-def _imports(path: Path):
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module
 
 
 def test_nothing_in_the_product_imports_bench_or_research():

@@ -77,9 +77,14 @@ TWOBIT_CELLS = {"t=3/4,s=1/2": (Fraction(3, 4), Fraction(1, 2), ("1/4", "7/16", 
                 "t=3/4,s=3/4": (Fraction(3, 4), Fraction(3, 4), ("5/8", "3/4"))}
 
 
+def _safe(key: str) -> str:
+    """A two-bit cell's key as a file name: ``t=3/4,s=1/2`` -> ``t3_4-s1_2``."""
+    return key.replace("=", "").replace("/", "_").replace(",", "-")
+
+
 def _cases(effort: str, heads: int) -> list[Case]:
     out = [Case(f"{effort}-grid-n{n}", {"group": "grid", "n": n, "eps": list(EPS), "effort": effort}) for n in (32, 64)]
-    out += [Case(f"{effort}-twobit-{k}", {"group": "twobit", "cell": k, "eps": list(v[2]), "effort": effort})
+    out += [Case(f"{effort}-twobit-{_safe(k)}", {"group": "twobit", "cell": k, "eps": list(v[2]), "effort": effort})
             for k, v in TWOBIT_CELLS.items()]
     out += [Case(f"{effort}-random-beta0.5", {"group": "random", "beta": 0.5, "eps": list(EPS), "effort": effort})]
     for i in range(heads):                   # held-out and tuned heads alternately: a cut run keeps both kinds

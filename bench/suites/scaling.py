@@ -83,15 +83,9 @@ def _in_process(args: list[str]) -> dict:
     import numeric.search.driver as drv
     from numeric.search import cli
 
-    used: list[int] = []
     real = drv.search_upper
-
-    def counted(A, e, budget, **kw):
-        r = real(A, e, budget, **kw)
-        used.append(budget.used)
-        return r
-
-    drv.search_upper = counted
+    counter: dict = {}
+    exec(COUNT_UPPER, counter)               # the child's counter, in this process (it wraps drv.search_upper)
     out = io.StringIO()
     t0 = time.process_time()
     try:
@@ -100,7 +94,7 @@ def _in_process(args: list[str]) -> dict:
     finally:
         drv.search_upper = real
     return {"rc": rc, "cpu_s": time.process_time() - t0, "peak_rss_bytes": 0, "stderr_tail": [],
-            "stdout": out.getvalue() + "\n" + json.dumps({"rc": rc, "upper_units": sum(used)})}
+            "stdout": out.getvalue() + "\n" + json.dumps({"rc": rc, "upper_units": sum(counter["used"])})}
 
 
 def run(case: Case, tmp: Path) -> dict:
