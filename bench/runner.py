@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -122,14 +122,18 @@ def _write(path: Path, doc: dict) -> None:
 
 
 def run_suite(suite: Suite, size: str, results: Path = RESULTS, force: bool = False,
-              log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> list[Path]:
-    """Run every case of ``suite`` at ``size`` that has no result file (all of them with ``force``)."""
+              log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+              only: Sequence[str] | None = None) -> list[Path]:
+    """Run every case of ``suite`` at ``size`` that has no result file (all of them with ``force``); with
+    ``only``, just the cases of those names."""
     import tempfile
 
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r} (known: {', '.join(SIZES)})")
     written = []
     for case in suite.cases(size):
+        if only is not None and case.name not in only:
+            continue
         path = result_path(results, suite.name, case.name)
         if path.exists() and not force:
             log(f"{suite.name}/{case.name}: kept (result file exists)")

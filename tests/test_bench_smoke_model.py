@@ -30,3 +30,12 @@ def test_quality_smoke(tmp_path):
     (cell,) = r["record"]["cells"]
     assert cell["verified"] and cell["L"] == cell["U"] == 8        # the grid's r_eps = n (G.1)
     assert cell["attack_success"] is not True
+
+
+def test_report_time_smoke(tmp_path):
+    run_suite(load("commands"), "smoke", tmp_path, log=lambda s: None, only=["smoke-report"])
+    (r,) = read_results(tmp_path, "commands")
+    rec = r["record"]
+    assert rec["bracket_files"] == 1
+    assert [x["rc"] for x in rec["reports"].values()] == [0, 0] and all(x["cpu_s"] > 0 for x in rec["reports"].values())
+    assert "numeric report" in load("commands").tables([r])["times"]

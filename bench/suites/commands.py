@@ -7,8 +7,8 @@ the ``large`` size) the README's main job.
   (``--no-independent``): the CPU seconds of each report process (``os.wait4``), its exit status and peak RSS.
 - ``study``: the study's comparisons (``numeric.study.compare.compare``) on a synthetic table of the
   recorded four-family shape (``numeric.study.calibrate``; 1,084 rows: 24 + 16 + 16 heads on 16 text
-  sources, 12 on 16 image sources), one process, with the secondary bootstrap off and at 200 resamples:
-  process CPU seconds.
+  sources, 12 on 16 image sources), one process, with the secondary bootstrap off (at 200 resamples in the
+  ``large`` size): process CPU seconds.
 - ``demo`` (large): the README's main job, ``python -m numeric panel --model minilm --demo --out DIR``,
   in a child process: its CPU seconds, wall seconds and peak RSS (the panel's own worker processes
   included), and its exit status (0: every bracket verified by the report).
@@ -26,16 +26,21 @@ from bench.runner import Case, Suite
 RECORDED = "encoder=24x16@text,docgpt2=16x16@text,docqwen2=16x16@text,digitvit=12x16@image"
 PANEL = ["--model", "minilm", "--heads", "0.1,3.8", "--sources", "1", "--eps", "1/4", "--effort", "quick",
          "--workers", "1", "--no-report", "--quiet"]
+#: The smoke size's panel: one head at 8 tokens, one tolerance, no attack.
+SMOKE_PANEL = ["--model", "minilm", "--heads", "0.1", "--sources", "1", "--length", "8", "--eps", "1/2", "--effort",
+               "quick", "--workers", "1", "--no-attack", "--no-report", "--quiet"]
 
 
 def cases(size: str) -> list[Case]:
     if size == "smoke":
         return [Case("smoke-study", {"what": "study", "shape": "encoder=3x4@text,digitvit=3x4@image",
-                                     "replicates": [0]})]
+                                     "replicates": [0]}),
+                Case("smoke-report", {"what": "report", "panel": SMOKE_PANEL})]
     out = [Case("report", {"what": "report", "panel": PANEL}),
-           Case("study", {"what": "study", "shape": RECORDED, "replicates": [0, 200]})]
+           Case("study", {"what": "study", "shape": RECORDED, "replicates": [0]})]
     if size == "large":
-        out.append(Case("demo", {"what": "demo"}))
+        out += [Case("study-bootstrap", {"what": "study", "shape": RECORDED, "replicates": [200]}),
+                Case("demo", {"what": "demo"})]
     return out
 
 
@@ -87,7 +92,7 @@ def run(case: Case, tmp: Path) -> dict:
 
 def tables(results: list[dict]) -> dict[str, str]:
     rows = []
-    for r in sorted(results, key=lambda r: ["report", "study", "demo"].index(r["params"]["what"])):
+    for r in sorted(results, key=lambda r: (["report", "study", "demo"].index(r["params"]["what"]), r["case"])):
         p, rec = r["params"], r["record"]
         if p["what"] == "report":
             for label, x in rec["reports"].items():
