@@ -21,9 +21,9 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from bench.common import add_heads_args, extract_ref, medians, start, verified_brackets
+
+ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.cpu_compare", description=__doc__,

@@ -27,9 +27,9 @@ import statistics
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from bench.common import add_heads_args, extract_ref, start, verified_brackets
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SIDES = (("before", "default"), ("before", "thorough"), ("after", "default"), ("after", "thorough"))
 
