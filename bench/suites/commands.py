@@ -6,7 +6,7 @@ the ``large`` size) the README's main job.
   ``python -m numeric report DIR --workers 1`` runs on it with the second checker and without it
   (``--no-independent``): the CPU seconds of each report process (``os.wait4``), its exit status and peak RSS.
 - ``study``: the study's comparisons (``numeric.study.compare.compare``) on a synthetic table of the
-  recorded four-family shape (``numeric.study.calibrate``; 1,084 rows: 24 + 16 + 16 heads on 16 text
+  recorded four-family shape (``numeric.study.calibrate``; 1,088 rows: 24 + 16 + 16 heads on 16 text
   sources, 12 on 16 image sources), one process, with the secondary bootstrap off (at 200 resamples in the
   ``large`` size): process CPU seconds.
 - ``demo`` (large): the README's main job, ``python -m numeric panel --model minilm --demo --out DIR``,

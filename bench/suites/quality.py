@@ -193,8 +193,9 @@ def tables(results: list[dict]) -> dict[str, str]:
                 heads.append([("held out " if p["group"] == "heldout" else "") + f"l{p['layer']}h{p['head']}",
                               *br, fmt(r["record"]["search_cpu_s"], 1)])
         heads.sort(key=lambda h: (h[0].startswith("held"), h[0]))
-        out[f"heads_{effort}"] = table(["head", "eps 1/10", "eps 1/4", "eps 1/2", "CPU s (3 tolerances)"], heads,
-                                       "llllr")
+        if heads:
+            out[f"heads_{effort}"] = table(["head", "eps 1/10", "eps 1/4", "eps 1/2", "CPU s (3 tolerances)"],
+                                           heads, "llllr")
     return out
 
 
