@@ -1,2 +1,3 @@
-"""Benchmark scripts (run as ``python bench/NAME.py``); a package so that tests import their helpers
-as ``bench.NAME`` instead of editing ``sys.path``."""
+"""The benchmark suite: ``python -m bench run [SUITE ...]`` measures, ``python -m bench render`` regenerates
+docs/benchmarks.md (``bench.cli``). The suites are the modules of ``bench.suites``; ``bench.common`` holds what
+they and the before/after tools share. Tools run as ``python -m bench.NAME`` from the repository root."""

@@ -4,9 +4,9 @@ A refactor (the typed contracts: ``exact.cellspec.CellSpec``, ``numeric.panel.sc
 change what the tools write. Run the same command with the code before (``PYTHONPATH=OLD``) and after, into
 two directories, then:
 
-    python bench/contracts_identity.py panel DIR_BEFORE DIR_AFTER
-    python bench/contracts_identity.py bracket FILE_BEFORE FILE_AFTER
-    python bench/contracts_identity.py study STUDY_BEFORE/study.json STUDY_AFTER/study.json
+    python -m bench.contracts_identity panel DIR_BEFORE DIR_AFTER
+    python -m bench.contracts_identity bracket FILE_BEFORE FILE_AFTER
+    python -m bench.contracts_identity study STUDY_BEFORE/study.json STUDY_AFTER/study.json
 
 ``panel``: every ``brackets/*.safetensors`` and ``heads/*.safetensors`` of both directories. Head files are
 compared whole. A bracket file's tensor data section and its tensor table are compared byte for byte, and
@@ -160,7 +160,7 @@ def compare_study(a: Path, b: Path) -> int:
 def main(argv: list[str]) -> int:
     modes = {"panel": compare_panel, "bracket": compare_bracket, "study": compare_study}
     if len(argv) != 3 or argv[0] not in modes:
-        print("usage: python bench/contracts_identity.py panel|bracket|study A B", file=sys.stderr)
+        print("usage: python -m bench.contracts_identity panel|bracket|study A B", file=sys.stderr)
         return 2
     return modes[argv[0]](Path(argv[1]), Path(argv[2]))
 

@@ -4,7 +4,7 @@ The style target is a core "near 1,500 lines, readable in one sitting"; this
 counts what a reader has to read as code apart from the proofs and
 explanations in docstrings.
 
-    python bench/core_size.py [--json]
+    python -m bench.core_size [--json]
 """
 from __future__ import annotations
 

@@ -10,59 +10,23 @@ bracket file is then re-verified with the working tree's exact tier; only verifi
 are compared. Prints per head and tolerance both brackets, per head CPU seconds and upper
 units with their ratio, and per group (the head name's prefix up to ``_``) the median U/L.
 
-    python bench/cpu_compare.py --ref 5d20121 --heads-npz HEADS.npz --heads q256_l0h0,q256_l1h3 --out DIR
-    python bench/cpu_compare.py --ref HEAD --before-effort default --after-effort thorough ...
-    python bench/cpu_compare.py --ref 5d20121 ... --swap-cores      # the same, the sides' cores swapped
+    python -m bench.cpu_compare --ref 5d20121 --heads-npz HEADS.npz --heads q256_l0h0,q256_l1h3 --out DIR
+    python -m bench.cpu_compare --ref HEAD --before-effort default --after-effort thorough ...
+    python -m bench.cpu_compare --ref 5d20121 ... --swap-cores      # the same, the sides' cores swapped
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
+from bench.common import add_heads_args, extract_ref, medians, start, verified_brackets
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.compare_versions import extract_ref, medians, verified_brackets
-from bench.side_by_side import COUNT_UPPER, add_heads_args
-
-#: The search of one side, run in its tree: argv = npz, heads, eps, effort, out dir.
-SIDE = COUNT_UPPER + r"""
-import json, os, sys, time
-import numpy as np
-from numeric.heads.extract import softmax_rows
-from numeric.search.export import write_bracket_file
-npz, heads, eps, effort, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4], sys.argv[5]
-with np.load(npz, allow_pickle=False) as data:
-    logits = {h: np.asarray(data[h], dtype=np.float64) for h in heads}
-for h in heads:
-    H = logits[h]
-    A = softmax_rows(H)
-    used.clear()
-    t = time.process_time()
-    res = drv.search_brackets(A, eps, logits=H, id_prefix=h, effort=effort)
-    cpu = time.process_time() - t
-    write_bracket_file(os.path.join(out, h + ".safetensors"), res.cells, res.tensors)
-    print(json.dumps({"head": h, "cpu": cpu, "upper_units": sum(used),
-                      "float": {str(r.eps): [r.lower, r.upper] for r in res.results}}), flush=True)
-"""
-
-
-def start(tree: Path, core: int, args, effort: str, out: Path) -> subprocess.Popen:
-    out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               PYTHONPATH=str(tree))
-    cmd = ["taskset", "-c", str(core), sys.executable, "-c", SIDE, str(Path(args.heads_npz).resolve()), args.heads,
-           args.eps, effort, str(out)]
-    return subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=open(str(out) + ".log", "w"),
-                            text=True)
-
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/cpu_compare.py", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.cpu_compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_heads_args(ap)
     ap.add_argument("--before-effort", default="default")

@@ -6,10 +6,10 @@ and the exact re-verification of that file (``exact.verify``). Prints the
 brackets, the seconds per head on each device and their ratio. Devices that
 torch does not see are skipped with a note.
 
-    python bench/device_search.py [--heads-npz FILE] [--eps 0.1,0.25,0.5] [--devices cpu,cuda]
+    python -m bench.device_search [--heads-npz FILE] [--eps 0.1,0.25,0.5] [--devices cpu,cuda]
                                   [--sizes 128,256,512,1024] [--effort default]
 
-``--sizes``: the scaling cases of ``bench/scaling.py`` instead (synthetic sharp and diffuse
+``--sizes``: the scaling cases of the scaling suite (``bench/suites/scaling.py``) instead (synthetic sharp and diffuse
 heads at each n), so the same growth in n is measured on each device.
 
 ``--heads-npz`` reads logits saved with ``np.savez`` (read with
@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exact.verify import verify_file
 from numeric.search.export import write_bracket_file
@@ -49,20 +47,19 @@ def load_heads(path):
 
 
 def scaling_heads(sizes: str) -> dict:
-    """The synthetic heads of ``bench/scaling.py`` (sharp and diffuse) at each n."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from scaling import synthetic
+    """The synthetic heads of the scaling suite (``bench/suites/scaling.py``) (sharp and diffuse) at each n."""
+    from bench.suites.scaling import synthetic
 
     return {f"{kind}{n}": synthetic(kind, int(n)) for n in sizes.split(",") for kind in ("sharp", "diffuse")}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/device_search.py", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.device_search", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads-npz")
     ap.add_argument("--eps", default="0.1,0.25,0.5")
     ap.add_argument("--devices", default="cpu,cuda")
-    ap.add_argument("--sizes", help="run the scaling cases of bench/scaling.py at these n instead")
+    ap.add_argument("--sizes", help="run the scaling cases of the scaling suite at these n instead")
     ap.add_argument("--effort", default="default")
     args = ap.parse_args(argv)
     import torch

@@ -17,23 +17,19 @@ compared. Prints per head and tolerance the four brackets, flags
 and per preset and group (the head name's prefix up to ``_``) the median U/L before and after,
 and the CPU seconds of each side. Exit status 1 when a ``T>D`` or ``wider`` cell is found.
 
-    python bench/effort_compare.py --ref 5d20121 --heads-npz HEADS.npz --heads q256_l4h2,demo0_l3h8 --out DIR
+    python -m bench.effort_compare --ref 5d20121 --heads-npz HEADS.npz --heads q256_l4h2,demo0_l3h8 --out DIR
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.common import add_heads_args, extract_ref, start, verified_brackets
 
-from bench.compare_versions import extract_ref, verified_brackets
-from bench.cpu_compare import start
-from bench.side_by_side import add_heads_args
+ROOT = Path(__file__).resolve().parents[1]
 
 SIDES = (("before", "default"), ("before", "thorough"), ("after", "default"), ("after", "thorough"))
 
@@ -119,7 +115,7 @@ def compare(got: dict, heads: list[str]) -> tuple[list, dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/effort_compare.py", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.effort_compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_heads_args(ap)
     ap.add_argument("--jobs", type=int, default=2, help="sides run at a time, one core each")

@@ -21,7 +21,7 @@ Mutants listed in ``EQUIVALENT`` change no behaviour (reason given) and are
 reported apart. The run is not part of the pytest suite: about 10 s per
 killed mutant and a minute per survivor on the shared 2-core machine.
 
-    python bench/mutation.py [--jobs 2] [--only floats.py] [--match REGEX] [--ops REGEX] [--kind comparison] [--list] [--timeout 300]
+    python -m bench.mutation [--jobs 2] [--only floats.py] [--match REGEX] [--ops REGEX] [--kind comparison] [--list] [--timeout 300]
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from mutation_equivalent import EQUIVALENT   # bench/ is sys.path[0] when this runs as a script
+from bench.mutation_equivalent import EQUIVALENT
 
 ROOT = Path(__file__).resolve().parents[1]
 EXACT = ROOT / "exact"
@@ -218,7 +218,7 @@ def run_one(mutant: Mutant, repo: Path, timeout: float) -> tuple[bool, float, st
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/mutation.py", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=2, help="mutants run in parallel, each in its own copy")
     ap.add_argument("--only", action="append", default=[], metavar="FILE", help="only these exact/ files")

@@ -1,11 +1,11 @@
 """Save the MiniLM logits the annealing measurements use, once, with ``np.savez``.
 
-Keys: ``q{n}_l{layer}h{head}`` for the heads of ``bench/quality.py`` (the eight at 256
+Keys: ``q{n}_l{layer}h{head}`` for the heads of the quality suite (``bench/suites/quality.py``, ``TUNED``) (the eight at 256
 tokens, the first two at 128 and 512), and ``demo{source}_l{layer}h{head}`` for the demo
 roster of ``numeric/panel/presets.py`` (256 tokens). Read back with ``allow_pickle=False``
-by ``bench/cpu_compare.py``, ``bench/anneal_tune.py`` and ``bench/scaling.py``.
+by ``bench/cpu_compare.py``, ``bench/effort_compare.py`` and ``research/anneal_tune.py``.
 
-    python bench/save_heads.py /tmp/up27/heads.npz
+    python -m bench.save_heads /tmp/up27/heads.npz
 """
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ import os
 import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 
@@ -23,11 +21,11 @@ def main(argv=None) -> int:
     from numeric.heads.extract import extract_heads, source_for
     from numeric.heads.models import load_model
     from numeric.panel.presets import DEMO_HEADS, DEMO_SOURCES
-    from quality import MINILM_HEADS
+    from bench.suites.quality import TUNED as MINILM_HEADS
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python bench/save_heads.py OUT.npz", file=sys.stderr)
+        print("usage: python -m bench.save_heads OUT.npz", file=sys.stderr)
         return 2
     lm = load_model("minilm")
     out = {}

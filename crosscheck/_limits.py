@@ -33,7 +33,7 @@ MAX_TENSORS = 1_000_000
 MAX_ODDMAP_DIM = 7
 #: JSON nesting depth of the header (the claim document needs 6; provenance is free-form).
 MAX_JSON_DEPTH = 256
-#: Work units per file: 2^34. Measured (bench/crosscheck_speed.py, project machine under load): the
+#: Work units per file: 2^34. Measured (bench/suites/crosscheck.py, project machine under load): the
 #: packed products take 4 to 6 ns per unit, so a file at the limit takes about 70 to 100 s of one core.
 MAX_WORK = 2**34
 

@@ -71,7 +71,7 @@ _TOP, _SLOW_TOP = 60, 140
 #: it stops as soon as the remainder bound is below 2^-prec.
 _TERMS = 24
 #: Work units charged per entry, at the packed products' rate of about 4 to 6 ns per unit (measured on
-#: the project machine under load, bench/crosscheck_speed.py): fast pass about 3.4 us, fallback about 450 us.
+#: the project machine under load, bench/suites/crosscheck.py): fast pass about 3.4 us, fallback about 450 us.
 FAST_UNITS, SLOW_UNITS = 640, 2**17
 #: Work units per entry of the vector pass (about 0.4 us: the exact t in Python, the rest in int64 arrays).
 VEC_UNITS = 80

@@ -42,9 +42,9 @@ MAX_CELLS = 100_000
 #: Tensors in one file.
 MAX_TENSORS = 1_000_000
 #: Work units per file (per worker with ``--workers``), raised with ``--max-work``: 2^35, at
-#: most about 100 s of one core (bench/exact_worst.py: at most about 3 ns per unit for every
+#: most about 100 s of one core (bench/suites/exact_work.py: at most about 3 ns per unit for every
 #: kind of work in a steady state, 5.5 for a process's first float64 slack pass). Ordinary
-#: cells take far less: a 256 x 256 cell of bench/exact_speed.py about 2^21, a full-rank
+#: cells take far less: a 256 x 256 cell of bench/suites/exact_speed.py about 2^21, a full-rank
 #: (d = 256) reconstruction witness checked with FLINT alone about 2^28.
 MAX_WORK = 2**35
 

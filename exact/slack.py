@@ -17,7 +17,7 @@ It serves every matrix paired with one logits tensor: the enclosures of
 ``exp(h)`` and ``Z`` (float per block, arb per row) are made once per row
 and only the deviation sum is made per matrix. An arb deviation sum stops
 as soon as it exceeds the slack (the slack is then refused). All of it is
-charged at its measured cost (``bench/exact_worst.py``).
+charged at its measured cost (``bench/suites/exact_work.py``).
 
 >>> import numpy as np
 >>> H = np.zeros((2, 2)); A0 = np.full((2, 2), 0.5)
@@ -53,7 +53,7 @@ ARB_PRECISION = 64
 #: precision, charged ``PRECISE_BITS / ARB_PRECISION`` times the units: a slack claimed a relative 1e-16
 #: above the true distance is then decided, as the second checker (192 bits) decides it.
 PRECISE_BITS = 256
-#: Work units per entry, measured against FLINT's products (``bench/exact_worst.py``, docs/benchmarks.md 1.1):
+#: Work units per entry, measured against FLINT's products (``bench/suites/exact_work.py``):
 #: the float enclosure of exp(h) and Z (once per logits tensor), the float deviation sum (per matrix),
 #: an arb exp and its term of Z (once per logits row), and an arb deviation term (per matrix and row).
 FLOAT_EXP_UNITS, FLOAT_DEV_UNITS, ARB_EXP_UNITS, ARB_DEV_UNITS = 40, 8, 512, 256

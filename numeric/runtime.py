@@ -273,7 +273,7 @@ def keep_freed_memory() -> None:
 
     A bootstrap fit of the study allocates temporaries of about a megabyte, above glibc's default
     mapping threshold, and frees them at once: without this, a fifth of the study's time went to
-    the kernel mapping and unmapping them (``bench/study_speed.py``). Not glibc: nothing to do.
+    the kernel mapping and unmapping them (``research/study_speed.py``). Not glibc: nothing to do.
     Process-wide and not undone (glibc has no getter to restore from): only the study's bootstrap
     calls it, in the process (or worker) that runs the replicates."""
     try:

@@ -1,6 +1,6 @@
 """Odd-map certificates on real attention cells: do they prove more than the verified L?
 
-Cells: the MiniLM heads of ``bench/quality.py`` (source 0) and the demo roster (``DEMO_HEADS`` x
+Cells: the MiniLM heads of the quality heads (``research/heads.py``) (source 0) and the demo roster (``DEMO_HEADS`` x
 ``DEMO_SOURCES``), 256 x 256 softmax targets, eps 1/10, 1/4, 1/2 (``--eps``); a (head, source) in
 both is one matrix. ``search_brackets`` (seed 0, ``--effort``) gives each verified bracket [L, U];
 open cells with 1 <= L <= 7 are kept. Per kept cell an odd-map certificate (MATH.md section 2, the
@@ -54,7 +54,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 
-from bench.quality import MINILM_HEADS
+from research.heads import MINILM_HEADS
 from research import oddmap_geom as geom
 from exact.cellspec import TargetSpec
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
@@ -65,7 +65,7 @@ from numeric.search.l1fit import l1_row_fit
 from numeric.search.oddmap import FACE_TOL, _pair, budgeted_nerve, face_point, facets, odd_map_cell
 
 MAX_L = 7
-QUALITY_HEADS = MINILM_HEADS[:8]          # bench/quality.py's default --heads 8
+QUALITY_HEADS = MINILM_HEADS[:8]          # the former quality script's default --heads 8
 
 
 def roster(demo_sources: int, quality_heads: int) -> list[tuple]:
@@ -336,7 +336,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m research.oddmap_real", description=__doc__.splitlines()[0])
     ap.add_argument("--eps", default="1/10,1/4,1/2", help="tolerances (searched largest first, each seeded alone)")
     ap.add_argument("--effort", default="default", choices=("quick", "default"), help="bracket search preset")
-    ap.add_argument("--quality-heads", type=int, default=8, help="MiniLM heads of bench/quality.py (0..8)")
+    ap.add_argument("--quality-heads", type=int, default=8, help="MiniLM heads of the former quality script (0..8)")
     ap.add_argument("--demo-sources", type=int, default=2, help="sources of the demo roster (0..2)")
     ap.add_argument("--pool", type=int, default=12, help="rows in the pool (at least the witness rows)")
     ap.add_argument("--fit-rounds", type=int, default=3, help="alternating rounds of the l1 fit")

@@ -33,6 +33,7 @@ MODEL = frozenset({
     "test_extract.py", "test_models_zoo.py", "test_train.py", "test_vit_arms.py", "test_families.py",
     "test_panel.py", "test_panel_resume.py", "test_softrank_docs.py", "test_study_features.py",
     "test_determinism.py", "test_runtime.py", "test_docs_site.py", "test_panel_heads.py",
+    "test_bench_smoke_model.py",
 })
 EXACT_PREFIXES = ("test_exact_", "test_crosscheck_")
 EXACT_PACKAGES = ("exact", "crosscheck")

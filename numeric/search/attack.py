@@ -4,7 +4,7 @@ A lower certificate ``r_eps(A) >= L`` says no rank-(L-1) matrix is within
 eps of A. The attack runs the strongest upper machinery of
 ``numeric.search.upper`` (truncated SVD, then refinement from two starts, each a
 complete annealed trial of the short length: as strong as the former trial of
-twice the steps with its stall rule, ``bench/anneal_tune.py``) at rank ``L - 1``
+twice the steps with its stall rule, ``research/anneal_tune.py``) at rank ``L - 1``
 and tolerance ``eps (1 - 1e-3)``; a float
 success is re-checked exactly, and an exactly verified success is a
 soundness bug: ``search_brackets`` records it and warns, and every caller

@@ -83,7 +83,7 @@ class Effort:
 
     Every number counts work, never seconds. The default figures are the work
     that the former wall-clock budgets allowed on an idle core (MiniLM
-    heads, 256 x 256, ``bench/quality.py``), rounded up; quick is about a
+    heads, 256 x 256, ``bench/suites/quality.py``), rounded up; quick is about a
     quarter of default, thorough four times default.
     """
 
@@ -166,11 +166,11 @@ class Effort:
 #: 16 rows over 256 columns; were 3, 3 and 2 s), descent 3,000 steps (3 s), greedy 3,000
 #: steps and 12 rows (2 s), LP on singular subspaces 100 row LPs (1.5 s), at most 5,000
 #: HiGHS iterations per solve. Chosen side by side with the clock budgets on the MiniLM
-#: heads of ``bench/quality.py`` (docs/benchmarks.md 2.3: same medians, no cell wider,
+#: heads of ``bench/suites/quality.py`` (docs/explanation/search-lessons.md: same medians, no cell wider,
 #: 0.95 times the seconds). Quick is a quarter of it, thorough four times, with its upper
 #: budget counted in Adam steps at the cell's SVD rank (``upper_rank`` 16) and hybrid starts
 #: for sharp heads (``upper_hybrid``). Default's boundary at a rank of at least n/2 affords two
-#: full trials beyond its upper units (``upper_sharp_trials``; docs/benchmarks.md 7.14), quick's none.
+#: full trials beyond its upper units (``upper_sharp_trials``; docs/explanation/search-lessons.md), quick's none.
 PRESETS = {
     "default": Effort("default", upper_work=640000, upper_rank=65536, upper_hybrid=0, upper_sharp_trials=2,
                       far_lp_work=7000, lp_iterations=5000, descent_steps=3000, greedy_steps=3000, greedy_rows=12,
@@ -239,7 +239,7 @@ def expected_seconds(effort, m: int, n: int, tolerances: int = 1) -> float:
 #: torch and flint loaded, about 0.4 GiB; per entry, the float64 target, its SVD factors and the
 #: residual copies (about 40 bytes), and the exact tier's conversion of the target to integers
 #: (python-flint, about 120 bytes an entry while it is built: 165 measured at 512 x 512). The
-#: bracket command at 4096 x 4096 peaked at 1.58 GiB (docs/benchmarks.md 7.3), below this estimate.
+#: bracket command at 4096 x 4096 peaked at 1.58 GiB (docs/explanation/search-lessons.md), below this estimate.
 BASE_BYTES = 512 * 2**20
 BYTES_PER_ENTRY = 160
 

@@ -69,13 +69,13 @@ LSE_T0_EPS = 0.5
 #: from eps itself). Plain and hot, 2,000 steps from the truncated SVD, it ended lowest of the four
 #: objectives at 6 of the 8 ranks above 125 at eps 1/10 (MiniLM l2h0, rank 128: 1.0193 eps, the
 #: others 1.046 to 1.073), and at none of 16 lower ranks and ranks at eps 1/4 and 1/2, where it
-#: ended highest at 15 (``bench/hot_start.py``, docs/benchmarks.md 7.13). A start of thorough's
+#: ended highest at 15 (``research/hot_start.py``, docs/explanation/search-lessons.md). A start of thorough's
 #: restarts only.
 LSE_HOT_EPS = 1.0
 #: The floor: ``T log m = eps / LSE_FLOOR_DIV`` (T = 0.0015 at eps 1/2, m = 256). The issue's
 #: 0.003 at eps 1/2 (divisor 30) left boundary ranks just short: MiniLM l0h0 at eps 1/4, rank 21,
 #: 2,000 steps from the truncated SVD: 1.0003 eps with divisor 30, 0.9958 eps with 60; better or
-#: equal with 60 in 4 of 6 boundary ranks of l0h0 and l1h3 (``bench/anneal_tune.py``).
+#: equal with 60 in 4 of 6 boundary ranks of l0h0 and l1h3 (``research/anneal_tune.py``).
 LSE_FLOOR_DIV = 60.0
 #: Huber width at the first and last step, in units of eps / n.
 HUBER_D0 = 5.0
@@ -96,7 +96,7 @@ STALL_REL = 1e-3
 #: judged only in the last quarter of the schedule (``LATE_FRACTION``): earlier, the rule ended
 #: trials that went on to reach eps (MiniLM l2h0 at eps 1/4, rank 95: a 600-step trial judged
 #: hopeless after 135 steps at 1.15 eps, where the 2,000-step trial reaches 0.990 eps;
-#: ``bench/anneal_tune.py``).
+#: ``research/anneal_tune.py``).
 HOPELESS_FRACTION = 0.02
 LATE_FRACTION = 0.75
 #: Torch threads for the CPU descent: these products are small (256 x 256 x k),
@@ -222,7 +222,7 @@ def _surrogate(torch, R, T: float, d: float):
     and ``G = ds/dR``.
 
     Written out rather than left to autograd, whose bookkeeping was a fifth of a step on these
-    small products (``bench/refine_step.py``). With ``c = clamp(R, -d, d)``,
+    small products (``research/refine_step.py``). With ``c = clamp(R, -d, d)``,
     ``huber_d(x) = c (x - c / 2)`` (``x^2 / 2`` inside the width, ``d |x| - d^2 / 2`` beyond) and
     ``huber_d'(x) = c``; ``ds/dh_i = exp(z_i - logsumexp(z))`` with ``z = h / T``, so
     ``G_ij = c_ij exp(z_i - logsumexp(z)) / d``. Each operation is the one autograd ran, in

@@ -93,7 +93,7 @@ def _gradient(torch, N, G, r, v: float):
 
     Written out in the operations autograd ran, in its order (``1 / beta`` times the weight,
     then times ``beta``), so the descent is the same to the last bit, without autograd's
-    bookkeeping (``bench/refine_step.py`` measures both descents' steps against autograd's).
+    bookkeeping (``research/refine_step.py`` measures both descents' steps against autograd's).
     """
     beta = DESCENT_SHARPNESS / v
     z = beta * r

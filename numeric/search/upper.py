@@ -68,7 +68,7 @@ RESTART_WINDOW = 5e-3
 #: rank 19 missed by 7.8 % and 7.7 %, and the work of the second was what the boundary phase then
 #: lacked). Default's narrowing runs one start per rank: on seven quality heads and two demo heads
 #: at three tolerances none of its 24 second starts reached eps, and on demo1 l1h3 they were 249,000
-#: of default's 1.76 million upper units (docs/benchmarks.md 7.9); the close misses they were for
+#: of default's 1.76 million upper units (docs/explanation/search-lessons.md); the close misses they were for
 #: are retried by the boundary phase's full trials (``_boundary_rank``).
 SECOND_WINDOW = 5e-2
 #: A narrowing trial this many ranks or more below the best factors starts from the truncated SVD,
@@ -94,7 +94,7 @@ SMOOTHED, PLAIN, HOT = Objective(), Objective(huber=False), Objective(huber=Fals
 #: A boundary rank of at least this fraction of min(m, n) is sharp. Default's descent (with
 #: ``sharp_trials``) starts a sharp rank's SVD trial under the plain objective from the hot
 #: temperature (``svd-hot``), and a boundary that begins at a sharp rank is granted that many full
-#: trials beyond the budget. In docs/benchmarks.md 7.13 the hot-plain trial from the truncated SVD
+#: trials beyond the budget. In docs/explanation/search-lessons.md the hot-plain trial from the truncated SVD
 #: ended lowest at 6 of the 8 ranks above 125 of 256 (MiniLM l2h0, demo0 l3h8 and demo1 l3h8 at eps
 #: 1/10) and at none of the 16 ranks from 41 to 90; a full trial at rank 129 of 256 costs 386,000
 #: units, more than default's narrowing leaves there (7.12), and 7.14 measures the grant's CPU.
@@ -108,7 +108,7 @@ MIN_TRIAL_FRACTION = 0.5
 SNAP_WINDOW = 2e-6
 #: A trial that misses eps by at most this relative amount has its rows over eps refitted
 #: exactly on span(Q) (``l1fit.refit_rows``: each row's l1 optimum, the descent's rows are
-#: not); MiniLM heads: a refit lowers an over-eps row by 0.1 to 1 % (docs/benchmarks.md).
+#: not); MiniLM heads: a refit lowers an over-eps row by 0.1 to 1 % (docs/explanation/search-lessons.md).
 REFIT_WINDOW = 2e-2
 #: ... when at most this many rows are over eps (more: the descent is far from feasible).
 REFIT_ROWS = 32
@@ -294,7 +294,7 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
     boundary rank that is sharp tops the budget up to ``sharp_trials`` full trials there.
 
     Below the first boundary rank a trial runs only at its full length: in the traces of
-    docs/benchmarks.md 7.9 and 7.10 the trials the budget cut short there found no rank (MiniLM
+    docs/explanation/search-lessons.md the trials the budget cut short there found no rank (MiniLM
     l3h7 at eps 1/4, rank 15: 1,900 of 2,000 steps, 3.4 % over eps; demo1 l1h3 at 1/2, rank 16:
     1,367 steps, 2.6 % over), and on demo1 l1h3 that trial was what made default cost 1.15 times
     its former CPU time. The first boundary rank keeps a cut trial (MiniLM l2h0 at eps 1/4 found
@@ -364,10 +364,10 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: boo
     smoothing (``svd-plain``: a different objective, not only a different start; on demo0 l3h8 at
     eps 1/10 the smoothed trials from every other start missed rank 129 by 4 to 6 %, the plain one
     by 1.9 %, and a perturbation of that miss reached eps: thorough went from 130 to 127,
-    docs/benchmarks.md 7.10), and once more from the hot temperature (``svd-hot``: on MiniLM l2h0 at
-    eps 1/10 every other start missed rank 128 by 4 to 16 %, ``svd-hot`` reached it, docs/benchmarks.md
-    7.13). Later rounds: perturbed starts of the closest miss ``near = (P, Q, err, objective)``, under
-    the objective that reached it, and of the compressed best. With ``polish``, every round starts
+    docs/explanation/search-lessons.md), and once more from the hot temperature (``svd-hot``: on MiniLM
+    l2h0 at eps 1/10 every other start missed rank 128 by 4 to 16 %, ``svd-hot`` reached it). Later
+    rounds: perturbed starts of the closest miss ``near = (P, Q, err, objective)``, under the
+    objective that reached it, and of the compressed best. With ``polish``, every round starts
     with ``near`` continued at ``FINE_LR`` times the step, plain (``miss-fine``)."""
     cb = compress(*best, r)
     out = [(near[:2], "miss-fine", FINE_LR, PLAIN)] if polish and near is not None else []

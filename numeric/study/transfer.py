@@ -17,7 +17,7 @@ constant on the fitting domain, so nothing carries the test domain's level
 across. A shift of the targets between the domains would then enter every
 absolute error, and a difference of two models' errors would turn into the
 difference of their mean predictions (a block of pure noise "gained" under a
-planted shift, ``bench/study_transfer_calibration.py``). So each model's
+planted shift, ``research/study_transfer_calibration.py``). So each model's
 prediction of a test cell is shifted by that model's mean residual on the
 test cells of the *other* test sources (the domain's level, estimated
 without the cell's own source, the analogue of B0's domain one-hot): a
@@ -348,7 +348,7 @@ def transfer_markdown(section: list) -> list:
 def synthetic_domains(data: StudyData, first: int, offset: float = 0.0, names=("docs", "code")) -> StudyData:
     """A synthetic table (``numeric.study.calibrate.synthetic``, sources ``pool:sK``) with two domains:
     sources ``K < first`` in ``names[0]``, the others in ``names[1]``, whose targets are moved by
-    ``offset`` (a planted domain effect); for the tests and ``bench/study_transfer_calibration.py``."""
+    ``offset`` (a planted domain effect); for the tests and ``research/study_transfer_calibration.py``."""
 
     k = np.array([int(s.rsplit(":s", 1)[1]) for s in data.sources])
     doms = np.where(k < first, names[0], names[1])
