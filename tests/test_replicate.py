@@ -166,8 +166,9 @@ def test_bad_run_directories_and_arguments(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     for args in (["demo", "--check", tmp_path / "absent"], ["demo", "--check", tmp_path / "link"],
                  ["demo", "--check", tmp_path / "file"], ["demo", "--record", tmp_path / "absent"],
-                 ["nosuchrun", "--out", tmp_path / "o"], ["demo"], [], ["demo", "--out", tmp_path / "o", "--slice", "9"],
-                 ["demo", "--out", tmp_path / "o", "--workers", "0"], ["vit-arms", "--out", tmp_path / "o", "--slice", "1"],
+                 ["nosuchrun", "--out", tmp_path / "o"], ["demo"], [],
+                 ["demo", "--out", tmp_path / "o", "--slice", "9"], ["demo", "--out", tmp_path / "o", "--workers", "0"],
+                 ["vit-arms", "--out", tmp_path / "o", "--slice", "1"],
                  ["demo", "--record", real, "--slice", "1"]):
         rc, _, err = run(capsys, *args)
         assert rc == 2, args
@@ -286,3 +287,14 @@ def test_manifest_error_is_raised_not_crashed(tmp_path):
     assert read_manifest(path, "demo")["panels"][0]["rows"][0][2] == 1
     with pytest.raises(ManifestError):
         read_manifest(path, "families")
+
+
+def test_panel_cells_names_cells_of_the_roster(tmp_path, capsys):
+    """``python -m numeric panel --cells``: a key outside the roster is one line, exit 2, before any work."""
+    from numeric.panel.cli import main as panel_main
+
+    for cells in ("L9H9_s00", ",", "L0H1_s00,L0H1_s05"):
+        assert panel_main(["--model", "minilm", "--demo", "--cells", cells, "--out", str(tmp_path / "p")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--cells names no cell of the roster" in err
+    assert not (tmp_path / "p").exists()
