@@ -14,6 +14,10 @@ through the same cluster (submit, run, gather), which is the scheduler's own cos
 
 The JSON file (``suite`` "cluster", ``rows``, ``machine``) is read by the benchmark runner that renders
 ``docs/benchmarks.md``. Exit 0 when both checks pass, 1 otherwise.
+
+    python bench/cluster_replicate.py --recheck bench/results/cluster.json --out DIR
+
+runs the two checks again (for a run measured before its manifest was recorded) and updates the file.
 """
 from __future__ import annotations
 
@@ -80,15 +84,31 @@ def _commit() -> str | None:
         return None
 
 
+def recheck(path: Path, out: Path) -> int:
+    """Check the two rebuilds under ``out`` against the manifest again; update ``path``."""
+    doc = json.loads(path.read_text())
+    for row, folder in zip(doc["rows"], ("local", "dask")):
+        row["check_exit"], *_ = _replicate(doc["replicate"], "--check", out / folder, "--slice", row["cells"])
+    doc["checks_passed"] = all(r["exit"] == 0 and r["check_exit"] == 0 for r in doc["rows"])
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(json.dumps(doc, indent=1))
+    return 0 if doc["checks_passed"] else 1
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name")
-    p.add_argument("--slice", type=int, required=True)
+    p.add_argument("name", nargs="?")
+    p.add_argument("--recheck", help="check the rebuilds of this results file again")
+    p.add_argument("--slice", type=int)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", required=True)
     p.add_argument("--noop", type=int, default=2000, help="empty tasks for the scheduler's round trip")
     p.add_argument("--json", help="write the results file here")
     args = p.parse_args(argv)
+    if args.recheck:
+        return recheck(Path(args.recheck), Path(args.out))
+    if not args.name or not args.slice:
+        p.error("give NAME and --slice K")
     from distributed import Client, LocalCluster
 
     out = Path(args.out)
