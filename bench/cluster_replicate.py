@@ -84,12 +84,31 @@ def _commit() -> str | None:
         return None
 
 
+#: The paper's certificate pass: 3,326 cells at three tolerances (9,978 brackets); cluster sizes projected.
+PAPER_CELLS = 3326
+PROJECTED_WORKERS = (2, 8, 32, 128)
+
+
+def projection(doc: dict) -> dict:
+    """The paper's pass projected from the local pool's CPU seconds per cell (this slice's cells, at its
+    tolerances) and the Dask run's overhead per cell: hours of wall time on W single-threaded workers, each on
+    a core of its own, with nothing else running (CPU seconds / W; the slowest cell adds its own time)."""
+    local, dask = doc["rows"]
+    per_cell = local["cpu_s"] / local["cells"]
+    overhead = max(doc["overhead_per_cell"]["cpu_s"], 0.0) + doc["overhead_per_cell"]["scheduler_round_trip_ms"] / 1000
+    return {"cells": PAPER_CELLS, "cpu_s_per_cell": round(per_cell, 1), "dask_overhead_s_per_cell": round(overhead, 3),
+            "cpu_hours": round(PAPER_CELLS * per_cell / 3600, 1),
+            "wall_hours": {f"{w} workers": {"local pool" if w == 2 else "dask": round(
+                PAPER_CELLS * (per_cell + (0 if w == 2 else overhead)) / w / 3600, 2)} for w in PROJECTED_WORKERS}}
+
+
 def recheck(path: Path, out: Path) -> int:
     """Check the two rebuilds under ``out`` against the manifest again; update ``path``."""
     doc = json.loads(path.read_text())
     for row, folder in zip(doc["rows"], ("local", "dask")):
         row["check_exit"], *_ = _replicate(doc["replicate"], "--check", out / folder, "--slice", row["cells"])
     doc["checks_passed"] = all(r["exit"] == 0 and r["check_exit"] == 0 for r in doc["rows"])
+    doc["projection"] = projection(doc)
     path.write_text(json.dumps(doc, indent=1) + "\n")
     print(json.dumps(doc, indent=1))
     return 0 if doc["checks_passed"] else 1
@@ -145,6 +164,7 @@ def main(argv=None) -> int:
                                     "cpu_s": round((dask["cpu_s"] - local["cpu_s"]) / args.slice, 2),
                                     "scheduler_round_trip_ms": dask["noop_task_ms"]},
               "checks_passed": ok}
+    result["projection"] = projection(result)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:
