@@ -98,8 +98,9 @@ def projection(doc: dict) -> dict:
     overhead = max(doc["overhead_per_cell"]["cpu_s"], 0.0) + doc["overhead_per_cell"]["scheduler_round_trip_ms"] / 1000
     return {"cells": PAPER_CELLS, "cpu_s_per_cell": round(per_cell, 1), "dask_overhead_s_per_cell": round(overhead, 3),
             "cpu_hours": round(PAPER_CELLS * per_cell / 3600, 1),
-            "wall_hours": {f"{w} workers": {"local pool" if w == 2 else "dask": round(
-                PAPER_CELLS * (per_cell + (0 if w == 2 else overhead)) / w / 3600, 2)} for w in PROJECTED_WORKERS}}
+            "wall_hours": [{"workers": w, "backend": "local pool" if w == 2 else "Dask",
+                            "hours": round(PAPER_CELLS * (per_cell + (0 if w == 2 else overhead)) / w / 3600, 2)}
+                           for w in PROJECTED_WORKERS]}
 
 
 def recheck(path: Path, out: Path) -> int:
