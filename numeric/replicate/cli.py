@@ -89,8 +89,9 @@ def listing(registry: dict, manifests: Path | None = None) -> list[str]:
             times = [_time(p.get("measured") or {}) for p in m["panels"]] + \
                     [_time(s.get("measured") or {}) for s in m["studies"]]
             total = [t for t in times if t]
-            lines.append(f"{name:<16} {cells}{studies}: {brackets:,} verified brackets; measured here: "
-                         + ("; ".join(total) if total else "not measured here"))
+            lines.append(f"{name:<16} {cells}{studies}: {brackets:,} verified brackets; "
+                         + (f"measured here: {'; '.join(total)}" if total else
+                            "time not measured here (the run was finished by several calls)"))
         else:
             lines.append(f"{name:<16} {cells}{studies}: not measured here ({m['status']})")
     return lines
