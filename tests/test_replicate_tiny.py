@@ -94,8 +94,8 @@ def test_check_same_brackets_other_bytes(recorded, tmp_path, capsys):
     other.write_text(json.dumps(doc))
     assert rep(reg, "tiny", "--check", out, "--manifest", other, "--workers", "1") == 0
     text = capsys.readouterr().out
-    assert f"same brackets: tiny/{row[0]}: 1 bracket(s) with the same verified L and U, other bytes (head logits differ)" \
-        in text
+    assert (f"same brackets: tiny/{row[0]}: 1 bracket(s) with the same verified L and U, other bytes "
+            "(head logits differ)") in text
     assert "same brackets: tiny-study/study.json: the same reading" in text
 
 
