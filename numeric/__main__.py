@@ -5,6 +5,7 @@ Commands:
   panel     run the learned-head panel (extract, search, export, verify)
   report    re-verify a panel directory and write its Markdown report
   study     the held-out study of a panel directory (does geometry explain rank demand?)
+  replicate rebuild a recorded run by name, record its manifest, check a rebuild against it
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ COMMANDS = {
     "panel": "numeric.panel.cli",
     "report": "numeric.panel.report",
     "study": "numeric.study.cli",
+    "replicate": "numeric.replicate.cli",
 }
 
 

@@ -5,6 +5,7 @@
     softrank panel ...              python -m numeric panel ...          (the learned-head panel)
     softrank report DIR             python -m numeric report DIR         (re-verify a panel, write its report)
     softrank study DIR              python -m numeric study DIR          (the held-out study of a panel)
+    softrank replicate NAME ...     python -m numeric replicate NAME ... (rebuild a recorded run, check it)
     softrank twobit ...             python -m oracles.twobit ...         (the two-bit oracle)
     softrank proofs ...             python -m proofs_checks ...          (the appendix checks)
     softrank crosscheck FILE ...    python -m crosscheck FILE ...        (the independent second checker)
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "panel": ("numeric.__main__", ("panel",)),
     "report": ("numeric.__main__", ("report",)),
     "study": ("numeric.__main__", ("study",)),
+    "replicate": ("numeric.__main__", ("replicate",)),
     "twobit": ("oracles.twobit", ()),
     "proofs": ("proofs_checks.__main__", ()),
     "crosscheck": ("crosscheck._cli", ()),

@@ -27,13 +27,14 @@ MARKERS = {
 SLOW = frozenset({
     "test_train.py", "test_vit_arms.py", "test_families.py", "test_panel.py", "test_panel_resume.py",
     "test_softrank_docs.py", "test_proofs_checks.py", "test_exact_mutation.py", "test_oddmap_real.py",
-    "test_determinism.py", "test_docs_site.py", "test_proofs_mutation.py",
+    "test_determinism.py", "test_docs_site.py", "test_proofs_mutation.py", "test_replicate_tiny.py",
+    "test_replicate_slice.py",
 })
 MODEL = frozenset({
     "test_extract.py", "test_models_zoo.py", "test_train.py", "test_vit_arms.py", "test_families.py",
     "test_panel.py", "test_panel_resume.py", "test_softrank_docs.py", "test_study_features.py",
     "test_determinism.py", "test_runtime.py", "test_docs_site.py", "test_panel_heads.py",
-    "test_bench_smoke_model.py",
+    "test_bench_smoke_model.py", "test_replicate_tiny.py", "test_replicate_slice.py",
 })
 EXACT_PREFIXES = ("test_exact_", "test_crosscheck_")
 EXACT_PACKAGES = ("exact", "crosscheck")

@@ -80,8 +80,8 @@ def test_console_script_is_declared():
     tomllib = pytest.importorskip("tomllib")             # Python >= 3.11
     doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert doc["project"]["scripts"]["softrank"] == "softrank.cli:run"
-    assert set(softrank_cli.COMMANDS) == {"verify", "bracket", "panel", "report", "study", "twobit", "proofs",
-                                          "crosscheck"}
+    assert set(softrank_cli.COMMANDS) == {"verify", "bracket", "panel", "report", "study", "replicate", "twobit",
+                                          "proofs", "crosscheck"}
 
 
 # ---- python -m forms, fresh interpreters -------------------------------------------------------
@@ -141,6 +141,7 @@ FLOAT_CASES = [
     ("panel", "file", ["--model", "{garbage}", "--demo", "--out", "{empty}/out"]),
     ("report", "file", ["{empty}"]),
     ("study", "file", ["{empty}"]),
+    ("replicate", "file", ["demo", "--check", "{empty}", "--manifest", "{garbage}"]),
 ] + [(c, "arg", ["--no-such-option"]) for c in _FOREIGN]
 
 

@@ -46,7 +46,7 @@ from numeric.panel.provenance import PanelError, check_resume, run_identity, wri
 from numeric.panel.report import ReportError, write_report
 from numeric.panel.runner import run_panel
 from numeric.panel.table import RecordError, read_rows, write_table
-from numeric.safeio import SafeIOError
+from numeric.safeio import SafeIOError, escape
 from numeric.search import parse_eps as parse_one
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, EFFORTS, parse_effort
@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"--preset common-shape: heads per model (default {COMMON_PER_FAMILY})")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local worker processes")
     p.add_argument("--scheduler", help="Dask scheduler address: run the cells on that cluster")
+    p.add_argument("--cells", help="run only these cells of the roster (record keys, comma separated, e.g. "
+                   "L0H1_s00): a slice of the run; its identity, seeds and brackets are the whole run's")
     p.add_argument("--prefix", type=int, default=PREFIX, help=f"decoders: prefix length P (default {PREFIX})")
     p.add_argument("--block", type=int, default=BLOCK, help=f"decoders: block queries (default {BLOCK})")
     p.add_argument("--length", type=int, help=f"encoders: sequence length (default {ENCODER_LENGTH}; "
@@ -242,6 +244,12 @@ def _tasks(args) -> tuple[list, dict, Path]:
              for model, heads, decoder, domains in plan
              for native in ((False, True) if decoder and args.native else (False,))
              for domain in domains for s in range(n_sources) for (l, h) in heads]
+    if args.cells is not None:
+        keys = {k.strip() for k in args.cells.split(",") if k.strip()}
+        unknown = sorted(keys - {t.key for t in tasks})
+        if not keys or unknown:
+            raise PanelError(f"--cells names no cell of the roster{': ' + escape(unknown[0], 60) if unknown else ''}")
+        tasks = [t for t in tasks if t.key in keys]
     return tasks, identity, out
 
 
