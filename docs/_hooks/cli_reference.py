@@ -32,6 +32,8 @@ COMMANDS: list[tuple[str, str, str, str]] = [
      "Re-verifies a panel directory with both checkers and writes its Markdown report."),
     ("python -m numeric study", "numeric.study.cli", "build_parser",
      "The held-out study of one or several panel directories."),
+    ("python -m numeric replicate", "numeric.replicate.cli", "build_parser",
+     "Rebuilds a recorded run by name, records its manifest, or checks a rebuild against it."),
     ("python -m oracles.twobit", "oracles.twobit", "build_parser",
      "The exact two-bit known-answer control (Appendix K.6)."),
     ("python -m proofs_checks", "proofs_checks.__main__", "build_parser",
