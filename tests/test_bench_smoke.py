@@ -83,3 +83,19 @@ def test_unknown_suite_and_size_are_refused(tmp_path, capsys):
         main(["run", "exact_speed", "--size", "huge", "--results", str(tmp_path)])
     assert exc.value.code == 2
     assert not any(tmp_path.iterdir())
+
+
+def test_cluster_smoke_and_its_tables(tmp_path):
+    """The cluster suite's smoke case: empty tasks through a one-worker Dask LocalCluster; its tables render
+    from the shipped full result (the runs and the projection), and a record without runs renders none."""
+    suite = load("cluster")
+    run_suite(suite, "smoke", tmp_path, log=lambda s: None)
+    (r,) = read_results(tmp_path, "cluster")
+    assert r["record"]["noop_task_ms"] > 0
+    assert suite.tables([r]) == {}
+    from bench.runner import RESULTS
+
+    shipped = read_results(RESULTS, "cluster")
+    tables = suite.tables(shipped)
+    assert set(tables) == {"runs", "projection"}
+    assert "Dask LocalCluster" in tables["runs"] and "| 128 | Dask |" in tables["projection"]
