@@ -46,3 +46,36 @@ def test_the_lazy_names_are_the_modules_names():
     assert softrank.inputs.as_matrices is not None        # a submodule, reachable as an attribute
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         softrank.no_such_name
+
+
+#: a Jupyter kernel as tqdm.autonotebook recognises one (ipykernel's shell loaded, IPython's shell a ZMQ one),
+#: with ``ipywidgets`` missing; then ``softrank.bracket`` with its progress bar on a 4 x 4 matrix
+NOTEBOOK_WITHOUT_WIDGETS = """
+import sys, types, warnings
+class ZMQInteractiveShell: pass
+ipython = types.ModuleType("IPython"); ipython.get_ipython = ZMQInteractiveShell
+sys.modules["IPython"] = ipython
+sys.modules["ipykernel.zmqshell"] = types.ModuleType("ipykernel.zmqshell")
+sys.modules["ipywidgets"] = None                 # import ipywidgets: ImportError, installed or not
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import numpy as np
+    import softrank
+    b = softrank.bracket(np.full((4, 4), 0.25), eps=0.5, effort="quick", progress=True)
+print(repr([f"{w.category.__name__}: {w.message}" for w in caught]))
+"""
+
+
+def test_progress_in_a_notebook_without_ipywidgets_does_not_warn():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", NOTEBOOK_WITHOUT_WIDGETS], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "softrank.bracket" in done.stderr         # the bar was drawn (tqdm's text bar, on stderr)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_notebook_extra_brings_the_widget():
+    import tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("ipywidgets") for req in extras["notebook"])
