@@ -49,7 +49,8 @@ def test_the_lazy_names_are_the_modules_names():
 
 
 #: a Jupyter kernel as tqdm.autonotebook recognises one (ipykernel's shell loaded, IPython's shell a ZMQ one),
-#: with ``ipywidgets`` missing; then ``softrank.bracket`` with its progress bar on a 4 x 4 matrix
+#: with ``ipywidgets`` missing; then the front door's import and the progress bar ``softrank.bracket`` draws
+#: (its class, ``softrank.api._progress_class``; a whole bracket would load torch)
 NOTEBOOK_WITHOUT_WIDGETS = """
 import sys, types, warnings
 class ZMQInteractiveShell: pass
@@ -58,11 +59,15 @@ sys.modules["IPython"] = ipython
 sys.modules["ipykernel.zmqshell"] = types.ModuleType("ipykernel.zmqshell")
 sys.modules["ipywidgets"] = None                 # import ipywidgets: ImportError, installed or not
 warnings.simplefilter("always")
+shown = lambda caught: print(repr([f"{w.category.__name__}: {w.message}" for w in caught]), flush=True)
 with warnings.catch_warnings(record=True) as caught:
-    import numpy as np
-    import softrank
-    b = softrank.bracket(np.full((4, 4), 0.25), eps=0.5, effort="quick", progress=True)
-print(repr([f"{w.category.__name__}: {w.message}" for w in caught]))
+    import softrank.api
+shown(caught)
+with warnings.catch_warnings(record=True) as caught:
+    bar = softrank.api._progress_class()(total=2, desc="softrank.bracket", unit="side", leave=False)
+    bar.update(2)
+    bar.close()
+shown(caught)
 """
 
 
@@ -70,9 +75,10 @@ def test_progress_in_a_notebook_without_ipywidgets_does_not_warn():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", NOTEBOOK_WITHOUT_WIDGETS], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
+    assert done.stdout.splitlines()[:1] == ["[]"], done.stdout     # importing the front door's functions
     assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["[]", "[]"], done.stdout   # drawing the bar
     assert "softrank.bracket" in done.stderr         # the bar was drawn (tqdm's text bar, on stderr)
-    assert done.stdout.strip() == "[]", done.stdout
 
 
 def test_the_notebook_extra_brings_the_widget():
