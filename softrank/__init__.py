@@ -19,6 +19,8 @@ are paid for by the call that needs them, not by the import (``bench/import_time
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:                       # the names as the type checker sees them; at run time, __getattr__
@@ -40,7 +42,8 @@ _LAZY: dict[str, str] = {
 }
 
 #: the package's modules, reachable as attributes (``softrank.inputs.as_matrices``) once touched
-_SUBMODULES = ("api", "attention", "errors", "inputs", "records")
+#: (``attention`` is the function; its module is ``sys.modules["softrank.attention"]``, as with the eager package)
+_SUBMODULES = ("api", "errors", "inputs", "records")
 
 __all__ = ["bracket", "verify", "attention", "twobit", "proofs", "Brackets", "Bracket", "Verdicts", "Attention",
            "TwoBit", "Proofs", "UserInputError", "SoundnessError", "SoftrankError", "row_tolerance",
@@ -61,3 +64,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+class _FrontDoor(types.ModuleType):
+    """The package's module type: the function ``softrank.attention`` keeps its name when the submodule of the
+    same name is imported (the import system binds a submodule to its parent's attribute; the eager package
+    rebound the name to the function right after)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _FrontDoor

@@ -1,6 +1,7 @@
 """A newcomer's first hour: a light front door, a progress bar that does not warn, a demo report that reads right."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -42,6 +43,8 @@ def test_the_lazy_names_are_the_modules_names():
     for name in softrank.__all__:
         assert getattr(softrank, name) is not None, name
     assert softrank.bracket is api.bracket and softrank.Brackets is records.Brackets
+    # the function, not the submodule of the same name that ``softrank.api`` imported first
+    assert softrank.attention is importlib.import_module("softrank.attention").attention
     assert set(softrank.__all__) <= set(dir(softrank))
     assert softrank.inputs.as_matrices is not None        # a submodule, reachable as an attribute
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
