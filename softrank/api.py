@@ -9,12 +9,12 @@ reports alone.
 """
 from __future__ import annotations
 
+import importlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from exact.bracketfile import read_bracket_file
 from exact.errors import MalformedInput
@@ -35,6 +35,17 @@ from softrank.records import Brackets, Verdicts, read_verified
 __all__ = ["PROG", "bracket", "verify", "twobit", "proofs", "TwoBit", "Proofs"]
 
 PROG = "softrank.bracket"
+
+
+def _progress_class() -> type:
+    """The progress bar's class: ``tqdm.auto``'s (a widget in Jupyter) when ``ipywidgets`` is installed (the
+    ``notebook`` extra), else ``tqdm.std``'s text bar, which ``tqdm.auto`` would fall back to anyway, after a
+    ``TqdmWarning`` that the caller cannot act on."""
+    try:
+        importlib.import_module("ipywidgets")
+    except ImportError:
+        return importlib.import_module("tqdm.std").tqdm
+    return importlib.import_module("tqdm.auto").tqdm
 
 
 def _effort(effort):
@@ -99,7 +110,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     as ``"1/4"``, Fraction). ``effort``: ``quick``, ``default`` or
     ``thorough`` (counted work, never seconds); ``seed``: every matrix is
     searched with this seed, so ``bracket(A)[i]`` equals ``bracket(A[i])``.
-    ``progress``: a ``tqdm.auto`` bar (a widget in notebooks), one step per
+    ``progress``: a ``tqdm`` bar (a widget in notebooks with ``ipywidgets``), one step per
     side and tolerance. ``device``: the torch device of the descents
     (default, as on the command line: cuda if available, else cpu).
 
@@ -116,7 +127,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
         raise UserInputError(f"progress must be True or False, got {progress!r}")
     front.announce(PROG, effort, (n, n), len(eps_items), count=len(targets),
                    stop="an interrupt (Ctrl-C, the notebook's stop button) aborts and returns nothing")
-    bar = tqdm(total=2 * len(eps_items) * len(targets), desc=PROG, unit="side", disable=not progress,
+    bar = _progress_class()(total=2 * len(eps_items) * len(targets), desc=PROG, unit="side", disable=not progress,
                leave=False)
 
     def step(i: int, label: str) -> None:

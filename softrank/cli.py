@@ -21,8 +21,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
-
-from exact.errors import ExitCode, UserInputError, closed_pipe, one_line_error, run_command
+from types import ModuleType
 
 __all__ = ["COMMANDS", "main"]
 
@@ -46,36 +45,57 @@ PROG_AWARE = {"exact.cli": "softrank", "proofs_checks.__main__": "softrank proof
               "crosscheck._cli": "softrank crosscheck"}
 
 
+HELP = ("-h", "--help")
+
+
+def _errors() -> ModuleType:
+    """``exact.errors`` (exit codes, one-line errors), imported on first need: importing it runs the package
+    ``exact``, which loads numpy and FLINT, and ``softrank --help`` needs neither."""
+    return importlib.import_module("exact.errors")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch ``softrank COMMAND ARGS`` to the module of COMMAND; return its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        return one_line_error("softrank", "a command is required; see softrank --help")
-    if args[0] in ("-h", "--help"):
+    if args[:1] and args[0] in HELP:
         print(__doc__.strip())
-        return ExitCode.OK
+        return 0                         # ExitCode.OK, without importing the tiers
+    errors = _errors()
+    ExitCode, one_line_error = errors.ExitCode, errors.one_line_error
+    if not args:
+        return int(one_line_error("softrank", "a command is required; see softrank --help"))
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
-        return one_line_error("softrank", f"unknown command {command[:40]!a}; commands: {', '.join(COMMANDS)}")
+        return int(one_line_error("softrank",
+                                  f"unknown command {command[:40]!a}; commands: {', '.join(COMMANDS)}"))
     module_name, prefix = COMMANDS[command]
     prog = f"softrank {command}"
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:           # the float tier without its extra installed
-        return one_line_error(prog, f"{exc}; install the float extra: pip install 'softrank-verify[float]'")
+        return int(one_line_error(prog, f"{exc}; install the float extra: pip install 'softrank-verify[float]'"))
     try:
         if module_name in PROG_AWARE:
             return int(module.main([*prefix, *rest], prog=PROG_AWARE[module_name]))
         return int(module.main([*prefix, *rest]))
     except KeyboardInterrupt:
         print(f"{prog}: error: stopped", file=sys.stderr)
-        return ExitCode.STOPPED
-    except UserInputError as exc:        # a bad input that escaped the command's own reporting
-        return one_line_error(prog, exc)
+        return int(ExitCode.STOPPED)
+    except errors.UserInputError as exc:  # a bad input that escaped the command's own reporting
+        return int(one_line_error(prog, exc))
     except BrokenPipeError:              # output piped into `head`: not an error of the command
-        return closed_pipe()
+        return int(errors.closed_pipe())
 
 
 def run() -> None:
-    """Entry point of the console script (``exact.errors.run_command``: a closed pipe ends quietly)."""
-    run_command(main)
+    """Entry point of the console script (``exact.errors.run_command``: a closed pipe ends quietly).
+
+    ``softrank --help`` is answered before the exact tier is imported (the same closed-pipe rule)."""
+    if sys.argv[1:2] and sys.argv[1] in HELP:
+        try:
+            code = main()
+            sys.stdout.flush()
+        except BrokenPipeError:
+            code = int(_errors().closed_pipe())
+        raise SystemExit(code)
+    _errors().run_command(main)

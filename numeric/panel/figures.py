@@ -10,10 +10,20 @@ import io
 from fractions import Fraction
 from pathlib import Path
 
+from matplotlib.ticker import LogFormatter, LogLocator
+
 from numeric.runtime import pyplot
 from numeric.safeio import make_dirs, write_bytes
 
-__all__ = ["plot_all", "CAPTIONS"]
+__all__ = ["plot_all", "CAPTIONS", "FIGURES", "log_x"]
+
+#: The report's figures, all of them (the geometry section's included), lie in this folder of the run directory.
+FIGURES = "figures"
+#: Minor ticks of a log axis: the other integers times a power of ten. Their labels come on a short range
+#: (under two decades, every one under half a decade; LogFormatter's thresholds), where the powers of ten
+#: alone would leave one labelled tick.
+LOG_MINOR_SUBS = (2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+LOG_MINOR_THRESHOLDS = (2, 0.5)
 
 CAPTIONS = {"brackets": "Bracket intervals per head", "ratio": "U/L distribution",
             "resolved": "Resolved fraction per layer", "u_over_n": "U/n per family"}
@@ -28,6 +38,16 @@ HEIGHT = 4
 CMAP_LOW, CMAP_SPAN = 0.1, 0.8
 #: The bars of one x position (one per eps) share this much of the unit spacing.
 GROUP_WIDTH = 0.8
+
+
+def log_x(ax) -> None:
+    """Put the x axis of ``ax`` on a base-10 log scale with labelled major and minor ticks."""
+    ax.set_xscale("log")
+    axis = ax.xaxis
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(LogFormatter(base=10, labelOnlyBase=False))
+    axis.set_minor_locator(LogLocator(base=10, subs=LOG_MINOR_SUBS))
+    axis.set_minor_formatter(LogFormatter(base=10, labelOnlyBase=False, minor_thresholds=LOG_MINOR_THRESHOLDS))
 
 
 def _eps_label(e) -> str:

@@ -48,7 +48,7 @@ from exact.errors import OneLineParser
 import crosscheck
 from numeric.panel.audit import audit, head_arrays, run_summary
 from numeric.panel.binding import HEAD_TOLERANCE, HeadFile, check_heads
-from numeric.panel.figures import CAPTIONS, plot_all
+from numeric.panel.figures import CAPTIONS, FIGURES, plot_all
 from numeric.panel.provenance import source_digest
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
@@ -291,7 +291,7 @@ def _tables(s) -> list:
 
 def _figures_and_drops(s, out: Path) -> list:
     L = []
-    figs = plot_all(s["verified_rows"], out / "figures", root=out) if s["verified_rows"] else {}
+    figs = plot_all(s["verified_rows"], out / FIGURES, root=out) if s["verified_rows"] else {}
     if figs:
         L.append("## Figures\n")
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
@@ -309,9 +309,9 @@ def _figures_and_drops(s, out: Path) -> list:
 def _geometry_section(rows, out: Path) -> str:
     """The geometry section (``numeric.panel.report_geometry``) on the verified rows."""
 
-    # the section writes its PNGs next to report.md
+    # the section writes its PNGs under figures/, with the other figures
     try:
-        return geometry_section(rows, out)
+        return geometry_section(rows, out, FIGURES)
     except SafeIOError:
         raise
     except Exception as e:  # a plotting failure is reported, the brackets stay
@@ -343,8 +343,8 @@ def _check_outputs(out: Path) -> None:
     """Refuse (``SafeIOError``, exit 2) what the writes would refuse, before any work: ``report.md``, the
     ``figures`` directory, and every PNG already in DIR or DIR/figures, when one is not a regular file."""
     check_target(out / "report.md", root=out)
-    check_output_dir(out / "figures")
-    for folder in (out, out / "figures"):
+    check_output_dir(out / FIGURES)
+    for folder in (out, out / FIGURES):
         for name in list_dir(folder, root=out, suffix=".png"):
             check_target(folder / name, root=out)
 

@@ -19,12 +19,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from numeric.geometry import intrinsic_profile_score, SVD_RANKS
+from numeric.panel.figures import log_x
 from numeric.panel.schema import PanelRow
 from numeric.runtime import pyplot
-from numeric.safeio import write_bytes
+from numeric.safeio import make_dirs, write_bytes
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -131,9 +131,7 @@ def _scatter(path: Path, rows, columns, eps) -> bool:
             ax.vlines(x[okl], L[okl], U[okl], color=colour, alpha=0.35, linewidth=1)
             ax.scatter(x[okl], L[okl], s=10, marker="_", color=colour)
         if logx:
-            ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(ScalarFormatter())
-            ax.xaxis.set_minor_formatter(NullFormatter())
+            log_x(ax)
         ax.set_xlabel(label)
         ax.set_ylabel(f"rank bracket [L, U] at eps = {eps:g}")
     if drew:
@@ -167,9 +165,7 @@ def _family_curves(path: Path, rows, eps) -> bool:
     if drew:
         if math.isfinite(eps):
             ax.axhline(eps, color="k", linestyle=":", linewidth=1, label=f"eps = {eps:g}")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        log_x(ax)
         ax.set_xlabel("kappa(T_r) (upper), r = " + ", ".join(str(q) for q in SVD_RANKS))
         ax.set_ylabel("tau(T_r) = 2 tanh(q(C - T_r)/4)")
         ax.legend(fontsize=7)
@@ -252,10 +248,13 @@ def _cert_summary(have) -> list:
     return lines
 
 
-def geometry_section(rows: list[PanelRow], outdir) -> str:
-    """Markdown for the interaction-geometry section; PNGs written to ``outdir``."""
+def geometry_section(rows: list[PanelRow], outdir, figures: str = "") -> str:
+    """Markdown for the interaction-geometry section; PNGs written to ``outdir/figures`` (``outdir`` itself
+    when ``figures`` is empty), linked relative to ``outdir`` (where the report lies)."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
+    figdir = make_dirs(outdir / figures, root=outdir) if figures else outdir
+    link = (lambda name: f"{figures}/{name}") if figures else (lambda name: name)
     lines = ["## Interaction geometry", ""]
     have = [r for r in rows if math.isfinite(_num(_col(r, "kappa_upper")))]
     if not have:
@@ -273,19 +272,19 @@ def geometry_section(rows: list[PanelRow], outdir) -> str:
         "are descriptive and never a certificate (C_r unknown).",
         "",
     ]
-    if _scatter(outdir / "geometry_intrinsic.png", sel, _INTRINSIC, eps):
-        lines += ["![U and L against intrinsic size and residual](geometry_intrinsic.png)", ""]
-    if _family_curves(outdir / "geometry_family.png", sel, eps):
+    if _scatter(figdir / "geometry_intrinsic.png", sel, _INTRINSIC, eps):
+        lines += [f"![U and L against intrinsic size and residual]({link('geometry_intrinsic.png')})", ""]
+    if _family_curves(figdir / "geometry_family.png", sel, eps):
         lines += [
             "Logit-SVD family (J.2): size and residual of the same retained T_r, one curve per "
             "cell. Theorem 1 needs tau(T_r) < eps; setting C_r = 1 would not be a certificate.",
             "",
-            "![J.2 family: kappa(T_r) against tau(T_r)](geometry_family.png)",
+            f"![J.2 family: kappa(T_r) against tau(T_r)]({link('geometry_family.png')})",
             "",
         ]
     if any(math.isfinite(_num(_col(r, "gamma_native"))) for r in sel):
-        if _scatter(outdir / "geometry_native.png", sel, _NATIVE, eps):
-            lines += ["![U and L against native features](geometry_native.png)", ""]
+        if _scatter(figdir / "geometry_native.png", sel, _NATIVE, eps):
+            lines += [f"![U and L against native features]({link('geometry_native.png')})", ""]
 
     lines += _family_table(sel, eps) + _gauge_audit(have) + _cert_summary(have)
     return "\n".join(lines) + "\n"
