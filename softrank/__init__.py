@@ -14,7 +14,7 @@ appendix checks. Errors a caller can cause are ``UserInputError`` (one line).
 
 ``import softrank`` itself loads nothing of the tiers: each name below is imported from
 its module on first use (a module ``__getattr__``), so the float tier's heavy packages
-are paid for by the call that needs them, not by the import (``bench/import_time.py``).
+are paid for by the call that needs them, not by the import (the benchmark suite ``bench/suites/import_time.py``).
 """
 from __future__ import annotations
 

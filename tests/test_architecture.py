@@ -35,6 +35,9 @@ ALLOWED = {
     # numeric.search.driver: the attention-SVD budget target is recomputed by the search's own function
     "numeric.study": (*FLOAT_BASE, "exact", "numeric.panel", "numeric.geometry", "numeric.search.effort",
                       "numeric.study", "numeric.safeio", "numeric.heads.domains", "numeric.search.driver"),
+    # replicate runs recorded runs through the command dispatcher, and reads panels through the audit
+    "numeric.replicate": (*FLOAT_BASE, "exact", "numeric.panel", "numeric.__main__", "numeric.replicate",
+                          "numeric.safeio"),
     # the Python front door sits on top: it may use every tier below it, and nothing imports it
     "softrank": (*FLOAT_BASE, "exact", "numeric.heads", "numeric.search", "numeric.bracketwriter", "numeric.safeio",
                  "oracles", "proofs_checks", "softrank"),

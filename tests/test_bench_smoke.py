@@ -99,3 +99,14 @@ def test_cluster_smoke_and_its_tables(tmp_path):
     tables = suite.tables(shipped)
     assert set(tables) == {"runs", "projection"}
     assert "Dask LocalCluster" in tables["runs"] and "| 128 | Dask |" in tables["projection"]
+
+
+def test_import_time_smoke(tmp_path):
+    """The front door's suite: one fresh interpreter per case, and the table says within or OVER the limit."""
+    (r,) = _smoke("import_time", tmp_path)
+    rec = r["record"]
+    assert set(rec["cases"]) == {"python (nothing)", "import softrank", "softrank --help",
+                                 "softrank.bracket (first use)"}
+    assert all(c["min_s"] > 0 for c in rec["cases"].values())
+    over = {**r, "record": {**rec, "limit_s": 0.0}}              # negative control: a limit nothing meets
+    assert "OVER 0.0 s" in load("import_time").tables([over])["times"]
