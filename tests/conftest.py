@@ -37,6 +37,8 @@ MODEL = frozenset({
 #: ``FILE::TEST`` (the function's name, every parametrisation). ``tests/test_markers.py`` checks that each exists.
 SLOW_TESTS = frozenset({
     "test_domains.py::test_two_domain_panel_and_its_transfer_rows",
+    "test_lower.py::test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps",
+    "test_models_zoo.py::test_decoder_metrics",
 })
 EXACT_PREFIXES = ("test_exact_", "test_crosscheck_")
 EXACT_PACKAGES = ("exact", "crosscheck")
