@@ -34,7 +34,14 @@ MODEL = frozenset({
     "test_extract.py", "test_models_zoo.py", "test_train.py", "test_vit_arms.py", "test_families.py",
     "test_panel.py", "test_panel_resume.py", "test_softrank_docs.py", "test_study_features.py",
     "test_determinism.py", "test_runtime.py", "test_docs_site.py", "test_panel_heads.py",
-    "test_bench_smoke_model.py", "test_replicate_tiny.py", "test_replicate_slice.py",
+    "test_bench_smoke_model.py", "test_replicate_tiny.py", "test_replicate_slice.py", "test_domains.py",
+})
+#: Single tests of otherwise quick files that run a whole pipeline (a panel, a study, a training run):
+#: ``FILE::TEST`` (the function's name, every parametrisation). ``tests/test_markers.py`` checks that each exists.
+SLOW_TESTS = frozenset({
+    "test_domains.py::test_two_domain_panel_and_its_transfer_rows",
+    "test_lower.py::test_search_keeps_the_callers_order_and_lower_ranks_fall_with_eps",
+    "test_models_zoo.py::test_decoder_metrics",
 })
 EXACT_PREFIXES = ("test_exact_", "test_crosscheck_")
 EXACT_PACKAGES = ("exact", "crosscheck")
@@ -66,5 +73,9 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        for name in sorted(markers_of(Path(str(item.path)))):
+        path = Path(str(item.path))
+        names = markers_of(path)
+        if f"{path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
+            names.add("slow")
+        for name in sorted(names):
             item.add_marker(getattr(pytest.mark, name))

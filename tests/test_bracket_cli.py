@@ -1,4 +1,6 @@
-"""``python -m numeric bracket`` through a subprocess: output, files, exit codes."""
+"""``python -m numeric bracket``: output, files, exit codes. The real entry point runs in a fresh
+interpreter once per kind of run (a table, a JSON run, a usage error, a bad file); the many bad-input
+cases call the same ``main`` in-process (a fresh interpreter imports torch: seconds of CPU each)."""
 from __future__ import annotations
 
 import json
@@ -15,6 +17,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def run(*args):
     return subprocess.run([sys.executable, "-m", "numeric", "bracket", *map(str, args)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def run_in_process(capsys, *args) -> tuple[int, str, str]:
+    """``python -m numeric bracket ARGS`` through the module form's own ``main`` (thread pinning
+    included): exit status, stdout, stderr."""
+    from numeric.__main__ import main
+
+    try:
+        rc = main(["bracket", *map(str, args)])
+    except SystemExit as exc:                 # argparse exits: the module form does the same
+        rc = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return int(rc), out.out, out.err
 
 
 def twobit(t, s):
@@ -40,17 +55,17 @@ def test_matrix_table_and_exact_verify(tmp_path):
     assert [(c["lower"], c["upper"]) for c in doc["cells"]] == [(4, 4), (3, 3), (2, 2)]
 
 
-def test_logits_json_from_safetensors(tmp_path):
+def test_logits_json_from_safetensors(tmp_path, capsys):
     from safetensors.numpy import save_file
 
     x = np.arange(10.0)
     H = -2.0 * (x[:, None] - x[None, :]) ** 2
     save_file({"logits": H, "other": np.zeros((2, 2))}, str(tmp_path / "h.safetensors"))
     out = tmp_path / "b.safetensors"
-    r = run("--logits", tmp_path / "h.safetensors", "--tensor", "logits", "--eps", "0.1,0.25", "--out", out,
-            "--json")
-    assert r.returncode == 0, r.stderr
-    rows = [json.loads(ln) for ln in r.stdout.splitlines()]
+    rc, stdout, stderr = run_in_process(capsys, "--logits", tmp_path / "h.safetensors", "--tensor", "logits",
+                                        "--eps", "0.1,0.25", "--out", out, "--json")
+    assert rc == 0, stderr
+    rows = [json.loads(ln) for ln in stdout.splitlines()]
     assert len(rows) == 2
     for row in rows:
         assert {"eps", "lower", "upper", "lower_witness", "upper_witness"} <= set(row)
@@ -96,33 +111,47 @@ def _bad_inputs(tmp_path):
     return cases
 
 
-def test_bad_input_one_line_exit_2(tmp_path):
+def test_bad_input_one_line_exit_2(tmp_path, capsys):
     for name, (args, message) in _bad_inputs(tmp_path).items():
-        r = run(*args, "--out", tmp_path / f"out_{name}.safetensors")
-        assert r.returncode == 2, (name, r.stdout, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and "Traceback" not in r.stderr, (name, r.stderr)
+        rc, out, err = run_in_process(capsys, *args, "--out", tmp_path / f"out_{name}.safetensors")
+        assert rc == 2, (name, out, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in err, (name, err)
         assert message in lines[0], (name, lines[0])
         assert not (tmp_path / f"out_{name}.safetensors").exists()
 
 
+def test_bad_input_through_the_real_entry_point(tmp_path):
+    """One bad file through ``python -m numeric bracket`` itself: one line, exit 2, nothing written."""
+    (tmp_path / "junk.safetensors").write_bytes(b"\x00garbage")
+    r = run("--matrix", tmp_path / "junk.safetensors", "--eps", "0.1", "--out", tmp_path / "out.safetensors")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "not a readable safetensors" in r.stderr and not (tmp_path / "out.safetensors").exists()
+
+
 @pytest.mark.parametrize("args", [[], ["--eps", "0.1"], ["--matrix", "x.npy", "--logits", "y.npy", "--eps", "0.1",
                                                           "--out", "o.safetensors"]])
-def test_usage_errors_exit_2(args):
-    assert run(*args).returncode == 2
+def test_usage_errors_exit_2(args, capsys):
+    rc, _, err = run_in_process(capsys, *args)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
 
 
-def test_effort_seed_and_budgets_are_recorded_in_the_file(tmp_path):
+def test_a_usage_error_through_the_real_entry_point():
+    assert run("--eps", "0.1").returncode == 2
+
+
+def test_effort_seed_and_budgets_are_recorded_in_the_file(tmp_path, capsys):
     """Run provenance: the preset, every budget (with an override), the seed, the search's
     tolerances and the package versions stand in each cell's provenance."""
     from safetensors import safe_open
 
     np.save(tmp_path / "a.npy", twobit(0.75, 0.5))
     out = tmp_path / "b.safetensors"
-    r = run("--matrix", tmp_path / "a.npy", "--eps", "7/16", "--out", out, "--effort", "quick", "--seed", "42",
-            "--budget", "upper_work=1234", "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["capped"] is False
+    rc, stdout, stderr = run_in_process(capsys, "--matrix", tmp_path / "a.npy", "--eps", "7/16", "--out", out,
+                                        "--effort", "quick", "--seed", "42", "--budget", "upper_work=1234", "--json")
+    assert rc == 0, stderr
+    assert json.loads(stdout)["capped"] is False
     with safe_open(str(out), framework="numpy") as f:
         doc = json.loads(f.metadata()["softrank"])
     s = doc["cells"][0]["provenance"]["search"]

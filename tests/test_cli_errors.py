@@ -1,15 +1,17 @@
 """Every command line, fed a bad argument and a bad file: one line on stderr, the documented exit
 code (``exact.errors.ExitCode``), no traceback.
 
-The ``python -m`` forms of the cheap CLIs run in a fresh interpreter; the float-tier commands
-(which import torch) and the ``softrank`` console dispatcher run in-process through the same
-``main`` the module form calls, so the whole file stays a few seconds of CPU.
+The ``python -m`` forms run in a fresh interpreter, once per module for the modules that import
+torch (their other case, the float-tier commands and the ``softrank`` console dispatcher run
+in-process through the same ``main`` the module form calls), so the whole file stays a few seconds
+of CPU.
 
 Every parser is an ``exact.errors.OneLineParser``: plain argparse would print its usage block first
 (several lines on stderr).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -114,19 +116,38 @@ def _case_id(case) -> str:
     return case.id if hasattr(case, "id") else f"{case[0]}-{case[1]}"
 
 
+#: Modules whose fresh interpreter imports torch (seconds of CPU each): one case of each runs in a
+#: fresh interpreter (the real entry point), the other in-process through the ``main`` its
+#: ``__main__`` calls.
+IN_PROCESS = {("numeric.heads.zoo", "file"): "numeric.heads.zoo.train",
+              ("numeric.panel.arms", "file"): "numeric.panel.arms",
+              ("softrank", "file"): "softrank.cli"}
+
+
 @pytest.mark.parametrize("module,kind,args", MODULE_CASES, ids=[_case_id(c) for c in MODULE_CASES])
-def test_python_m_bad_input(tmp_path, module, kind, args):
+def test_python_m_bad_input(tmp_path, capsys, module, kind, args):
     paths = _bad_paths(tmp_path)
-    rc, err = _run_module(module, [a.format(**paths) for a in args])
+    argv = [a.format(**paths) for a in args]
+    if (module, kind) in IN_PROCESS:
+        rc, err = _in_process(importlib.import_module(IN_PROCESS[module, kind]).main, argv, capsys)
+    else:
+        rc, err = _run_module(module, argv)
     _check(rc, err, ExitCode.MALFORMED)
 
 
-def test_softrank_errors_name_the_command(tmp_path):
+def test_every_module_runs_once_in_a_fresh_interpreter():
+    """The in-process cases leave every module at least one case through ``python -m`` itself."""
+    fresh = {module for module, kind, _ in MODULE_CASES if (module, kind) not in IN_PROCESS}
+    assert fresh == {module for module, _, _ in MODULE_CASES}
+    assert set(IN_PROCESS) <= {(module, kind) for module, kind, _ in MODULE_CASES}
+
+
+def test_softrank_errors_name_the_command(tmp_path, capsys):
     paths = _bad_paths(tmp_path)
-    rc, err = _run_module("softrank", ["proofs", "--only", "no-such-label"])
+    rc, err = _in_process(softrank_cli.main, ["proofs", "--only", "no-such-label"], capsys)
     _check(rc, err, ExitCode.MALFORMED)
     assert err.startswith("softrank proofs: error: unknown label")
-    rc, err = _run_module("softrank", ["crosscheck", paths["garbage"]])
+    rc, err = _in_process(softrank_cli.main, ["crosscheck", paths["garbage"]], capsys)
     _check(rc, err, ExitCode.MALFORMED)
     assert err.startswith("softrank crosscheck: ")
 

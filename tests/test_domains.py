@@ -104,9 +104,12 @@ def test_cell_keys_and_signatures():
     assert code.key == "L1H2_s03_code" and code.signature()["domain"] == "code"
 
 
-def test_panel_domains_bad_input(tmp_path):
-    from tests.test_panel import cli, one_line_error
+def test_panel_domains_bad_input(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tests.test_panel import cli_in_process, one_line_error
 
+    cli = lambda *args: cli_in_process(capsys, *args)
     one_line_error(cli("panel", "--model", "docgpt2", "--heads", "0.0", "--domains", "prose", "--out", tmp_path / "a"),
                    "unknown domain")
     one_line_error(cli("panel", "--model", "docgpt2", "--heads", "0.0", "--domains", "digits-rot90",

@@ -27,6 +27,20 @@ def cli(*args, timeout=600):
                           text=True, timeout=timeout)
 
 
+def cli_in_process(capsys, *args) -> subprocess.CompletedProcess:
+    """``python -m numeric ARGS`` through the module form's own ``main``, in this process (a fresh
+    interpreter imports torch: seconds of CPU per case), as a ``CompletedProcess``."""
+    from numeric.__main__ import main
+
+    capsys.readouterr()  # drop what earlier steps printed
+    try:
+        rc = main([str(a) for a in args])
+    except SystemExit as exc:                 # argparse exits: the module form does the same
+        rc = exc.code if isinstance(exc.code, int) else 1
+    cap = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), int(rc), cap.out, cap.err)
+
+
 def save_tiny(path: Path, kind: str, **overrides) -> Path:
     from transformers import AutoTokenizer
 
@@ -68,21 +82,23 @@ def one_line_error(proc, *needles):
         assert n in lines[0], lines[0]
 
 
-def test_bad_inputs(tmp_path, tiny_gpt2):
+def test_bad_inputs(tmp_path, tiny_gpt2, capsys):
+    # the real entry point once; the other cases through the same main, in-process
     one_line_error(cli("panel", "--model", tmp_path / "missing", "--heads", "0.0", "--out", tmp_path / "o"),
                    "does not exist")
-    one_line_error(cli("panel", "--model", tmp_path, "--heads", "0.0", "--out", tmp_path / "o"), "config.json")
+    run = lambda *args: cli_in_process(capsys, *args)
+    one_line_error(run("panel", "--model", tmp_path, "--heads", "0.0", "--out", tmp_path / "o"), "config.json")
     # the tiny GPT-2 has 64 positions: the default 128 + 128 block does not fit
-    one_line_error(cli("panel", "--model", tiny_gpt2, "--heads", "0.0", "--out", tmp_path / "o"), "exceeds")
-    one_line_error(cli("panel", "--model", tiny_gpt2, "--heads", "7.0", "--out", tmp_path / "o"), "outside")
-    one_line_error(cli("panel", "--model", tiny_gpt2, "--heads", "0.0", "--eps", "1.5", "--out", tmp_path / "o"),
+    one_line_error(run("panel", "--model", tiny_gpt2, "--heads", "0.0", "--out", tmp_path / "o"), "exceeds")
+    one_line_error(run("panel", "--model", tiny_gpt2, "--heads", "7.0", "--out", tmp_path / "o"), "outside")
+    one_line_error(run("panel", "--model", tiny_gpt2, "--heads", "0.0", "--eps", "1.5", "--out", tmp_path / "o"),
                    "eps")
-    one_line_error(cli("panel", "--model", "minilm", "--heads", "0.0", "--length", "600",
+    one_line_error(run("panel", "--model", "minilm", "--heads", "0.0", "--length", "600",
                        "--out", tmp_path / "o"), "exceeds")
     unsupported = tmp_path / "t5"
     unsupported.mkdir()
     (unsupported / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    one_line_error(cli("panel", "--model", unsupported, "--heads", "0.0", "--out", tmp_path / "o"), "not supported")
+    one_line_error(run("panel", "--model", unsupported, "--heads", "0.0", "--out", tmp_path / "o"), "not supported")
 
 
 def in_process(capsys, *args):

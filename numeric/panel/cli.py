@@ -13,6 +13,7 @@ version) is refused: choose a new --out. Local worker processes by default
 cluster instead.
 
   python -m numeric panel --model minilm --demo --out runs/demo
+  python -m numeric panel --model minilm --demo full --out runs/demo-full
   python -m numeric panel --model minilm --sources 64 --effort thorough --out runs/full
   python -m numeric panel --model minilm --preset study --effort quick --out runs/study
   python -m numeric panel --model PATH --heads 0.1,3.5 --sources 8 --eps 0.25 --out DIR
@@ -40,7 +41,8 @@ from numeric.heads.models import PRESETS as MODEL_PRESETS, ModelInputError
 from numeric.heads.sources import MAX_SOURCES, SourceError
 from numeric.panel.cell import CellTask
 from numeric.panel.presets import (COMMON_EPS, COMMON_LENGTH, COMMON_MODELS, COMMON_PER_FAMILY, COMMON_SOURCES,
-                                   DEFAULT_EPS, DEMO_HEADS, DEMO_SOURCES, STUDY_EPS, STUDY_PER_LAYER, STUDY_SOURCES,
+                                   DEFAULT_DEMO, DEFAULT_EPS, DEMO_HEADS, DEMO_SOURCES, DEMOS, STUDY_EPS,
+                                   STUDY_PER_LAYER, STUDY_SOURCES,
                                    model_domains, preflight, spread_roster, study_roster)
 from numeric.panel.provenance import PanelError, check_resume, run_identity, write_run
 from numeric.panel.report import ReportError, write_report
@@ -98,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--effort", default=DEFAULT_EFFORT,
                    help=f"search effort preset: {', '.join(EFFORTS)} (default {DEFAULT_EFFORT})")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--demo", action="store_true", help="the MiniLM demo roster (8 heads, 2 sources) and report")
+    p.add_argument("--demo", nargs="?", const=DEFAULT_DEMO, choices=tuple(DEMOS),
+                   help="the MiniLM demo roster (8 heads over all 6 layers) and report: "
+                   + "; ".join(f"{name}: {n} source(s) at {t} tokens" for name, (n, t) in DEMOS.items())
+                   + f" (default {DEFAULT_DEMO})")
     p.add_argument("--preset", choices=PRESETS, help=f"study: {STUDY_PER_LAYER} heads per layer, "
                    f"{STUDY_SOURCES} sources, eps {STUDY_EPS} (the held-out study); common-shape: every family at "
                    f"128 x 128, --per-family heads per model, {COMMON_SOURCES} sources, eps {COMMON_EPS}, "
@@ -174,9 +179,10 @@ def _tag(model: str, several: bool) -> str:
 
 def _defaults(args) -> tuple[int, str, int]:
     """Sources, tolerance text and encoder length after the preset's defaults."""
+    demo_sources, demo_length = DEMOS[args.demo] if args.demo else (DEMO_SOURCES, ENCODER_LENGTH)
     per = {"study": (STUDY_SOURCES, STUDY_EPS, ENCODER_LENGTH),
            "common-shape": (COMMON_SOURCES, COMMON_EPS, COMMON_LENGTH)}.get(args.preset,
-                                                                          (DEMO_SOURCES, DEFAULT_EPS, ENCODER_LENGTH))
+                                                                          (demo_sources, DEFAULT_EPS, demo_length))
     return (args.sources if args.sources is not None else per[0], args.eps or per[1],
             args.length if args.length is not None else per[2])
 

@@ -2,7 +2,8 @@
 
 Every roster is a rule fixed before any bracket is seen:
 
-- ``--demo``: 8 MiniLM heads by hand over all 6 layers, 2 sources;
+- ``--demo``: 8 MiniLM heads by hand over all 6 layers, 1 source at 128 tokens
+  (``--demo full``: 2 sources at 256 tokens);
 - ``--preset study`` (the held-out study): in every layer the heads ``k H // 4``;
 - ``--preset common-shape`` (the architecture audit, Appendix L.4): every
   family at the common 128 x 128 shape (MiniLM with 128 tokens, the decoders'
@@ -24,13 +25,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from numeric.heads.extract import ENCODER_LENGTH
 from numeric.heads.models import PRESETS, preset_path, family_of
 from numeric.heads.zoo.common import MANIFEST, ManifestError, verify_manifest
 from numeric.panel.provenance import PanelError
 from numeric.heads.domains import primary_domain
 from numeric.heads.domains import DomainError, resolve_domains
 
-__all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUDY_SOURCES", "STUDY_EPS",
+__all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEMOS", "DEFAULT_DEMO", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUDY_SOURCES",
+           "STUDY_EPS",
            "COMMON_MODELS", "COMMON_PER_FAMILY", "COMMON_SOURCES", "COMMON_EPS", "COMMON_LENGTH",
            "VIT_ARMS", "ARMS_SOURCES", "ARMS_EPS", "ARMS_EFFORT",
            "ModelShape", "read_config", "model_shape", "preflight", "study_roster", "spread_roster",
@@ -40,6 +43,10 @@ __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "STUDY_PER_LAYER", "STUD
 # twice), chosen once by hand before any result was seen.
 DEMO_HEADS = ((0, 1), (0, 7), (1, 3), (2, 5), (3, 8), (4, 2), (5, 4), (5, 11))
 DEMO_SOURCES = 2
+#: The named demos: (sources, MiniLM tokens) on the demo roster. ``--demo`` alone is the small one
+#: (a few minutes on 2 cores); ``--demo full`` is the 16-cell panel at the encoders' default 256 tokens.
+DEMOS = {"small": (1, 128), "full": (DEMO_SOURCES, ENCODER_LENGTH)}
+DEFAULT_DEMO = "small"
 DEFAULT_EPS = "0.1,0.25,0.5"  # the paper's three tolerances (section 6)
 # The held-out study's preset (docs/study.md), fixed before its run:
 # in every layer the heads k * H // STUDY_PER_LAYER, k = 0..3 (MiniLM: 0, 3, 6, 9),
