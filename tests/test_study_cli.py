@@ -267,13 +267,13 @@ def test_calibrate_reads_the_panels_shape(panel, capsys):
     from numeric.study.cli import main
 
     capsys.readouterr()
-    rc = main(["--calibrate", str(panel[1]), "--calibrations", "2", "--workers", "1"])
+    rc = main(["--calibrate", str(panel[1]), "--calibrations", "2", "--workers", "1", "--scan", "2"])
     out = capsys.readouterr().out
     assert rc in (0, 1), out
     assert f"{len(HEADS)} heads x {SOURCES} sources" in out
     n_const = int(out.split("; ")[1].split(" head-constant")[0])
     assert n_const >= 15                                   # the 15 weight-spectrum columns at least
-    for needle in ("false-positive rate", "power at planted rho", "leave-one-head-out coverage"):
+    for needle in ("false-positive rate", "power at planted rho", "leave-one-head-out", "caution threshold"):
         assert needle in out
 
 

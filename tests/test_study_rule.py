@@ -18,10 +18,11 @@ from numeric.study.protocol import COUNTED, demeaned_name, placebo_name, reading
 
 
 def _table(seed: int, *, heads: int = 8, sources: int = 12, families=("a",), scale=None, gain=None,
-           within: float = 0.0, identity: float = 1.0, head_sd: float = 1.0) -> StudyData:
+           within: float = 0.0, identity: float = 1.0, head_sd: float = 1.0, tie: float = 1.0) -> StudyData:
     """``families`` x ``heads`` x ``sources``; y = head effect (``head_sd``) + ``base`` + noise (+ ``within`` u
     in the families of ``gain``), times the family's ``scale``. Columns: ``base`` (seen by the base model),
-    ``g0`` = u + noise (the cell-level carrier), ``g1..g3`` random head constants, ``noise``."""
+    ``g0`` = u + noise (the cell-level carrier), ``g1..g3`` random head constants (``g1`` plus ``tie`` times
+    the head effect), ``noise``."""
     rng = np.random.default_rng(seed)
     scale = scale or {}
     gain = set(families if gain is None else gain)
@@ -37,7 +38,7 @@ def _table(seed: int, *, heads: int = 8, sources: int = 12, families=("a",), sca
         cols["base"].append(base)
         cols["g0"].append(u + 0.3 * rng.normal(size=n))
         for j in (1, 2, 3):   # head constants that tell heads apart (and can learn the head effect)
-            cols[f"g{j}"].append(identity * (eff[h] * (j == 1) + rng.normal(size=heads)[h]))
+            cols[f"g{j}"].append(identity * (tie * eff[h] * (j == 1) + rng.normal(size=heads)[h]))
         cols["noise"].append(rng.normal(size=n))
         src += [f"{f}s{i}" for i in s]
         hd += [f"{f}:h{i}" for i in h]
@@ -155,17 +156,35 @@ def test_source_scan_runs_at_a_shape():
 
 # ---- leave one head out covers for a head-structured block ------------------------------------------
 
-def test_leave_one_head_out_covers_a_head_structured_block():
-    """Head constants without signal, heads redrawn in each of 12 tables (one family, 8 heads x 6
-    sources): the old interval (cluster-robust over heads and sources, averaged with a first-order
-    jackknife) excluded 0 in most of them; the head jackknife's covers the mean over head draws in at
-    least 11 of 12. Seeds 100-111."""
-    comp = [Comparison("loho", ("base",), ("g1", "g2", "g3"), clusters="head")]
-    ests = [compare(_table(100 + i, sources=6, head_sd=1.5), comp, seed=1)[0].estimates[AGGREGATE]
-            for i in range(12)]
-    truth = np.mean([e.rho for e in ests])
-    assert sum(e.rho_ci[0] <= truth <= e.rho_ci[1] for e in ests) >= 11
-    assert sum(e.rho_ci[0] > 0 for e in ests) <= 1
+def test_leave_one_head_out_interval_is_the_exact_head_jackknife():
+    """Known answer, recomputed independently with scikit-learn's pipeline and LeaveOneGroupOut: the
+    leave-one-head-out rho of one family and its variance, the delete-one-head jackknife of the whole
+    comparison refitted without each head, ``(H - 1)/H sum (theta_-h - mean)^2``, on t(H - 1). The old
+    interval (two-way cluster-robust averaged with a first-order deletion) is not this variance. Seed 12;
+    one family of 8 heads x 4 sources, head constants without signal."""
+    from scipy import stats
+    from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
+
+    from numeric.study.fit import make_model
+
+    data = _table(12, sources=4, head_sd=1.5, tie=0.0)
+    base, aug = ("base",), ("base", "g1", "g2", "g3")
+    e = compare(data, [Comparison("loho", base, aug[1:], clusters="head")], seed=1)[0].estimates[AGGREGATE]
+
+    def rho(keep):
+        y, g = data.y[keep], data.heads[keep]
+        mae = [np.mean(np.abs(y - cross_val_predict(make_model(), data.matrix(c)[keep], y, groups=g,
+                                                    cv=LeaveOneGroupOut()))) for c in (base, aug)]
+        return (mae[0] - mae[1]) / mae[0]
+
+    heads = np.unique(data.heads)
+    theta = np.array([rho(data.heads != h) for h in heads])
+    H = heads.size
+    se = np.sqrt((H - 1) / H * np.sum((theta - theta.mean()) ** 2))
+    assert e.rho == pytest.approx(rho(np.ones(len(data), dtype=bool)), abs=1e-9)
+    assert e.rho_se == pytest.approx(se, rel=1e-6) and e.df == H - 1
+    half = stats.t.ppf(0.975, H - 1) * se
+    assert e.rho_ci == pytest.approx((e.rho - half, e.rho + half), rel=1e-6)
 
 
 def test_leave_one_head_out_is_descriptive_with_too_few_heads():

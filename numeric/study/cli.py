@@ -50,8 +50,8 @@ from pathlib import Path
 from exact.errors import OneLineParser
 from numeric.safeio import SafeIOError
 from numeric.search.effort import code_version
-from numeric.study.calibrate import (FOUR_FAMILY, SCENARIOS, calibrate, caution_threshold, panel_shape, parse_shape,
-                                     report_lines, source_scan)
+from numeric.study.calibrate import (FOUR_FAMILY, REDRAWN, SCENARIOS, calibrate, caution_threshold, panel_shape,
+                                     parse_shape, report_lines, source_scan)
 from numeric.study.caution import CALIBRATED_SOURCES, COVERAGE_FLOOR, GRID, SE_SD_FLOOR
 from numeric.study.compare import PERMUTATIONS, calibration_caution, compare
 from numeric.study.data import PanelDisagreement, StudyError
@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", help="--calibrate without DIR: NAME=HEADSxSOURCES@POOL,... "
                    "(e.g. encoder=24x16@text)")
     p.add_argument("--calibrations", type=int, default=DEFAULT_CALIBRATIONS,
-                   help=f"--calibrate: replications per scenario (default {DEFAULT_CALIBRATIONS})")
+                   help=f"--calibrate: replications per scenario (default {DEFAULT_CALIBRATIONS}; the two "
+                        "leave-one-head-out scenarios, which refit every head's deletion: 2/5 of it)")
     p.add_argument("--scan", type=int, default=DEFAULT_SCAN,
                    help=f"--calibrate: replications per point of the source scan (default {DEFAULT_SCAN}; 0: off)")
     p.add_argument("--table", help="run the statistics from a shipped cell table (CSV, numeric.study.table) "
@@ -215,7 +216,8 @@ def calibrate_main(args) -> int:
     for sc in SCENARIOS:
         for rho in (rhos if sc in ("gain", "within-head") else rhos[:1]):
             t0 = time.process_time()
-            res = calibrate(shape, sc, args.calibrations, args.seed, rho=rho, permutations=k)
+            n = max(1, args.calibrations * 2 // 5) if sc in REDRAWN else args.calibrations
+            res = calibrate(shape, sc, n, args.seed, rho=rho, permutations=k)
             lines, bad = report_lines({sc: res})
             failed += bad
             ran += sum(line.lstrip().startswith(("[ok]", "[FAIL]")) for line in lines)
