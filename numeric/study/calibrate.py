@@ -32,8 +32,8 @@ scenario, with gamma set so that the oracle's relative gain is ``rho``
 
 ``source_scan`` runs the ``gain`` scenario's primary row at the shape with
 its sources per family set to each of a grid, and ``caution_threshold``
-reads off the smallest number of sources per family from which the
-interval's coverage reaches ``COVERAGE_FLOOR`` and its se/sd ``SE_SD_FLOOR``
+reads off the smallest number of sources per family at which the
+interval's coverage reaches 0.94 and its se/sd 0.9
 (``numeric.study.caution`` tabulates it at the recorded shapes).
 
 Per scenario it runs the primary row, the head-level placebo, the demeaned row
@@ -492,6 +492,6 @@ def source_scan(shape: Shape, grid, replications: int, seed: int, rho: float = 0
 
 
 def caution_threshold(points) -> int | None:
-    """The smallest number of sources per family of the scan from which on (every larger grid point too) the
-    coverage reaches ``COVERAGE_FLOOR`` and se/sd ``SE_SD_FLOOR`` (None: no grid point qualifies)."""
+    """The smallest number of sources per family of the scan at which the coverage reaches ``COVERAGE_FLOOR``
+    and se/sd ``SE_SD_FLOOR`` (None: no grid point does; ``numeric.study.caution.threshold``)."""
     return threshold([(p.sources, p.coverage, p.se_sd) for p in points])

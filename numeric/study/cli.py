@@ -229,8 +229,8 @@ def calibrate_main(args) -> int:
         print(f"source scan (planted rho 0.08, primary row, {args.scan} replications a point): "
               + "; ".join(f"{p.sources} sources: coverage {p.coverage:.3f}, se/sd {p.se_sd:.2f}" for p in pts))
         got = caution_threshold(pts)
-        print(f"  caution threshold at this shape (coverage >= {COVERAGE_FLOOR} and se/sd >= {SE_SD_FLOOR} from there "
-              f"on): {got if got is not None else 'none in the grid'}; the study's tabulated threshold "
+        print(f"  caution threshold at this shape (the fewest sources with coverage >= {COVERAGE_FLOOR} and se/sd >= "
+              f"{SE_SD_FLOOR}): {got if got is not None else 'none in the grid'}; the study's tabulated threshold "
               f"{CALIBRATED_SOURCES}\n  ({time.process_time() - t0:.0f} s CPU)", flush=True)
     note = f" ({len(skipped)} rows skipped: the shape is too small for them)" if skipped else ""
     if not ran:
