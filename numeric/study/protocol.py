@@ -9,16 +9,16 @@ and loses its link to the target), and within each head over its sources
 (paper L.6's within-head permutation of G against B0).
 
 The reading rule (``reading``), on the study's one aggregate (rho, the
-equal-weighted mean of the family rhos, and its calibrated interval): a
-block's gain after B1 counts as geometry only when (1) its primary interval
-excludes 0 from below and (2) the within-head demeaned row agrees (its
-interval excludes 0 from below too). Demeaning removes every head-level
-column and the head means of the target, so head identity alone can never
-pass (2), while a genuine within-head gain passes it whatever else the block
-tells about heads. The head-level placebo is reported beside the rule, not
-part of it: whether the placebo's own interval excludes 0 says what head
-identity can give, not whether the block beats it (a block that also tells
-heads apart would have its genuine gain vetoed).
+equal-weighted mean of the family rhos, and its calibrated interval), rests
+on the within-head demeaned row: a block's gain after B1 counts as geometry
+exactly when the demeaned row's rho interval excludes 0 from below.
+Demeaning removes every head-level column and the head means of the target,
+so head identity alone can never pass it, while a genuine within-head gain
+passes it whatever else the block tells about heads. The primary row
+(B1 vs B1+G) is read beside it: a primary gain that the demeaned row does not
+confirm is "not counted (head-level only)". The head-level placebo is
+reported, not part of the rule: whether the placebo's own interval excludes 0
+says what head identity can give, not whether the block beats it.
 
 >>> [c.name for c in comparisons()][:3]
 ['B1 vs B1+G', 'B2 vs B2+G', 'B0 vs B0+G']
@@ -84,33 +84,37 @@ def reading(results, block: str, family: str = AGGREGATE) -> str:
     (default the aggregate, the study's reading; a family's is that family's rows alone)."""
     by = {r.comparison.name: r for r in results}
     primary, demeaned = (_gain(by.get(n), family) for n in (f"B1 vs B1+{block}", demeaned_name(block)))
-    if primary is None:
+    if demeaned:
+        return COUNTED
+    if primary is None and demeaned is None:
         return "not run"
     if not primary:
         return "no gain"
     if demeaned is None:
         return "gain, not attributable: the within-head demeaned row was skipped"
-    if not demeaned:
-        return "gain, not counted: the within-head demeaned row does not agree (head-level only)"
-    return COUNTED
+    return "gain, not counted: the within-head demeaned row does not agree (head-level only)"
 
 
 def readings(results, blocks=("G", "I")) -> dict:
-    """``{block: {"verdict", "rho", "rho_ci", "power", "families": {family: {...}}}}``: the reading rule's
-    verdict on each block after B1 for the aggregate (the study's reading) and for each family (that
-    family's rows alone), each beside the primary row's rho, its interval and its power at
-    ``POWER_RHO`` (``power_at``)."""
+    """``{block: {"verdict", "rho", "rho_ci", "power", "primary": {...}, "families": {family: {...}}}}``: the
+    reading rule's verdict on each block after B1 for the aggregate (the study's reading) and for each
+    family (that family's rows alone), each beside the rho, interval and power at ``POWER_RHO``
+    (``power_at``) of the row the rule rests on (the demeaned row) and of the primary row."""
     by = {r.comparison.name: r for r in results}
     out = {}
     for b in blocks:
-        row = by.get(f"B1 vs B1+{b}")
-        ests = {} if row is None or row.reason else row.estimates
+        rows = [by.get(n) for n in (demeaned_name(b), f"B1 vs B1+{b}")]
+        ests = [{} if r is None or r.reason else r.estimates for r in rows]
+
+        def stats_of(e):
+            return {"rho": None if e is None else e.rho, "rho_ci": None if e is None else list(e.rho_ci),
+                    "power": None if e is None else power_at(e)}
 
         def one(f, ests=ests, b=b):
-            e = ests.get(f)
-            return {"verdict": reading(results, b, f), "rho": None if e is None else e.rho,
-                    "rho_ci": None if e is None else list(e.rho_ci), "power": None if e is None else power_at(e)}
-        out[b] = one(AGGREGATE) | {"families": {f: one(f) for f in ests if f != AGGREGATE}}
+            return ({"verdict": reading(results, b, f)} | stats_of(ests[0].get(f))
+                    | {"primary": stats_of(ests[1].get(f))})
+        fams = [f for f in (ests[0] or ests[1]) if f != AGGREGATE]
+        out[b] = one(AGGREGATE) | {"families": {f: one(f) for f in fams}}
     return out
 
 

@@ -114,14 +114,17 @@ def _table(doc: dict) -> list:
 
 def _readings(doc: dict) -> list:
     """The reading rule's verdicts as the rule returns them, each beside its power (aggregate, then per family)."""
-    lines = [f"| block after B1 | family | verdict | rho | 95% CI | power at rho {POWER_RHO} |",
-             "|---|---|---|---|---|---|"]
+    lines = [f"| block after B1 | family | verdict | demeaned rho | 95% CI | power at rho {POWER_RHO} | primary rho | "
+             f"95% CI | power at rho {POWER_RHO} |", "|---|---|---|---|---|---|---|---|---|"]
 
-    def row(b, f, r):
+    def cells(r):
         ci = _ci(r["rho_ci"]) if r.get("rho_ci") else "-"
         rho = _fmt(r["rho"]) if r.get("rho") is not None else "-"
         pw = f"{r['power']:.2f}" if r.get("power") is not None else "-"
-        return f"| {b} | {f} | {r['verdict']} | {rho} | {ci} | {pw} |"
+        return f"{rho} | {ci} | {pw}"
+
+    def row(b, f, r):
+        return f"| {b} | {f} | {r['verdict']} | {cells(r)} | {cells(r.get('primary', {}))} |"
 
     for b, r in doc.get("reading", {}).items():
         lines.append(row(b, "aggregate (the study's reading)", r))
@@ -155,11 +158,12 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
             f"Aggregate: the mean of the family rhos, the study's one aggregate (every reading and equivalence "
             f"test is on rho). {s['seconds']:.1f} s.", "",
             "## Readings (the reading rule's verdicts)", "",
-            "A block's gain after B1 counts as geometry only when the 95% interval of its rho excludes 0 from "
-            "below and the within-head demeaned row's does too (head identity cannot pass the demeaned row). "
-            "The aggregate row is the study's reading; a family's row applies the same rule to that family's "
-            f"rows alone. Power: the chance that the primary interval excludes 0 at a true rho of {POWER_RHO}, from "
-            "the row's own calibrated se. Equivalence: the 90% interval of rho inside "
+            "A block's gain after B1 counts as geometry when the 95% interval of the within-head demeaned row's "
+            "rho excludes 0 from below (head identity cannot pass the demeaned row); a primary gain it does not "
+            "confirm is not counted (head-level only). The aggregate row is the study's reading; a family's row "
+            f"applies the same rule to that family's rows alone. Power: the chance that a row's interval excludes "
+            f"0 at a true rho of {POWER_RHO}, from the row's own calibrated se. Equivalence: the 90% interval of rho "
+            "inside "
             f"(-{MARGIN}, +{MARGIN}) and the 95% interval not excluding 0 (different first).", ""]
     head += _readings(doc)
     head += [line for c in s.get("caution", []) for line in ("", f"**Caution:** {c}.")]
