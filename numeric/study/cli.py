@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrations", type=int, default=DEFAULT_CALIBRATIONS,
                    help=f"--calibrate: replications per scenario (default {DEFAULT_CALIBRATIONS}; the two "
                         "leave-one-head-out scenarios, which refit every head's deletion: 2/5 of it)")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help=f"--calibrate: the scenarios to run, comma separated (default all: {','.join(SCENARIOS)})")
     p.add_argument("--scan", type=int, default=DEFAULT_SCAN,
                    help=f"--calibrate: replications per point of the source scan (default {DEFAULT_SCAN}; 0: off)")
     p.add_argument("--table", help="run the statistics from a shipped cell table (CSV, numeric.study.table) "
@@ -213,7 +215,10 @@ def calibrate_main(args) -> int:
     print(f"self-check of the study's statistics on synthetic tables: {shape.describe()}; "
           f"{args.calibrations} replications per scenario, {k} placebo permutations, seed {args.seed}", flush=True)
     failed, ran, skipped = [], 0, {}
-    for sc in SCENARIOS:
+    chosen = args.scenarios.split(",")
+    if not chosen or any(sc not in SCENARIOS for sc in chosen):
+        raise StudyError(f"bad --scenarios {args.scenarios!r} (choose from {', '.join(SCENARIOS)})")
+    for sc in (sc for sc in SCENARIOS if sc in chosen):
         for rho in (rhos if sc in ("gain", "within-head") else rhos[:1]):
             t0 = time.process_time()
             n = max(1, args.calibrations * 2 // 5) if sc in REDRAWN else args.calibrations
