@@ -9,8 +9,9 @@ to hold: when a block's values cluster by head (as the real G and I do), a
 model on a few heads can fit head identity, and how much that costs on an
 unseen head varies strongly with the draw of heads. Per-cell influence terms
 (cluster-robust over heads and sources, or a first-order deletion) miss that
-and under-cover badly (0.49 to 0.73 for a head-structured block without
-signal; ``research/study_loho_probe.py``).
+and under-cover (a head-only cluster-robust interval covered 0.73 of
+head-structured no-signal tables at the built-in shape,
+``research/study_loho_probe.py``; the exact head jackknife 1.00, conservative).
 
 The interval here is the exact delete-one-head jackknife, stratified by
 family: for every head ``h`` of family ``f`` the whole leave-one-head-out
@@ -35,8 +36,8 @@ from numeric.study.intervals import LEVEL, Estimate, _family_point, tost
 
 __all__ = ["MIN_LOHO_HEADS", "loho_estimates", "descriptive_reason"]
 
-#: Fewest heads per family at which the head jackknife's interval covered in the self-check
-#: (``--calibrate``'s ``loho-head`` scenario); below it the rows are descriptive.
+#: Fewest heads per family at which the self-check ran and passed the head jackknife (``--calibrate``'s
+#: ``loho-head`` scenario at 8 and 24 heads a family); below it the rows are descriptive.
 MIN_LOHO_HEADS = 8
 
 
