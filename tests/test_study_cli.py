@@ -277,7 +277,7 @@ def test_calibrate_reads_the_panels_shape(panel, capsys):
     assert f"{len(HEADS)} heads x {SOURCES} sources" in out
     n_const = int(out.split("; ")[1].split(" head-constant")[0])
     assert n_const >= 15                                   # the 15 weight-spectrum columns at least
-    for needle in ("false-positive rate", "power at planted rho", "leave-one-head-out", "caution threshold"):
+    for needle in ("false-positive rate", "power at planted rho", "leave one head out", "caution threshold"):
         assert needle in out
 
 
