@@ -21,7 +21,20 @@ scenario, with gamma set so that the oracle's relative gain is ``rho``
 - ``head-constant``: G is random head-level constants exactly (the demeaned
   row must drop them: Delta exactly 0);
 - ``loho-null``: as ``null``, heads redrawn every replication, for the
-  leave-one-head-out row's coverage over heads.
+  leave-one-head-out row's coverage over heads;
+- ``loho-head``: the head-structured no-signal block of ``head-identity``
+  (random head constants plus within-head noise, independent of y), heads
+  redrawn every replication: the leave-one-head-out row's coverage where a
+  block's values cluster by head, as the real G and I do;
+- ``within-head``: a head-structured block with a genuine within-head gain:
+  G's first column carries ``u`` (planted rho), its other columns are head
+  constants; the reading rule must count it wherever the demeaned row finds it.
+
+``source_scan`` runs the ``gain`` scenario's primary row at the shape with
+its sources per family set to each of a grid, and ``caution_threshold``
+reads off the smallest number of sources per family at which the
+interval's coverage reaches 0.94 and its se/sd 0.9
+(``numeric.study.caution`` tabulates it at the recorded shapes).
 
 Per scenario it runs the primary row, the head-level placebo, the demeaned row
 (and leave-one-head-out for ``loho-null``) with the study's own ``compare``,
@@ -46,15 +59,22 @@ from numeric.study.compare import AGGREGATE, compare, source_pools
 from numeric.study.data import StudyData, StudyError
 from numeric.study.demean import head_means
 from numeric.study.fit import negligible
-from numeric.study.protocol import demeaned_name, placebo_name, reading, _c
+from numeric.study.caution import threshold
+from numeric.study.intervals import MARGIN
+from numeric.study.loho import MIN_LOHO_HEADS
+from numeric.study.protocol import COUNTED, demeaned_name, placebo_name, reading, _c
 
 __all__ = ["Shape", "FOUR_FAMILY", "RECORDED_FOUR_FAMILY", "SCENARIOS", "synthetic", "panel_shape", "parse_shape",
            "RECORDED_FOUR_FAMILY_SPEC", "calibrate", "CalibrationResult", "report_lines", "binomial_tail",
            "lower_bound",
-           "max_count", "within_rate"]
+           "max_count", "within_rate", "ScanPoint", "source_scan", "caution_threshold", "with_sources", "REDRAWN"]
 
 #: The synthetic scenarios (module docstring).
-SCENARIOS = ("null", "gain", "head-identity", "head-constant", "loho-null")
+SCENARIOS = ("null", "gain", "head-identity", "head-constant", "loho-null", "loho-head", "within-head")
+#: Scenarios whose heads are redrawn every replication (leave one head out speaks about unseen heads).
+REDRAWN = ("loho-null", "loho-head")
+#: Scenarios that plant the gain ``u``.
+PLANTED = ("gain", "within-head")
 #: Standard deviations of the synthetic target's parts: cell noise, source shift, the head effect
 #: B1 sees, the head effect it cannot tell (head identity).
 NOISE, SOURCE_SD, HEAD_SEEN, HEAD_UNSEEN = 0.5, 0.3, 1.0, 0.4
@@ -131,11 +151,12 @@ def panel_shape(data: StudyData) -> Shape:
     return Shape(tuple(fams), tuple(const))
 
 
-def _gamma(rho: float) -> float:
+def _gamma(rho: float, carriers: int = len(G)) -> float:
     """The coefficient of ``u`` whose oracle relative gain is ``rho``: the residual after B1 has
-    variance R; G explains the share q of ``u``; MAE is proportional to sd (Gaussian)."""
+    variance R; G's ``carriers`` columns that carry ``u`` explain the share q of it; MAE is
+    proportional to sd (Gaussian)."""
     R = NOISE**2 + SOURCE_SD**2 + HEAD_UNSEEN**2
-    q = 1.0 / (1.0 + G_NOISE**2 / len(G))          # R^2 of u on the mean of the G columns
+    q = 1.0 / (1.0 + G_NOISE**2 / carriers)        # R^2 of u on the mean of the carrying columns
     a = (1.0 - rho) ** 2
     return float(np.sqrt(R * (1.0 - a) / (a - 1.0 + q))) if rho > 0 else 0.0
 
@@ -150,7 +171,7 @@ def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: 
     b1 = [c for c in block_columns("B1") if c not in CATEGORICAL]
     hc = [c for c in b1 if c in shape.head_constant]
     cell = [c for c in b1 if c not in shape.head_constant]
-    gamma = _gamma(rho) if scenario == "gain" else 0.0
+    gamma = _gamma(rho) if scenario == "gain" else _gamma(rho, 1) if scenario == "within-head" else 0.0
     shift = {}
     cols = {c: [] for c in b1 + list(G)}
     y, src, heads, fams, dom = [], [], [], [], []
@@ -175,8 +196,11 @@ def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: 
         eta = rng.standard_normal((n, len(G)))
         if scenario == "gain":
             Gx = u[:, None] + G_NOISE * eta
-        elif scenario == "head-identity":
+        elif scenario in ("head-identity", "loho-head"):
             Gx = Gh[h_idx] + IDENTITY_NOISE * eta
+        elif scenario == "within-head":
+            Gx = Gh[h_idx].copy()
+            Gx[:, 0] = u + G_NOISE * eta[:, 0]
         elif scenario == "head-constant":
             Gx = Gh[h_idx]
         else:
@@ -202,7 +226,7 @@ def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: 
 
 
 def _rows(scenario: str) -> list:
-    if scenario == "loho-null":
+    if scenario in REDRAWN:
         return [_c("B1", "G", "B1 vs B1+G, leave one head out", clusters="head")]
     return [_c("B1", "G"), _c("B1", "G", placebo_name("G"), placebo="heads"),
             _c("B1", "G", demeaned_name("G"), demean=True)]
@@ -231,10 +255,11 @@ class CalibrationResult:
 
 
 def calibrate(shape: Shape, scenario: str, replications: int, seed: int, rho: float = 0.08,
-              permutations: int = 5) -> CalibrationResult:
-    """Run ``scenario`` ``replications`` times (see the module docstring)."""
+              permutations: int = 5, rows=None) -> CalibrationResult:
+    """Run ``scenario`` ``replications`` times (see the module docstring); ``rows``: other comparisons than
+    the scenario's own (the source scan runs the primary row alone)."""
     k = SCENARIOS.index(scenario)
-    rows = _rows(scenario)
+    rows = _rows(scenario) if rows is None else rows
     ests: dict = {c.name: [] for c in rows}
     verdicts: list = []
     skipped: dict = {}
@@ -242,7 +267,7 @@ def calibrate(shape: Shape, scenario: str, replications: int, seed: int, rho: fl
     head_state = heads_rng.bit_generator.state
     for i in range(replications):
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(k, i)))
-        if scenario == "loho-null":
+        if scenario in REDRAWN:
             hr = rng                                       # heads redrawn every replication
         else:
             hr = np.random.default_rng()
@@ -328,9 +353,15 @@ def _coverage_floor(cov: float, n: int, what: str, why: str) -> tuple[bool, str]
     return cov >= 0.95 - _cover_tol(n), f"{cov:.3f}{what} (target >= 0.95 - {_cover_tol(n):.3f}: {why})"
 
 
+def _descriptive(r: CalibrationResult, row: str) -> bool:
+    """Whether ``row``'s intervals are descriptive only at this shape (NaN: ``numeric.study.loho``)."""
+    return bool(r.estimates[row]) and all(not np.isfinite(e.rho_se) for e in r.estimates[row])
+
+
 def report_lines(results: dict) -> tuple:
     """``(lines, failed checks)`` for ``{scenario: CalibrationResult}``; a row the shape is too small for is a
-    ``[skipped]`` line with its one-line reason, and the checks that need it do not run."""
+    ``[skipped]`` line with its one-line reason, and the checks that need it do not run. Every rate is on the
+    study's one aggregate, rho (a lower limit of rho's 95 % interval above 0)."""
     lines, failed = [], []
     gain_row, pl, dm, loho = "B1 vs B1+G", placebo_name("G"), demeaned_name("G"), "B1 vs B1+G, leave one head out"
 
@@ -339,21 +370,31 @@ def report_lines(results: dict) -> tuple:
         if not ok:
             failed.append(name)
 
-    lower = lambda e: e.delta_ci[0] > 0   # noqa: E731
+    lower = lambda e: e.rho_ci[0] > 0   # noqa: E731
+    equivalent = lambda e: e.equivalence == "equivalent"   # noqa: E731
     for sc, r in results.items():
         n = r.replications
         ran = lambda *rows: not any(x in r.skipped for x in rows)   # noqa: E731
-        counted = float(np.mean([v == "gain counted as geometry" for v in r.verdicts]))
+        counted = float(np.mean([v == COUNTED for v in r.verdicts]))
         lines.append(f"{sc} ({n} replications):")
         lines += [f"  [skipped] {row}: {why.removeprefix('skipped: ')}" for row, why in r.skipped.items()]
+        if sc not in REDRAWN and ran(gain_row, dm):
+            # one aggregate: the rule's verdict is the printed aggregate rho intervals', replication by replication
+            bad = sum((v == COUNTED) != lower(d) or (v == "no gain") != (not lower(p) and not lower(d))
+                      for v, p, d in zip(r.verdicts, r.estimates[gain_row], r.estimates[dm]))
+            check(f"single aggregate ({sc})", bad == 0,
+                  f"{bad} of {n} replications where the reading rule's verdict and the printed aggregate rho "
+                  f"intervals (demeaned and primary rows) disagree (target 0)")
         if sc == "null" and ran(gain_row):
             fpr = r.rate(gain_row, lower)
             check("null false-positive rate", within_rate(fpr, n, NOMINAL_FPR),
-                  f"{fpr:.3f} of primary intervals exclude 0 from below (target: not above {NOMINAL_FPR} by a "
+                  f"{fpr:.3f} of primary rho intervals exclude 0 from below (target: not above {NOMINAL_FPR} by a "
                   f"one-sided exact binomial test at level {ALPHA}, i.e. at most {max_count(n, NOMINAL_FPR)} of "
                   f"{n}; one-sided nominal 0.025)")
             check(f"coverage ({gain_row})", *_coverage_check(r.coverage(gain_row), n,
                                                           " of rho intervals cover the simulation mean"))
+            lines.append(f"  se/sd of rho {_se_sd(r, gain_row):.2f}; equivalence (|rho| < {MARGIN}) declared in "
+                         f"{r.rate(gain_row, equivalent):.3f}")
             if ran(dm):
                 # the demeaned row only confirms a gain in the reading rule: too narrow would count noise as
                 # geometry (a failure); too wide costs it power, which the gain scenario measures directly
@@ -361,9 +402,9 @@ def report_lines(results: dict) -> tuple:
                     r.coverage(dm), n, " of rho intervals cover the simulation mean",
                     "this confirming row may be conservative; its power is the gain scenario's 'demeaned row "
                     "finds it'"))
-            if ran(pl, dm):
-                lines.append(f"  head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts G as geometry "
-                             f"in {counted:.3f}")
+            check("null: reading rule's false-positive rate", within_rate(counted, n, NOMINAL_FPR),
+                  f"the rule counts the noise block as geometry in {counted:.3f} (target: not above {NOMINAL_FPR}, "
+                  f"at most {max_count(n, NOMINAL_FPR)} of {n})")
         elif sc == "gain" and ran(gain_row):
             power = r.rate(gain_row, lower)
             k = int(round(power * n))
@@ -371,14 +412,27 @@ def report_lines(results: dict) -> tuple:
             mean_rho = np.mean([e.rho for e in r.estimates[gain_row]])
             tag = "shown" if bound >= TARGET_POWER else "ok" if power >= TARGET_POWER else "LOW"
             lines.append(f"  [{tag}] power at planted rho {r.rho}: {power:.3f} ({k} of {n}; exact one-sided "
-                         f"{1 - ALPHA:.0%} lower bound {bound:.3f}; mean estimated rho {mean_rho:+.3f}; target >= "
+                         f"{1 - ALPHA:.0%} lower bound {bound:.3f}; mean estimated rho {mean_rho:+.3f}; se/sd "
+                         f"{_se_sd(r, gain_row):.2f}; target >= "
                          f"{TARGET_POWER}, 'shown' when the lower bound reaches it; low power is a property of the "
                          f"shape, not a failed check)")
             check(f"coverage ({gain_row}, gain)", *_coverage_check(r.coverage(gain_row), n))
+            eq = r.rate(gain_row, equivalent)
+            check(f"equivalence size (rho {r.rho})", within_rate(eq, n, NOMINAL_FPR),
+                  f"equivalence (|rho| < {MARGIN}) declared under the planted gain in {eq:.3f} (target: not above "
+                  f"{NOMINAL_FPR}, at most {max_count(n, NOMINAL_FPR)} of {n})")
             if ran(pl, dm):
                 lines.append(f"  demeaned row finds it {r.rate(dm, lower):.3f} (coverage {r.coverage(dm):.3f}); "
-                             f"head-level placebo flags "
-                             f"{r.rate(pl, lower):.3f}; reading rule counts it as geometry {counted:.3f}")
+                             f"head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts it as geometry "
+                             f"{counted:.3f}")
+        elif sc == "within-head" and ran(gain_row, dm):
+            found = [lower(e) for e in r.estimates[dm]]
+            missed = sum(f and v != COUNTED for f, v in zip(found, r.verdicts))
+            lines.append(f"  primary row finds it {r.rate(gain_row, lower):.3f}; demeaned row {np.mean(found):.3f}; "
+                         f"head-level placebo flags {r.rate(pl, lower):.3f}; reading rule counts it {counted:.3f}")
+            check("within-head gain counted", missed <= max_count(n, NOMINAL_FPR),
+                  f"{missed} of {n} replications where the demeaned row finds the gain and the rule does not count "
+                  f"it (target: at most {max_count(n, NOMINAL_FPR)})")
         elif sc in ("head-identity", "head-constant") and ran(gain_row, pl, dm):
             lines.append(f"  primary row finds a (spurious) gain in {r.rate(gain_row, lower):.3f}, mean rho "
                          f"{np.mean([e.rho for e in r.estimates[gain_row]]):+.3f}; head-level placebo flags "
@@ -390,12 +444,57 @@ def report_lines(results: dict) -> tuple:
                 worst = max(abs(e.delta) for e in r.estimates[dm])
                 check("head-constant block dropped when demeaned", worst == 0.0,
                       f"largest |Delta| of the demeaned row {worst:.3g} (target exactly 0)")
-        elif sc == "loho-null" and ran(loho):
+        elif sc in REDRAWN and ran(loho):
+            if _descriptive(r, loho):
+                lines.append(f"  [descriptive] {loho}: {MIN_LOHO_HEADS} heads a family needed for an interval; the "
+                             f"study prints this row without one at this shape")
+                continue
             fpr = r.rate(loho, lower)
-            cov = r.coverage(loho)
-            check("leave-one-head-out false-positive rate", within_rate(fpr, n, NOMINAL_FPR),
+            check(f"leave-one-head-out false-positive rate ({sc})", within_rate(fpr, n, NOMINAL_FPR),
                   f"{fpr:.3f} (heads redrawn each replication; target: not above {NOMINAL_FPR}, at most "
                   f"{max_count(n, NOMINAL_FPR)} of {n})")
-            check("leave-one-head-out coverage", *_coverage_floor(
-                cov, n, " of rho intervals cover the mean over head draws", "this sensitivity row may be conservative"))
+            check(f"leave-one-head-out coverage ({sc})", *_coverage_floor(
+                r.coverage(loho), n, " of rho intervals cover the mean over head draws",
+                "the head jackknife may be conservative"))
+            lines.append(f"  se/sd {_se_sd(r, loho):.2f}; mean rho {np.mean([e.rho for e in r.estimates[loho]]):+.3f}")
     return lines, failed
+
+
+def _se_sd(r: CalibrationResult, row: str) -> float:
+    """Mean calibrated se of rho over the simulated sd of rho."""
+    rhos = [e.rho for e in r.estimates[row]]
+    sd = float(np.std(rhos, ddof=1)) if len(rhos) > 1 else float("nan")
+    return float(np.mean([e.rho_se for e in r.estimates[row]]) / sd) if sd > 0 else float("nan")
+
+
+def with_sources(shape: Shape, sources: int) -> Shape:
+    """``shape`` with every family's sources set to ``sources`` (the pools keep their names)."""
+    return Shape(tuple((n, h, sources, p) for n, h, _, p in shape.families), shape.head_constant)
+
+
+@dataclass(frozen=True)
+class ScanPoint:
+    """The primary row under the planted gain at ``sources`` per family: coverage of the simulation mean rho
+    and the mean calibrated se over the simulated sd."""
+
+    sources: int
+    coverage: float
+    se_sd: float
+    replications: int
+
+
+def source_scan(shape: Shape, grid, replications: int, seed: int, rho: float = 0.08) -> list:
+    """``[ScanPoint]`` at each number of sources per family of ``grid`` (the ``gain`` scenario's primary row)."""
+    out = []
+    for s in grid:
+        r = calibrate(with_sources(shape, int(s)), "gain", replications, seed, rho=rho, permutations=1,
+                      rows=[_c("B1", "G")])
+        row = "B1 vs B1+G"
+        out.append(ScanPoint(int(s), r.coverage(row), _se_sd(r, row), replications))
+    return out
+
+
+def caution_threshold(points) -> int | None:
+    """The smallest number of sources per family of the scan at which the coverage reaches ``COVERAGE_FLOOR``
+    and se/sd ``SE_SD_FLOOR`` (None: no grid point does; ``numeric.study.caution.threshold``)."""
+    return threshold([(p.sources, p.coverage, p.se_sd) for p in points])

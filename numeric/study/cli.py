@@ -18,14 +18,23 @@ a link, a directory, a FIFO or a device at a target, or a link below --out
 on the way (e.g. figures -> elsewhere), is refused before any work (one
 line, exit 2).
 
+--table FILE runs the statistics from a shipped cell table alone
+(``numeric.study.table``: the format; ``DIR --write-table FILE`` writes one),
+with a banner on every output that the brackets were not re-verified on this
+machine; the other targets, which need the head files, do not run.
+
 --calibrate [DIR] is the self-check: synthetic tables of the panel's shape (or
 of --shape, or 4 families x 8 heads x 16 sources) with a known truth; prints
-the false-positive rate, the power at the planted gain, the coverage and
-whether the reading rule flags head identity; exit 1 when a check fails.
+the false-positive rate, the power at the planted gain, the coverage, the
+equivalence test's size, whether the reading rule flags head identity and
+counts a within-head gain, leave one head out's coverage for a head-structured
+block, and the source scan's caution threshold; exit 1 when a check fails.
 
   python -m numeric study runs/study
   python -m numeric study runs/study-minilm runs/study-zoo --out runs/study-all
   python -m numeric study runs/study --target l_over_n --replicates 2000 --seed 1 --json
+  python -m numeric study runs/study --write-table study-table.csv
+  python -m numeric study --table study-table.csv --out /tmp/st
   python -m numeric study --calibrate
   python -m numeric study --calibrate --shape encoder=24x16@text --rho 0.08,0.12
 """
@@ -41,13 +50,16 @@ from pathlib import Path
 from exact.errors import OneLineParser
 from numeric.safeio import SafeIOError
 from numeric.search.effort import code_version
-from numeric.study.calibrate import FOUR_FAMILY, SCENARIOS, calibrate, panel_shape, parse_shape, report_lines
+from numeric.study.calibrate import (FOUR_FAMILY, REDRAWN, SCENARIOS, calibrate, caution_threshold, panel_shape,
+                                     parse_shape, report_lines, source_scan)
+from numeric.study.caution import CALIBRATED_SOURCES, COVERAGE_FLOOR, GRID, SE_SD_FLOOR
 from numeric.study.compare import PERMUTATIONS, calibration_caution, compare
 from numeric.study.data import PanelDisagreement, StudyError
 from numeric.study.fit import FOLDS
 from numeric.study.gauge import gauge_audit
 from numeric.study.load import TARGETS, load_study, target_values
-from numeric.study.protocol import PRIMARY, comparisons, reading
+from numeric.study.protocol import PRIMARY, comparisons, readings
+from numeric.study.table import BANNER, read_table, write_table
 from numeric.study.robust import gbm_check
 from numeric.study.targets import other_targets
 from numeric.study.transfer import transfer_markdown, transfer_rows, transfer_section
@@ -60,7 +72,9 @@ PROG = "python -m numeric study"
 #: calibrated interval and has little power, docs/study.md).
 DEFAULT_REPLICATES = 0
 #: Replications per scenario of the self-check.
-DEFAULT_CALIBRATIONS = 200
+DEFAULT_CALIBRATIONS = 100
+#: Replications per grid point of the self-check's source scan.
+DEFAULT_SCAN = 40
 #: Placebo permutations per replication of the self-check (the study itself: PERMUTATIONS).
 CALIBRATION_PERMUTATIONS = 5
 #: The study's seed (bootstrap draws, placebo permutations, calibration tables); recorded.
@@ -80,7 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", help="--calibrate without DIR: NAME=HEADSxSOURCES@POOL,... "
                    "(e.g. encoder=24x16@text)")
     p.add_argument("--calibrations", type=int, default=DEFAULT_CALIBRATIONS,
-                   help=f"--calibrate: replications per scenario (default {DEFAULT_CALIBRATIONS})")
+                   help=f"--calibrate: replications per scenario (default {DEFAULT_CALIBRATIONS}; the two "
+                        "leave-one-head-out scenarios, which refit every head's deletion: 2/5 of it)")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help=f"--calibrate: the scenarios to run, comma separated (default all: {','.join(SCENARIOS)})")
+    p.add_argument("--scan", type=int, default=DEFAULT_SCAN,
+                   help=f"--calibrate: replications per point of the source scan (default {DEFAULT_SCAN}; 0: off)")
+    p.add_argument("--table", help="run the statistics from a shipped cell table (CSV, numeric.study.table) "
+                   "instead of a panel directory; the brackets are not re-verified")
+    p.add_argument("--write-table", dest="write_table", help="also write the study's cell table to this file")
     p.add_argument("--rho", default="0.08", help="--calibrate: planted relative gain(s), comma separated "
                    "(default 0.08)")
     p.add_argument("--permutations", type=int, help=f"placebo permutations (default {PERMUTATIONS}; "
@@ -115,8 +137,14 @@ def _check(args) -> None:
         raise StudyError("--permutations must be >= 1")
     if args.calibrations < 1:
         raise StudyError("--calibrations must be >= 1")
-    if not args.dir and not args.calibrate:
-        raise StudyError("give a panel directory (or --calibrate)")
+    if not args.dir and not args.calibrate and not args.table:
+        raise StudyError("give a panel directory (or --table FILE, or --calibrate)")
+    if args.table and (args.dir or args.calibrate or args.write_table):
+        raise StudyError("--table runs alone (no panel directory, --calibrate or --write-table)")
+    if args.scan < 0:
+        raise StudyError("--scan must be >= 0")
+    if args.table and not args.out:
+        raise StudyError("--table needs --out")
     if args.shape and args.dir:
         raise StudyError("--shape is for --calibrate without a panel directory")
     if args.jobs is not None and args.jobs < 1:
@@ -140,27 +168,35 @@ def run(args, command: str) -> dict:
               "one); study.md's first lines say so", file=sys.stderr)
     t0 = time.perf_counter()
     audited: list = []
-    data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify,
-                      audited=audited)
     permutations = args.permutations or PERMUTATIONS
-    # first: a table the recomputed targets contradict stops the study before the long part
-    targets = other_targets(data, audited, eps=args.eps, target_values=lambda rows: target_values(rows, args.target),
-                            replicates=args.replicates, seed=args.seed, folds=args.folds,
-                            jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
+    targets = None
+    if args.table:
+        data, args.target = read_table(args.table)
+    else:
+        data = load_study(args.dir, eps=args.eps, target=args.target, workers=args.workers, reverify=args.reverify,
+                          audited=audited)
+        if args.write_table:
+            write_table(args.write_table, data, args.target)
+        # first: a table the recomputed targets contradict stops the study before the long part
+        targets = other_targets(data, audited, eps=args.eps,
+                                target_values=lambda rows: target_values(rows, args.target),
+                                replicates=args.replicates, seed=args.seed, folds=args.folds,
+                                jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
     results = compare(data, comparisons(), replicates=args.replicates, seed=args.seed, folds=args.folds,
                       jobs=args.jobs or os.cpu_count() or 1, permutations=permutations)
     gauge = gauge_audit(data, folds=args.folds)
     gbm = None
     if args.gbm:
         gbm = gbm_check(data, comparisons(), replicates=args.gbm, seed=args.seed, folds=args.folds)
-    setup = {"panel": ", ".join(map(str, args.dir)), "target": args.target, "eps": args.eps, "cells": len(data),
+    panel = f"table {args.table}" if args.table else ", ".join(map(str, args.dir))
+    setup = {"panel": panel, "target": args.target, "eps": args.eps, "cells": len(data),
              "sources": len(set(data.sources)), "heads": len(set(data.heads)),
              "families": sorted(set(data.families)), "folds": args.folds, "replicates": args.replicates,
              "permutations": permutations, "seed": args.seed, "gbm_replicates": args.gbm,
              "code_version": _code_version(), "caution": calibration_caution(data),
              "trusted_records": not args.reverify,
-             "seconds": round(time.perf_counter() - t0, 1)}
-    verdicts = {b: reading(results, b) for b in ("G", "I")}
+             "seconds": round(time.perf_counter() - t0, 1), "banner": BANNER if args.table else None}
+    verdicts = readings(results)
     transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
     return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts, targets,
                          sections={"transfer": (transfer, transfer_markdown(transfer))}) | {"out": str(out)}
@@ -184,15 +220,28 @@ def calibrate_main(args) -> int:
     print(f"self-check of the study's statistics on synthetic tables: {shape.describe()}; "
           f"{args.calibrations} replications per scenario, {k} placebo permutations, seed {args.seed}", flush=True)
     failed, ran, skipped = [], 0, {}
-    for sc in SCENARIOS:
-        for rho in (rhos if sc == "gain" else rhos[:1]):
+    chosen = args.scenarios.split(",")
+    if not chosen or any(sc not in SCENARIOS for sc in chosen):
+        raise StudyError(f"bad --scenarios {args.scenarios!r} (choose from {', '.join(SCENARIOS)})")
+    for sc in (sc for sc in SCENARIOS if sc in chosen):
+        for rho in (rhos if sc in ("gain", "within-head") else rhos[:1]):
             t0 = time.process_time()
-            res = calibrate(shape, sc, args.calibrations, args.seed, rho=rho, permutations=k)
+            n = max(1, args.calibrations * 2 // 5) if sc in REDRAWN else args.calibrations
+            res = calibrate(shape, sc, n, args.seed, rho=rho, permutations=k)
             lines, bad = report_lines({sc: res})
             failed += bad
             ran += sum(line.lstrip().startswith(("[ok]", "[FAIL]")) for line in lines)
             skipped.update(res.skipped)
             print("\n".join(lines) + f"\n  ({time.process_time() - t0:.0f} s CPU)", flush=True)
+    if args.scan:
+        t0 = time.process_time()
+        pts = source_scan(shape, GRID, args.scan, args.seed)
+        print(f"source scan (planted rho 0.08, primary row, {args.scan} replications a point): "
+              + "; ".join(f"{p.sources} sources: coverage {p.coverage:.3f}, se/sd {p.se_sd:.2f}" for p in pts))
+        got = caution_threshold(pts)
+        print(f"  caution threshold at this shape (the fewest sources with coverage >= {COVERAGE_FLOOR} and se/sd >= "
+              f"{SE_SD_FLOOR}): {got if got is not None else 'none in the grid'}; the study's tabulated threshold "
+              f"{CALIBRATED_SOURCES}\n  ({time.process_time() - t0:.0f} s CPU)", flush=True)
     note = f" ({len(skipped)} rows skipped: the shape is too small for them)" if skipped else ""
     if not ran:
         print(f"no check ran{note}")
@@ -218,6 +267,8 @@ def main(argv=None) -> int:
     except (StudyError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if doc["setup"].get("banner"):
+        print(f"{PROG}: {doc['setup']['banner']}")
     for line in doc["setup"]["caution"]:
         print(f"{PROG}: caution: {line}", file=sys.stderr)
     row = next(c for c in doc["comparisons"] if c["name"] == PRIMARY)
@@ -229,7 +280,7 @@ def main(argv=None) -> int:
     else:
         lo, hi = primary["rho_ci"]
         print(f"{doc['out']}/study.md: {doc['setup']['cells']} cells; {PRIMARY}: rho = {primary['rho']:+.4f} "
-              f"[{lo:+.4f}, {hi:+.4f}]; G: {doc['reading']['G']}; I: {doc['reading']['I']}")
+              f"[{lo:+.4f}, {hi:+.4f}]; G: {doc['reading']['G']['verdict']}; I: {doc['reading']['I']['verdict']}")
     return 0
 
 

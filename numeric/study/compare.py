@@ -29,10 +29,12 @@ import numpy as np
 
 from numeric.runtime import keep_freed_memory, one_blas_thread
 from numeric.study.data import StudyData
+from numeric.study.caution import CALIBRATED_SOURCES, COVERAGE_FLOOR, SE_SD_FLOOR
 from numeric.study.batch import complete_fits, weighted_cross_fit, weighted_mae
 from numeric.study.demean import fold_demeaned
 from numeric.study.fit import FOLDS, FastRidgeCV, fold_indices
 from numeric.study.intervals import LEVEL, Estimate, paired_estimates
+from numeric.study.loho import descriptive_reason, loho_estimates
 from numeric.study.placebo import PLACEBO_MODES, permuted
 
 __all__ = ["Comparison", "Estimate", "ComparisonResult", "family_maes", "compare", "resample_rows",
@@ -50,11 +52,6 @@ PERMUTATIONS = 20
 MIN_SOURCES = 4
 #: Head analyses (demeaning, leave one head out, head-level placebos) need this many heads per family.
 MIN_HEADS = 2
-#: Below this many sources in a family the study runs but its intervals are not calibrated: the
-#: self-check on the recorded common-shape panel (4 sources per family) found coverage 0.83 under a
-#: gain and 0.86 for the demeaned row under the null, and power 0.08 at rho 0.08; at 16 sources
-#: every check passed (docs/study.md; ``python -m numeric study --calibrate DIR``).
-CALIBRATED_SOURCES = 8
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,8 @@ class Comparison:
 class ComparisonResult:
     """``estimates``: family (and AGGREGATE) -> Estimate, empty with a one-line ``reason`` when the
     panel is too small for this comparison; ``placebo``: for a placebo row, the number of
-    permutations and how many of them alone had a lower limit > 0."""
+    permutations and how many of them alone had a lower limit > 0 (on rho); ``note``: why a row's
+    intervals are descriptive only (leave one head out with too few heads, ``numeric.study.loho``)."""
 
     comparison: Comparison
     estimates: dict
@@ -90,6 +88,7 @@ class ComparisonResult:
     seed: int
     reason: str | None = None
     placebo: dict | None = None
+    note: str | None = None
 
 
 class _Cache:
@@ -372,7 +371,8 @@ def shape_reason(data: StudyData, c: Comparison) -> str | None:
 
 def calibration_caution(data: StudyData) -> list[str]:
     """One line per family with fewer than ``CALIBRATED_SOURCES`` sources (empty: none): the study runs
-    there, but the self-check found its intervals under-covering at 4 sources per family.
+    there, but the self-check's scan found its intervals short of coverage 0.94 or se/sd 0.9 there
+    (``numeric.study.caution``).
 
     >>> d = StudyData.build({}, {}, [0.0] * 5, ["s0", "s1", "s2", "s3", "s0"], ["h"] * 5, ["a"] * 4 + ["b"])
     >>> calibration_caution(d)[0][:35]
@@ -384,8 +384,8 @@ def calibration_caution(data: StudyData) -> list[str]:
         return []
     names = ", ".join(f"family {f} has {n} sources" if i == 0 else f"family {f} {n}" for i, (f, n) in enumerate(few))
     return [f"{names}: below {CALIBRATED_SOURCES} sources a family, the intervals are not calibrated (the "
-            f"self-check at 4 sources: coverage 0.83-0.86, power 0.08 at rho 0.08); check this panel's shape with "
-            f"`python -m numeric study --calibrate DIR` before reading it"]
+            f"self-check's scan: coverage below {COVERAGE_FLOOR} or se/sd below {SE_SD_FLOOR}); no equivalence "
+            f"verdict; check this panel's shape with `python -m numeric study --calibrate DIR` before reading it"]
 
 
 def _point(data: StudyData, c: Comparison, folds: int, rngs: dict, permutations: int, memo: dict):
@@ -439,6 +439,15 @@ def _point(data: StudyData, c: Comparison, folds: int, rngs: dict, permutations:
     return l0, l1, (labels, J0, J1) if jack else None, per
 
 
+#: The equivalence reading of a panel under the small-panel caution.
+NO_EQUIVALENCE = "not shown (small panel)"
+
+
+def _no_equivalence(est: dict) -> dict:
+    """Under the small-panel caution no estimate reads "equivalent" ("different" stands)."""
+    return {f: replace(e, equivalence=NO_EQUIVALENCE) if e.equivalence == "equivalent" else e for f, e in est.items()}
+
+
 def _clusters(data: StudyData, c: Comparison):
     return [data.heads, data.sources] if c.clusters == "head" else data.sources
 
@@ -454,10 +463,19 @@ def compare(data: StudyData, comparisons, *, replicates: int = 0, seed: int, fol
     memo: dict = {}
     results = []
     fams = list(np.unique(data.families))
+    small = bool(calibration_caution(data))
     for c in comparisons:
         reason = shape_reason(data, c)
         if reason:
             results.append(ComparisonResult(c, {}, replicates, seed, reason))
+            continue
+        if c.clusters == "head" and not c.placebo:
+            note = descriptive_reason(data)
+            with one_blas_thread():
+                est, _ = loho_estimates(data, c.base, c.base + c.added, c.demean, folds, memo, heldout_losses,
+                                        AGGREGATE, note)
+            results.append(ComparisonResult(c, _no_equivalence(est) if small else est, replicates, seed, None,
+                                            None, note))
             continue
         # every placebo row of a mode sees the same permutations: its own stream per family
         rngs = {(c.placebo, f): stream(seed, 1 + PLACEBO_MODES.index(c.placebo), j)
@@ -467,10 +485,10 @@ def compare(data: StudyData, comparisons, *, replicates: int = 0, seed: int, fol
         est = paired_estimates(l0, l1, data.families, _clusters(data, c), AGGREGATE, jack=jack)
         info = None
         if per is not None:
-            hits = sum(paired_estimates(l0, p, data.families, _clusters(data, c), AGGREGATE)[AGGREGATE].delta_ci[0] > 0
+            hits = sum(paired_estimates(l0, p, data.families, _clusters(data, c), AGGREGATE)[AGGREGATE].rho_ci[0] > 0
                        for p in per)   # each permutation alone, cluster-robust (a count, not a test)
             info = {"permutations": permutations, "significant": int(hits), "mode": c.placebo}
-        results.append(ComparisonResult(c, est, replicates, seed, None, info))
+        results.append(ComparisonResult(c, _no_equivalence(est) if small else est, replicates, seed, None, info))
     if replicates:
         todo = [i for i, r in enumerate(results) if r.reason is None and r.comparison.bootstrapped()]
         boot = bootstrap(data, [results[i].comparison for i in todo], replicates=replicates, seed=seed,

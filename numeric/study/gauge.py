@@ -19,7 +19,7 @@ from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, cross_fit
 from numeric.study.intervals import RESOLUTION
 
-__all__ = ["RESOLUTION", "GAUGE_MODELS", "GaugeMove", "replacement", "gauge_audit"]
+__all__ = ["RESOLUTION", "GAUGE_MODELS", "GaugeMove", "replacement", "gauge_audit", "missing_gauge_columns"]
 
 #: Models audited: every model of the comparisons that contains G or I.
 GAUGE_MODELS = ("B0+G", "B1+G", "B2+G", "B0+I", "B1+I", "B1+G+I")
@@ -49,9 +49,18 @@ def replacement(data: StudyData, cols, ratio: int) -> dict:
     return out
 
 
+def missing_gauge_columns(data: StudyData, models=GAUGE_MODELS, ratios=AUDIT_RATIOS) -> list:
+    """The gauged columns the audit needs and the table lacks (a shipped table may not carry them)."""
+    need = {gauged_column(c, r) for spec in models for c in block_columns(spec) for r in ratios}
+    return sorted(g for g in need if g is not None and g not in data.numeric)
+
+
 def gauge_audit(data: StudyData, models=GAUGE_MODELS, ratios=AUDIT_RATIOS, folds: int = FOLDS) -> list:
-    """Prediction moves of each model under each gauge (per family cross-fitting, source folds)."""
-    out = []
+    """Prediction moves of each model under each gauge (per family cross-fitting, source folds); empty when
+    the table lacks a gauged column (``missing_gauge_columns``)."""
+    out: list = []
+    if missing_gauge_columns(data, models, ratios):
+        return out
     for spec in models:
         cols = block_columns(spec)
         for ratio in ratios:

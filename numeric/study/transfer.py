@@ -62,7 +62,7 @@ from numeric.runtime import one_blas_thread
 from numeric.study.compare import AGGREGATE, heldout_losses
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, FastRidgeCV
-from numeric.study.intervals import RESOLUTION, _combined, _family_point, _jk_var, cluster_variance
+from numeric.study.intervals import MARGIN, _combined, _family_point, _jk_var, cluster_variance
 from numeric.study.blocks import block_columns
 from numeric.heads.domains import DOMAINS
 from dataclasses import replace
@@ -324,7 +324,7 @@ def transfer_markdown(section: list) -> list:
              "cross-fitted over the test domain's own sources. Raw: the base model's test MAE without the level "
              "shift; level: its mean residual there (the domain effect it did not predict).", "",
              "| comparison | family | fit -> test (cells) | MAE base within | raw | level | MAE base | MAE +block "
-             f"| Delta | 95% CI | rho | 95% CI | |Delta| < {RESOLUTION} (TOST) |",
+             f"| Delta | 95% CI | rho | 95% CI | rho: different / equivalent (|rho| < {MARGIN}) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in section:
         if r.get("reason"):

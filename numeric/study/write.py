@@ -24,7 +24,8 @@ from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
 from numeric.study.fit import FOLDS, cross_fit
-from numeric.study.intervals import RESOLUTION
+from numeric.study.intervals import MARGIN, RESOLUTION
+from numeric.study.protocol import POWER_RHO
 
 __all__ = ["PREDICTION_MODELS", "OUTPUTS", "predictions", "check_outputs", "write_outputs"]
 
@@ -82,9 +83,13 @@ def _boot(e) -> str:
     return _ci(e["boot_rho_ci"]) if e.get("boot_rho_ci") else "-"
 
 
+def _ci_or_note(t, note) -> str:
+    return "- (descriptive)" if note else _ci(t)
+
+
 def _table(doc: dict) -> list:
     lines = ["| comparison | family | MAE base | MAE +block | Delta | 95% CI | rho | 95% CI | "
-             f"|Delta| < {RESOLUTION} (TOST) | rho, bootstrap 95% CI (secondary) |",
+             f"rho: different / equivalent (|rho| < {MARGIN}) | rho, bootstrap 95% CI (secondary) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for c in doc["comparisons"]:
         if c.get("reason"):
@@ -92,14 +97,39 @@ def _table(doc: dict) -> list:
             continue
         fams = [f for f in c["estimates"] if f != AGGREGATE] + [AGGREGATE]
         name = c["name"]
+        note = c.get("note")
         if c.get("placebo"):
             p = c["placebo"]
             name += f" (mean of {p['permutations']} permutations; {p['significant']} alone with lower limit > 0)"
+        if note:
+            name += f" ({note})"
         for f in fams if len(fams) > 2 else [AGGREGATE]:
             e = c["estimates"][f]
-            lines.append(f"| {name} | {f} | {e['mae_base']:.4f} | {e['mae_aug']:.4f} | {_fmt(e['delta'])} | "
-                         f"{_ci(e['delta_ci'])} | {_fmt(e['rho'])} | {_ci(e['rho_ci'])} | {e['equivalence']} | "
-                         f"{_boot(e)} |")
+            # the aggregate is rho's (the mean of the family rhos): its Delta is not a statistic the study reads
+            dl = (("-", "-") if f == AGGREGATE and len(fams) > 2
+                  else (_fmt(e["delta"]), _ci_or_note(e["delta_ci"], note)))
+            lines.append(f"| {name} | {f} | {e['mae_base']:.4f} | {e['mae_aug']:.4f} | {dl[0]} | {dl[1]} | "
+                         f"{_fmt(e['rho'])} | {_ci_or_note(e['rho_ci'], note)} | {e['equivalence']} | {_boot(e)} |")
+    return lines
+
+
+def _readings(doc: dict) -> list:
+    """The reading rule's verdicts as the rule returns them, each beside its power (aggregate, then per family)."""
+    lines = [f"| block after B1 | family | verdict | demeaned rho | 95% CI | power at rho {POWER_RHO} | primary rho | "
+             f"95% CI | power at rho {POWER_RHO} |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def cells(r):
+        ci = _ci(r["rho_ci"]) if r.get("rho_ci") else "-"
+        rho = _fmt(r["rho"]) if r.get("rho") is not None else "-"
+        pw = f"{r['power']:.2f}" if r.get("power") is not None else "-"
+        return f"{rho} | {ci} | {pw}"
+
+    def row(b, f, r):
+        return f"| {b} | {f} | {r['verdict']} | {cells(r)} | {cells(r.get('primary', {}))} |"
+
+    for b, r in doc.get("reading", {}).items():
+        lines.append(row(b, "aggregate (the study's reading)", r))
+        lines += [row(b, f, fr) for f, fr in r.get("families", {}).items()]
     return lines
 
 
@@ -117,7 +147,8 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
     boot = (f"secondary: percentile source-cluster bootstrap, {s['replicates']} resamples; " if s["replicates"]
             else "secondary bootstrap off; ")
     trusted = bool(s.get("trusted_records"))
-    head = [f"# Held-out study of {s['panel']}", "",
+    banner = [f"**{s['banner']}.**", ""] if s.get("banner") else []
+    head = [f"# Held-out study of {s['panel']}", ""] + banner + [
             f"`{doc['command']}`", "",
             *(["**Trusted records** (`--trust-records`): the exact pass of the panel's bracket files was read "
                "from the records in `verified/`, not run for this study, and no second checker ran; anyone who "
@@ -131,11 +162,17 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
             f"first-order delete-one-source (head) jackknife, calibrated by "
             f"`python -m numeric study --calibrate`; placebos averaged over {s['permutations']} permutations; "
             + boot + f"seed {s['seed']}. "
-            f"Aggregate: the mean of the family values (rho: mean of the family rhos). {s['seconds']:.1f} s.", "",
-            "## Reading rule", "",
-            "A block's gain after B1 counts as geometry only when its interval excludes 0 from below, the "
-            "head-level placebo's does not, and the within-head demeaned row's does.", ""]
-    head += [f"- {b}: {v}" for b, v in doc.get("reading", {}).items()]
+            f"Aggregate: the mean of the family rhos, the study's one aggregate (every reading and equivalence "
+            f"test is on rho). {s['seconds']:.1f} s.", "",
+            "## Readings (the reading rule's verdicts)", "",
+            "A block's gain after B1 counts as geometry when the 95% interval of the within-head demeaned row's "
+            "rho excludes 0 from below (head identity cannot pass the demeaned row); a primary gain it does not "
+            "confirm is not counted (head-level only). The aggregate row is the study's reading; a family's row "
+            f"applies the same rule to that family's rows alone. Power: the chance that a row's interval excludes "
+            f"0 at a true rho of {POWER_RHO}, from the row's own calibrated se. Equivalence: the 90% interval of rho "
+            "inside "
+            f"(-{MARGIN}, +{MARGIN}) and the 95% interval not excluding 0 (different first).", ""]
+    head += _readings(doc)
     head += [line for c in s.get("caution", []) for line in ("", f"**Caution:** {c}.")]
     head += ["", "## Gains (Delta = MAE(base) - MAE(base + block), rho = Delta / MAE(base))", ""]
     gauge = ["", f"## Gauge audit (held-out prediction moves; resolution {RESOLUTION} in the target's units, "
@@ -144,10 +181,11 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
     if doc.get("gbm"):
         gbm = ["", f"## Robustness: gradient-boosted model ({s['gbm_replicates']} resamples, same seed)", ""]
         gbm += _table({"comparisons": doc["gbm"]})
+    tail = ["", f"**{s['banner']}.**"] if s.get("banner") else []
     return "\n".join(head + _table(doc) + _targets_section(doc)
                      + [line for lines in extra for line in [""] + list(lines)]
                      + gauge + _gauge_table(doc) + gbm
-                     + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)", ""])
+                     + ["", "![gains](figures/gains.png)", "", "![held-out](figures/heldout.png)"] + tail + [""])
 
 
 def _save(fig, path: Path, root: Path) -> None:
@@ -195,7 +233,8 @@ def _figure(doc: dict, path: Path, root: Path) -> None:
 
 def _results(results) -> list:
     return [dict(asdict(r.comparison), estimates={f: asdict(e) for f, e in r.estimates.items()},
-                 reason=getattr(r, "reason", None), placebo=getattr(r, "placebo", None)) for r in results]
+                 reason=getattr(r, "reason", None), placebo=getattr(r, "placebo", None),
+                 note=getattr(r, "note", None)) for r in results]
 
 
 def _targets_section(doc: dict) -> list:
