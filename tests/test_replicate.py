@@ -35,7 +35,7 @@ def one_line(err: str) -> None:
 
 def test_every_run_the_docs_cite_is_registered():
     reg = load_registry()
-    assert {"demo", "families", "minilm-study", "four-family", "every-row", "domain-docgpt2",
+    assert {"demo", "demo-full", "families", "minilm-study", "four-family", "every-row", "domain-docgpt2",
             "domain-digitvit"} <= set(reg)
     for name, rep in reg.items():
         for doc in rep.cited:
@@ -59,7 +59,8 @@ def test_list_names_every_run(capsys):
     names = [line.split()[0] for line in out.splitlines()]
     assert names == list(load_registry())
     assert all("measured here" in line for line in out.splitlines())
-    assert re.search(r"^demo\s+16 cells", out, re.M) and re.search(r"^minilm-study\s+384 cells, 4 studies", out, re.M)
+    assert re.search(r"^demo\s+8 cells", out, re.M) and re.search(r"^demo-full\s+16 cells", out, re.M)
+    assert re.search(r"^minilm-study\s+384 cells, 4 studies", out, re.M)
 
 
 def test_show_prints_the_commands(capsys):
