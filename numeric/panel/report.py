@@ -46,12 +46,12 @@ from types import SimpleNamespace
 
 from exact.errors import OneLineParser
 import crosscheck
-from numeric.panel.audit import audit, head_arrays, run_summary
-from numeric.panel.binding import HEAD_TOLERANCE, HeadFile, check_heads
+from numeric.panel.audit import audit, run_summary
+from numeric.panel.binding import HEAD_TOLERANCE
 from numeric.panel.figures import CAPTIONS, FIGURES, plot_all
-from numeric.panel.provenance import source_digest
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
+from numeric.panel.report_heads import DIGEST_CHARS, ERROR_LINE, check_panel_heads, head_files, heads_line, md, rebound
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
 from numeric.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
@@ -64,16 +64,10 @@ REFERENCE_EPS = Fraction(1, 4)  # the paper's table tolerance (section 6, Table 
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 #: Characters of the geometry section's failure message kept in the report.
 ERROR_CHARS = 200
-#: Hex digits of the sources digest shown in the header (the full one is in panel.json).
-DIGEST_CHARS = 16
 #: Digits of the prefix mass in the tables (a fraction in [0, 1]).
 MASS_DIGITS = 3
 
 
-#: Characters of one error line kept (stderr and report.md).
-ERROR_LINE = 400
-#: Hex digits of a head file's logits hash shown in the report.
-HEAD_DIGEST_CHARS = 16
 #: The string columns of a row, escaped for Markdown before the report shows them.
 LABELS = ("family", "model", "source", "cell_kind", "cell_id", "file", "status", "lower_witness", "upper_witness")
 
@@ -94,11 +88,6 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.errors and self.verified == self.brackets
-
-
-def md(x, limit: int | None = None) -> str:
-    """A string from the panel directory, as Markdown text: printable ASCII, escaped, cut, no table bar."""
-    return (escape(x) if limit is None else escape(x, limit)).replace("|", "\\|")
 
 
 def _shown(r: PanelRow) -> PanelRow:
@@ -163,23 +152,6 @@ def _trust_line(checked, trusted: bool) -> str:
                 "directory can forge those. Without the flag every file is re-verified.\n")
     return (f"Every bracket file ({checked.files}) was re-verified by the exact tier for this report; no record of "
             "an earlier pass was used.\n")
-
-
-def _heads_line(checks) -> str:
-    """The report's second statement: whether the heads were re-extracted from their model, and so what the
-    brackets are about (``numeric.panel.binding``)."""
-    if checks is None:
-        return ("**Heads not re-extracted:** the heads were not extracted again from their model for this "
-                "report (`--check-heads` does that), so every bracket below is about the head files in "
-                "`heads/` (the exact softmax of their stored logits); that they are the named model's heads "
-                "is the panel's word.\n")
-    by = defaultdict(list)
-    for c in checks:
-        by[c.status].append(c)
-    return (f"**Heads re-extracted on this machine** (`--check-heads`, {len(checks)} head files): "
-            f"{len(by['bound'])} byte-identical (bound to the model), {len(by['transferred'])} within the "
-            f"tolerance with their brackets transferred to the model's head (section \"Heads re-extracted\"), "
-            f"{len(by['differs'])} differing beyond it, {len(by['unavailable'])} not re-extracted.\n")
 
 
 def _identity(value: str, field: str, checked) -> str:
@@ -330,15 +302,6 @@ def _families(out: Path, checked, s, gate: float, errors: list) -> list:
     return [section] if section else []
 
 
-def _heads(checked) -> list:
-    if not checked.heads:
-        return []
-    L = ["## Head files\n", "The heads every rank above is bound to: SHA-256 of the `logits` tensor of "
-         "`heads/<key>.safetensors` (first digits); re-extracting a head from its model must give these bytes.\n"]
-    L.extend(f"- {md(k)}: {h[:HEAD_DIGEST_CHARS]}" for k, h in checked.heads.items())
-    return L + [""]
-
-
 def _check_outputs(out: Path) -> None:
     """Refuse (``SafeIOError``, exit 2) what the writes would refuse, before any work: ``report.md``, the
     ``figures`` directory, and every PNG already in DIR or DIR/figures, when one is not a regular file."""
@@ -347,46 +310,6 @@ def _check_outputs(out: Path) -> None:
     for folder in (out, out / FIGURES):
         for name in list_dir(folder, root=out, suffix=".png"):
             check_target(folder / name, root=out)
-
-
-def _rebound(checks, run, tolerance: Fraction = HEAD_TOLERANCE) -> list:
-    """The section of ``--check-heads``: each head file against its model (``numeric.panel.binding``)."""
-    if checks is None:
-        return []
-    theirs = str((run_summary(run)["code"].get("source_sha256") or "unknown"))
-    mine = source_digest()
-    code = (f"The panel's extracting code (`panel.json`: sources sha256 {md(theirs[:DIGEST_CHARS])}) is "
-            + ("this machine's." if theirs == mine else
-               f"not this machine's (sources sha256 {mine[:DIGEST_CHARS]}): a difference may come from the code."))
-    L = ["## Heads re-extracted\n",
-         "Each head extracted again from its model on this machine and compared with `heads/<key>.safetensors`. "
-         "bound: identical logits and matrix bytes. transferred: delta >= ||A' - A0||_row1 (A0 the stored float64 "
-         "matrix, A' the exact softmax of the re-extracted logits: the row-l1 distance of the two float64 "
-         "matrices computed exactly plus the exact tier's proved slack of the new one), and each certified "
-         "bracket moved to A' by the triangle inequality (docs/panel.md, trust model): r_(eps+delta)(A') <= U, "
-         f"and r_(eps-delta)(A') >= L when eps > delta. A delta above the tolerance {tolerance} "
-         "(`--head-tolerance`) is an error (differs), as is a head not re-extracted. Seconds: the head's share of "
-         "its source's forward pass. " + code + "\n",
-         "| head file | model | result | delta | brackets for the model's head | s |", "|---|---|---|---:|---|---:|"]
-    for c in checks:
-        delta = "-" if c.delta is None else ("0" if c.delta == 0 else f"{float(c.delta):.3g}")
-        moved = "; ".join(t.text() for t in c.transfers)
-        what = {"bound": "the brackets above", "transferred": moved}.get(
-            c.status, "; ".join(x for x in (moved, md(c.note, ERROR_LINE)) if x) or "-")
-        L.append(f"| {md(c.key)} | {md(c.model or '-')} | {c.status} | {delta} | {what} | {c.seconds:.2f} |")
-    return L + [""]
-
-
-def _check_heads(out: Path, checked, tolerance) -> list:
-    """``numeric.panel.binding.check_heads`` on every head key the audit kept."""
-    heads = []
-    for key, rows in sorted(checked.by_key.items()):
-        arrays = head_arrays(out, key)
-        if arrays is None:
-            continue
-        heads.append(HeadFile(key, tuple(rows), *arrays))
-    identity = dict(checked.run.identity) if checked.run is not None else None
-    return check_heads(heads, identity, tolerance)
 
 
 def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False,
@@ -415,21 +338,21 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     checked = audit(out, workers, reverify=not trust_records, independent=independent)
     s = summarise(checked.rows)
     errors = list(checked.errors) + integrity_errors(s)
-    checks = _check_heads(out, checked, tolerance) if check else None
+    checks = check_panel_heads(out, checked, tolerance) if check else None
     errors += [e for c in checks or [] if (e := c.error()) is not None]
     shown = dict(s, verified_rows=[_shown(r) for r in s["verified_rows"]],
                  unverified=[_shown(r) for r in s["unverified"]], capped=[_shown(r) for r in s["capped"]],
                  dropped=[_shown(r) for r in s["dropped"]])
     families = _families(out, checked, shown, gate, errors)
     L = _header([_shown(r) for r in checked.rows], shown, checked.run, checked)
-    L[1:1] = [_trust_line(checked, trust_records), _heads_line(checks)]
+    L[1:1] = [_trust_line(checked, trust_records), heads_line(checks)]
     L += _integrity(shown, [md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
-    L += _rebound(checks, checked.run, tolerance) + _tables(shown) + families
+    L += rebound(checks, checked.run, tolerance) + _tables(shown) + families
     L += _figures_and_drops(shown, out)
     section = _geometry_section(shown["verified_rows"], out)
     if section:
         L.append(section.rstrip() + "\n")
-    L += _heads(checked)
+    L += head_files(checked)
     if checked.independent is not None:
         L += [md(line, ERROR_LINE) if line.startswith("- DISAGREEMENT") else line
               for line in crosscheck.markdown(checked.independent)] + [""]
