@@ -11,6 +11,7 @@ CI's command) still runs everything. The file lists are checked against the tree
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,20 @@ def pytest_collection_modifyitems(config, items):
             names.add("slow")
         for name in sorted(names):
             item.add_marker(getattr(pytest.mark, name))
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """A small real panel (``tests/test_report.build_panel``: two heads, real bracket and head files), built
+    once per test module that asks for it; ``panel`` is a fresh copy of it per test, to damage."""
+    from test_report import build_panel
+
+    return build_panel(tmp_path_factory.mktemp("clean"), heads=2)
+
+
+@pytest.fixture
+def panel(clean, tmp_path):
+    """A copy of ``clean`` (links copied as links) that a test may change."""
+    out = tmp_path / "run"
+    shutil.copytree(clean, out, symlinks=True)
+    return out

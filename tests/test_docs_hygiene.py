@@ -1,9 +1,10 @@
 """The docs state the current state only: no history in ``docs/``.
 
 A page names no machine path (``/work/``, ``/home/``, ``/tmp/``), narrates no commit (a 7 to 40
-digit hex word), cites no tracker entry (the word "issue" or a hash sign followed by a number) and
-carries no date; history goes to ``CHANGELOG.md``. Every text file under ``docs/`` is read, the notebook and the build hooks
-included. Also here, because it is cheap: the CLI reference's generator renders every parser.
+digit hex word), cites no tracker entry (the word "issue" or a hash sign followed by a number)
+and carries no date; history goes to ``CHANGELOG.md``. Every text file under ``docs/`` is read,
+the notebook and the build hooks included. Also here, because it is cheap: the CLI reference's
+generator renders every parser.
 """
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ machine) is ``tests/test_panel_heads.py``.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 pytest.importorskip("matplotlib")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_report import EPS, IDENTITY, build_panel, row  # noqa: E402
+from test_report import EPS, IDENTITY, row  # noqa: E402
 
 from exact.matrix import ExactMatrix  # noqa: E402
 from exact.norms import row_l1_norm  # noqa: E402
@@ -38,18 +37,6 @@ from numeric.search import search_brackets  # noqa: E402
 from numeric.search.export import write_bracket_file  # noqa: E402
 
 PROG = "python -m numeric report:"
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory):
-    return build_panel(tmp_path_factory.mktemp("clean"), heads=2)
-
-
-@pytest.fixture
-def panel(clean, tmp_path):
-    out = tmp_path / "run"
-    shutil.copytree(clean, out)
-    return out
 
 
 @pytest.fixture(autouse=True)

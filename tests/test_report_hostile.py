@@ -29,7 +29,7 @@ import pytest
 pytest.importorskip("matplotlib")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_report import IDENTITY, build_panel  # noqa: E402
+from test_report import IDENTITY  # noqa: E402
 
 from numeric.panel import audit as audit_mod  # noqa: E402
 from numeric.panel import vcache  # noqa: E402
@@ -39,18 +39,6 @@ PROG = "python -m numeric report:"
 #: Seconds any one case may take (the clean report takes about 2 s of CPU here).
 BOUND = 120
 KEY = "L0H0_s00"
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory):
-    return build_panel(tmp_path_factory.mktemp("clean"), heads=2)
-
-
-@pytest.fixture
-def panel(clean, tmp_path):
-    out = tmp_path / "run"
-    shutil.copytree(clean, out, symlinks=True)
-    return out
 
 
 @pytest.fixture(autouse=True)
