@@ -6,5 +6,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing downloaded at run time
 
 from bench.cli import main
+from exact.errors import run_command
 
-raise SystemExit(main())
+run_command(main)

@@ -157,7 +157,8 @@ def compare_study(a: Path, b: Path) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     modes = {"panel": compare_panel, "bracket": compare_bracket, "study": compare_study}
     if len(argv) != 3 or argv[0] not in modes:
         print("usage: python -m bench.contracts_identity panel|bracket|study A B", file=sys.stderr)
@@ -166,4 +167,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from exact.errors import run_command
+
+    run_command(main)

@@ -5,8 +5,11 @@ bracket claim at all (exit 2). A false claim is never an exception: it is a
 refuted ``Verdict`` (exit 1).
 
 ``UserInputError`` is the base of everything a user can cause (a bad file, a
-bad argument, a missing model), in every tier: ``MalformedInput`` here and
-``softrank.UserInputError`` derive from it. ``ExitCode`` is the one exit-code
+bad argument, a missing model), in every tier: ``MalformedInput`` here, every
+input error of the float tier and ``softrank.UserInputError`` derive from it.
+``SoundnessError`` is the one class of a claim the float tier made that the
+exact tier refutes, or a verified lower bound beaten by an attack (exit 1):
+a bug, never the user's fault; ``numeric.search`` and ``softrank`` raise it. ``ExitCode`` is the one exit-code
 scheme of the CLIs (``python -m exact``, ``python -m proofs_checks``, the
 ``softrank`` console script); ``crosscheck`` stays independent of this module
 and keeps constants of the same values (a test asserts they agree).
@@ -27,7 +30,7 @@ from enum import IntEnum
 from typing import NoReturn
 
 __all__ = ["ExitCode", "EXIT_CLOSED_PIPE", "OneLineParser", "one_line_error", "closed_pipe", "run_command",
-           "UserInputError", "CertificateError", "MalformedInput",
+           "UserInputError", "SoundnessError", "CertificateError", "MalformedInput",
            "LimitExceeded"]
 
 
@@ -96,6 +99,11 @@ def one_line_error(prog: str, what: object) -> ExitCode:
 
 class UserInputError(ValueError):
     """Input the user can fix (a file, an argument, a model name): reported as one line, exit 2."""
+
+
+class SoundnessError(RuntimeError):
+    """The exact tier refuted a claim the float tier had made, or an attack beat a verified lower bound:
+    a soundness bug (exit 1), reported with the cell it concerns."""
 
 
 class CertificateError(ValueError):

@@ -30,7 +30,7 @@ from flint import fmpq, fmpz
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, TrivialLower, TrivialUpper,
                                 UpperFactors, check_lower, check_upper)
 from exact.cellspec import CellSpec, Claim, TargetSpec
-from exact.errors import MalformedInput
+from exact.errors import ExitCode, MalformedInput, UserInputError
 from exact.matrix import ExactMatrix
 from exact.norms import row_l1_norm
 from exact.rational import format_rational, parse_rational
@@ -515,7 +515,7 @@ def hierarchy_fact(t: fmpq = fmpq(3, 4), s: fmpq = fmpq(3, 4), eps: fmpq = PAPER
 
 
 # --------------------------------------------------------------------------- export
-class ExportRefused(ValueError):
+class ExportRefused(UserInputError):
     """A cell that the float64 bracket format cannot carry exactly."""
 
 
@@ -705,11 +705,11 @@ def main(argv=None) -> int:
             export_cells(args.export, [c for c, _ in rows])
     except (MalformedInput, ExportRefused, SafeIOError) as exc:
         print(f"python -m oracles.twobit: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.MALFORMED
     except OSError as exc:
         print(f"python -m oracles.twobit: error: cannot write {escape(args.export)}: "
               f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
-        return 2
+        return ExitCode.MALFORMED
     ok = all(c.closed and c.verified and (p is None or p == c.lower) for c, p in rows)
     if facts is not None:
         ok = ok and all(f.holds for f in facts)
@@ -728,7 +728,7 @@ def main(argv=None) -> int:
             shown = escape(args.export, 4096)
             print(f"\nwrote {len(rows)} cell(s) to {shown}; check with: python -m exact verify {shown}")
         print("\nall cells closed and verified" if ok else "\nNOT all cells closed and verified")
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.REFUTED
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 ``UserInputError`` is everything a caller can cause (a bad matrix, a bad
 tolerance, a model that returns no attention, a malformed bracket file);
 ``SoundnessError`` is a claim the exact tier refutes after the float tier
-made it (a bug, never the caller's fault).
+made it (a bug, never the caller's fault): the project's one class,
+``exact.errors.SoundnessError``, re-exported here. ``SoftrankError`` is the base of
+the errors this package defines (its ``UserInputError`` and the stops of ``bracket``).
 """
 from __future__ import annotations
 
-from exact.errors import ExitCode
+from exact.errors import ExitCode, SoundnessError
 from exact.errors import UserInputError as _BaseUserInputError
 
 __all__ = ["SoftrankError", "UserInputError", "SoundnessError", "ExitCode"]
@@ -28,7 +30,3 @@ class UserInputError(SoftrankError, _BaseUserInputError):
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
 
-
-class SoundnessError(SoftrankError, RuntimeError):
-    """The exact tier refuted a claim the float tier had made, or an attack beat a verified lower
-    bound: a soundness bug, reported with the cell it concerns."""

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exact.errors import ExitCode
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -201,7 +203,7 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch
             monkeypatch.setattr(driver, name, fn)
         assert not stop_requested()        # the request belonged to that run's stop scope
         err = capsys.readouterr().err
-        assert rc == cli.EXIT_STOPPED and "stopping" in err and f"{len(kept)} of 3 tolerance(s)" in err
+        assert rc == ExitCode.STOPPED and "stopping" in err and f"{len(kept)} of 3 tolerance(s)" in err
         reports = verify_file(out)
         assert [r.id.split("/")[-1] for r in reports] == kept and all(r.verified for r in reports)
 
@@ -213,7 +215,7 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_certified(tmp_path, monkeypatch
     monkeypatch.setattr(driver, "search_upper", twice)
     out2 = tmp_path / "c.safetensors"
     rc = cli.main(["--logits", str(tmp_path / "h.npy"), "--eps", "0.25", "--out", str(out2), "--no-attack"])
-    assert rc == cli.EXIT_STOPPED and not out2.exists() and "aborted" in capsys.readouterr().err
+    assert rc == ExitCode.STOPPED and not out2.exists() and "aborted" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGINT) == before      # the caller's handler is back
 
 

@@ -19,6 +19,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 psutil = pytest.importorskip("psutil")
 
+from exact.errors import ExitCode
+
 ROOT = Path(__file__).resolve().parents[1]
 HEADS = "0.1"
 SOURCES = 3
@@ -87,7 +89,7 @@ def test_two_runs_identical(reference, tmp_path):
 def test_kill_worker_mid_panel_and_resume(reference, tmp_path):
     out = tmp_path / "killed"
     rc, err, done = start_and_kill(out, "workers")
-    assert rc == 3, err            # a worker died: the run stops, resumable
+    assert rc == ExitCode.REFUTED, err     # a worker died: not every cell decided; the run stops, resumable
     assert "Traceback" not in err and "resume" in err
     resumes_to_reference(out, reference, done)
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exact.errors import UserInputError
+
 __all__ = ["LOCAL_WINDOW", "LOCAL_MASS_MAX", "NATIVE_MASK_GAP", "KINDS", "ExtractionError", "Target",
            "decoder_block", "native_block", "full_block"]
 
@@ -41,7 +43,7 @@ NATIVE_MASK_GAP = 1024.0
 KINDS = ("full", "prefix-block", "native-causal")
 
 
-class ExtractionError(ValueError):
+class ExtractionError(UserInputError):
     """Extraction cannot proceed (no attention captured, short sequence; exit 2)."""
 
 

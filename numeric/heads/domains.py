@@ -36,11 +36,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from exact.errors import UserInputError
+
 __all__ = ["Domain", "DOMAINS", "ALL", "DomainError", "domains_of", "primary_domain", "resolve_domains",
            "row_domain", "source_domain"]
 
 
-class DomainError(ValueError):
+class DomainError(UserInputError):
     """A domain a model cannot read, or an unknown name (exit 2 in the CLIs)."""
 
 

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exact.errors import UserInputError
 from numeric._optional import require
 from numeric.heads.zoo import common
 from numeric.heads.zoo.common import ManifestError, verify_manifest, MANIFEST
@@ -49,7 +50,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 HASH_CHUNK = 1 << 20  # read weights in 1 MiB chunks
 
 
-class ModelInputError(ValueError):
+class ModelInputError(UserInputError):
     """A model that cannot be loaded or does not expose attention (exit 2)."""
 
 

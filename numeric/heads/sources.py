@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from exact.errors import UserInputError
 from numeric.heads.zoo.corpus import DataError
 from numeric.heads.zoo.digits import digits, heldout_pixels, pixels
 from numeric.heads.zoo.vit_shift import shifted
@@ -57,7 +58,7 @@ SYNTH_MAX_FREQ = 5
 SYNTH_NORM_FLOOR = 1e-12
 
 
-class SourceError(ValueError):
+class SourceError(UserInputError):
     """A source that cannot be built (too short a corpus, bad image; exit 2)."""
 
 

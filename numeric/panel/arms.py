@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from exact.errors import OneLineParser
+from exact.errors import ExitCode, OneLineParser
 from numeric.heads.extract import source_for, parse_heads, ExtractionError
 from numeric.heads.models import load_model, PRESETS, preset_path, weights_sha256, ModelInputError
 from numeric.heads.sources import MAX_SOURCES, SourceError
@@ -59,8 +59,6 @@ __all__ = ["ArmComparison", "compare_arms", "arm_dir", "run_arms", "write_arms",
 PROG = "python -m numeric.panel.arms"
 JSON_NAME = "arms.json"
 MD_NAME = "arms.md"
-EXIT_UNVERIFIED = 1
-EXIT_BAD_INPUT = 2
 
 
 @dataclass(frozen=True)
@@ -189,20 +187,20 @@ def run_arms(out: Path, arms: list, heads: list, n_sources: int, eps_text: str, 
     if ids[0] != ids[1]:
         raise PanelError(f"the arms do not share images: {arms[0]} reads {ids[0][0]}..., {arms[1]} {ids[1][0]}...")
     eps = cli.parse_eps(eps_text)
-    status = 0
+    status: int = ExitCode.OK
     for arm in arms:
         argv = ["--model", arm, "--heads", ",".join(f"{l}.{h}" for l, h in heads), "--sources", str(n_sources),
                 "--eps", ",".join(eps), "--effort", effort, "--workers", str(workers), "--no-report",
                 "--out", str(arm_dir(out, arm))] + (["--quiet"] if quiet else [])
         with contextlib.redirect_stdout(sys.stderr):   # stdout carries the comparison only
             rc = cli.main(argv)
-        if rc not in (0, EXIT_UNVERIFIED):
+        if rc not in (ExitCode.OK, ExitCode.REFUTED):
             return rc, {}
         status = max(status, rc)
     cells = [(l, h, s) for l, h in heads for s in ids[0]]
     comps = compare_arms(read_rows(arm_dir(out, arms[0])), read_rows(arm_dir(out, arms[1])), cells, eps)
     if any(c.excluded for c in comps):
-        status = EXIT_UNVERIFIED
+        status = ExitCode.REFUTED
     doc = {"arms": list(arms), "dirs": [str(arm_dir(out, a)) for a in arms],
            "weights_sha256": {a: _weights(a) for a in arms}, "heads": [f"{l}.{h}" for l, h in heads],
            "sources": ids[0], "eps": list(eps), "effort": effort,
@@ -298,10 +296,10 @@ def main(argv=None) -> int:
                                    args.effort, workers=args.workers, quiet=args.quiet)
     except (PanelError, ModelInputError, ExtractionError, SourceError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     except OSError as e:         # an --out that cannot be created (under a file, no permission)
         print(f"{PROG}: error: {escape(args.out)}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     if not doc:
         return status
     doc["command"] = " ".join([PROG] + list(sys.argv[1:] if argv is None else argv))

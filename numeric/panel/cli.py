@@ -35,7 +35,7 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from exact.errors import OneLineParser
+from exact.errors import ExitCode, OneLineParser
 from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX, parse_heads, ExtractionError
 from numeric.heads.models import PRESETS as MODEL_PRESETS, ModelInputError
 from numeric.heads.sources import MAX_SOURCES, SourceError
@@ -61,11 +61,6 @@ __all__ = ["DEMO_HEADS", "DEMO_SOURCES", "DEFAULT_EPS", "MIN_MASS", "parse_eps",
 PROG = "python -m numeric panel"
 MIN_MASS = 0.1  # decoders: drop cells whose mean retained prefix mass is below (project choice)
 PRESETS = ("study", "common-shape")
-#: Exit status when some bracket was not verified (as ``python -m exact verify``).
-EXIT_UNVERIFIED = 1
-EXIT_BAD_INPUT = 2
-EXIT_WORKER_DIED = 3  # a worker was killed: the run is incomplete (resumable), not wrong
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 
 
 def parse_eps(text: str) -> tuple:
@@ -295,29 +290,29 @@ def main(argv=None) -> int:
         seconds = time.perf_counter() - t0
     except _user_errors() as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     except SoundnessError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
-        return EXIT_UNVERIFIED
-    except BrokenProcessPool:
+        return ExitCode.REFUTED
+    except BrokenProcessPool:            # not every cell decided: exit 1, and the run resumes
         print(f"{PROG}: a worker process died (finished cells are kept; rerun the same command to resume)",
               file=sys.stderr)
-        return EXIT_WORKER_DIED
+        return ExitCode.REFUTED
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted (finished cells are kept)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.STOPPED
     try:
         summary, ok = _summary(out, counts, seconds)
     except RecordError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     write_run(out, identity, argv=argv, summary=summary)
     if args.report if args.report is not None else (args.demo or args.preset == "common-shape"):
         try:
             rep = write_report(out)
         except (ReportError, SafeIOError) as e:
             print(f"{PROG}: error: the report: {e}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return ExitCode.MALFORMED
         summary["report"], summary["report_errors"] = str(rep.path), len(rep.errors)
         summary["all_verified"] = summary["all_verified"] and rep.ok
     if args.json:
@@ -328,7 +323,7 @@ def main(argv=None) -> int:
               f"{summary['dropped']} dropped, {len(summary['capped'])} capped; {counts['run']} cells run, "
               f"{counts['skipped']} skipped; {seconds:.1f} s; table {summary['table']}"
               + (f"; report {summary['report']}" if "report" in summary else ""))
-    return 0 if summary["all_verified"] else EXIT_UNVERIFIED
+    return ExitCode.OK if summary["all_verified"] else ExitCode.REFUTED
 
 
 def _print_rows(rows) -> None:

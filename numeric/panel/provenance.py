@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from exact.errors import UserInputError
 from numeric.panel.table import RUN_NAME, atomic_write
 from numeric.safeio import SafeIOError, read_json
 from numeric.search import driver
@@ -47,7 +48,7 @@ RUN_FORMAT = 1
 RUN_BYTES = 4 << 20
 
 
-class PanelError(ValueError):
+class PanelError(UserInputError):
     """Bad panel input (exit 2)."""
 
 

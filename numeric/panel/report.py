@@ -44,7 +44,7 @@ from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 
-from exact.errors import OneLineParser
+from exact.errors import ExitCode, OneLineParser, UserInputError
 import crosscheck
 from numeric.panel.audit import audit, run_summary
 from numeric.panel.binding import HEAD_TOLERANCE
@@ -60,8 +60,6 @@ __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
 
 PROG = "python -m numeric report"
 REFERENCE_EPS = Fraction(1, 4)  # the paper's table tolerance (section 6, Table 1)
-#: Exit statuses: 1 when an error or an unverified bracket is listed, 2 on bad input.
-EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 #: Characters of the geometry section's failure message kept in the report.
 ERROR_CHARS = 200
 #: Digits of the prefix mass in the tables (a fraction in [0, 1]).
@@ -72,7 +70,7 @@ MASS_DIGITS = 3
 LABELS = ("family", "model", "source", "cell_kind", "cell_id", "file", "status", "lower_witness", "upper_witness")
 
 
-class ReportError(ValueError):
+class ReportError(UserInputError):
     """Nothing to report on (exit 2)."""
 
 
@@ -388,17 +386,17 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.workers is not None and args.workers < 1:
         print(f"{PROG}: error: --workers must be >= 1", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     if not 0 <= args.gate <= 1:
         print(f"{PROG}: error: --gate must be in [0, 1]", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     try:
         tolerance = Fraction(args.head_tolerance)
     except (ValueError, ZeroDivisionError):
         tolerance = Fraction(-1)
     if tolerance < 0:
         print(f"{PROG}: error: --head-tolerance must be a number >= 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     if args.trust_records:
         print(f"{PROG}: --trust-records: the exact pass of a bracket file is read from its record in DIR/verified "
               "where one matches, not re-run (anyone who can write DIR can forge one); the report's first lines "
@@ -408,19 +406,19 @@ def main(argv=None) -> int:
                            args.check_heads, tolerance)
     except (ReportError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     except RecursionError:
         print(f"{PROG}: error: {escape(args.dir)}: a document nests too deep to read", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.REFUTED
     except MemoryError:
         print(f"{PROG}: error: {escape(args.dir)}: out of memory reading the panel directory", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.REFUTED
     print(escape(rep.path, 4096))
     for e in rep.errors:
         print(f"{PROG}: error: {escape(e, ERROR_LINE)}", file=sys.stderr)
     if rep.verified < rep.brackets:
         print(f"{PROG}: {rep.brackets - rep.verified} of {rep.brackets} brackets not verified", file=sys.stderr)
-    return 0 if rep.ok else EXIT_FAILED
+    return ExitCode.OK if rep.ok else ExitCode.REFUTED
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Union
 
+from exact.errors import UserInputError
+
 __all__ = ["SchemaError", "STATUSES", "MAX_LABEL", "MAX_ROWS", "ROW_SCHEMA", "DESCRIPTOR_PREFIXES", "Scalar",
            "PanelRow", "COLUMNS",
            "check_record", "check_row", "check_run", "check_result", "record_key_ok"]
@@ -61,7 +63,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 MAX_KEY = 200
 
 
-class SchemaError(ValueError):
+class SchemaError(UserInputError):
     """A document of the panel directory that does not fit its schema (one line)."""
 
 

@@ -22,6 +22,7 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
+from exact.errors import UserInputError
 from numeric.panel.schema import PanelRow, SchemaError, check_record
 from numeric.safeio import SafeIOError, read_json, write_bytes
 
@@ -42,7 +43,7 @@ RUN_NAME = "panel.json"
 RECORD_BYTES = 64 << 20
 
 
-class RecordError(ValueError):
+class RecordError(UserInputError):
     """A cell record that cannot be read."""
 
 

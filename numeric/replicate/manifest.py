@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from exact.errors import UserInputError
 from numeric.panel import cli as panel_cli
 from numeric.panel.audit import audit
 from numeric.replicate.registry import OUT as FOLDER, Replicate
@@ -54,7 +55,7 @@ EPS = re.compile(r"^[0-9]{1,12}(/[0-9]{1,12})?$")
 WITNESS = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
 
 
-class ManifestError(ValueError):
+class ManifestError(UserInputError):
     """A malformed manifest (exit 2)."""
 
 

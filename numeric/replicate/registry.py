@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from exact.errors import UserInputError
+
 __all__ = ["RegistryError", "Step", "Replicate", "load_registry", "REGISTRY", "KINDS"]
 
 REGISTRY = Path(__file__).with_name("registry.json")
@@ -30,7 +32,7 @@ OUT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[A-Za-z0-9][A-Za-z0-9._-]{0
 RESERVED = ("--out", "--workers", "--scheduler")
 
 
-class RegistryError(ValueError):
+class RegistryError(UserInputError):
     """The registry is malformed (a one-line message)."""
 
 

@@ -19,6 +19,7 @@ import resource
 import time
 from pathlib import Path
 
+from exact.errors import UserInputError
 from numeric.__main__ import main as numeric_main
 from numeric.panel import arms
 from numeric.replicate.registry import Replicate, Step
@@ -31,7 +32,7 @@ STAMP_BYTES = 1 << 20
 TABLE_BYTES = 1 << 30
 
 
-class ReplicateError(ValueError):
+class ReplicateError(UserInputError):
     """Bad input to the replicate command (one line, exit 2)."""
 
 

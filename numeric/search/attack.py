@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exact.errors import SoundnessError
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, refine
 from numeric.search.starts import compress, svd_factors
@@ -25,10 +26,6 @@ __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 #: The attack tolerance is eps (1 - 1e-3): safely inside
 #: the certified region, so no float rounding can make a success spurious.
 ATTACK_FRACTION = 1 - 1e-3
-
-
-class SoundnessError(RuntimeError):
-    """An attack beat a certified lower bound: the certificate machinery is unsound (exit 1)."""
 
 
 @dataclass(frozen=True)

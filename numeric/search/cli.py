@@ -41,7 +41,7 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-from exact.errors import OneLineParser
+from exact.errors import ExitCode, OneLineParser, UserInputError
 from numeric.heads.extract import softmax_rows
 from numeric.safeio import SafeIOError, check_target, escape
 from numeric.search import front
@@ -52,10 +52,9 @@ PROG = "python -m numeric bracket"
 #: Runs whose budgets could take longer than this (seconds), or targets of at least
 #: ``ANNOUNCE_ENTRIES`` entries, announce their expected cost first (``numeric.search.front``).
 ANNOUNCE_SECONDS, ANNOUNCE_ENTRIES = front.ANNOUNCE_SECONDS, front.ANNOUNCE_ENTRIES
-EXIT_STOPPED = 130
 
 
-class InputError(ValueError):
+class InputError(UserInputError):
     """Bad command-line input: one line, exit 2."""
 
 
@@ -199,7 +198,7 @@ def main(argv=None) -> int:
             A, logits = validate_matrix(raw, "matrix"), None
     except (InputError, ValueError) as exc:     # SafeIOError is a ValueError
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.MALFORMED
 
     _announce(effort, A.shape, len(eps_items))
     target = front.Target(A, logits, args.id_prefix, {"input": str(args.logits or args.matrix),
@@ -210,21 +209,21 @@ def main(argv=None) -> int:
                                           attack=not args.no_attack)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.MALFORMED
     except KeyboardInterrupt:
         print(f"{PROG}: aborted: nothing written", file=sys.stderr)
-        return EXIT_STOPPED
+        return ExitCode.STOPPED
     stopped = out.provenance.stopped
     try:
         checked = front.write_checked(args.out, [out], max_work=OWN_FILE_WORK)
     except SafeIOError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.MALFORMED
     path, reports = checked.path, checked.reports
     if reports is None:
         print(f"{PROG}: error: {escape(path, 4096)} is written but its exact re-check stopped: {checked.error}; "
               f"run python -m exact verify {path} --max-work N", file=sys.stderr)
-        return 1
+        return ExitCode.REFUTED
     bad = False
     rows = []
     for cell, rec in zip(out.cells, out.results):
@@ -262,7 +261,7 @@ def main(argv=None) -> int:
     if stopped:
         print(f"{PROG}: stopped by Ctrl-C: {escape(path, 4096)} holds the {len(rows)} of {len(eps_items)} tolerance(s) "
               "searched so far", file=sys.stderr)
-    return 1 if bad else EXIT_STOPPED if stopped else 0
+    return ExitCode.REFUTED if bad else ExitCode.STOPPED if stopped else ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import sys
 import time
 from pathlib import Path
 
-from exact.errors import OneLineParser
+from exact.errors import ExitCode, OneLineParser
 from numeric.safeio import SafeIOError
 from numeric.search.effort import code_version
 from numeric.study.calibrate import (FOUR_FAMILY, REDRAWN, SCENARIOS, calibrate, caution_threshold, panel_shape,
@@ -79,9 +79,6 @@ DEFAULT_SCAN = 40
 CALIBRATION_PERMUTATIONS = 5
 #: The study's seed (bootstrap draws, placebo permutations, calibration tables); recorded.
 DEFAULT_SEED = 20260415
-EXIT_BAD_INPUT = 2
-#: A panel table value the study's recomputation contradicts (numeric.study.svd_target).
-EXIT_DISAGREEMENT = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,9 +242,9 @@ def calibrate_main(args) -> int:
     note = f" ({len(skipped)} rows skipped: the shape is too small for them)" if skipped else ""
     if not ran:
         print(f"no check ran{note}")
-        return 1
+        return ExitCode.REFUTED
     print((f"{len(failed)} checks failed: {', '.join(failed)}" if failed else "every check passed") + note)
-    return 1 if failed else 0
+    return ExitCode.REFUTED if failed else ExitCode.OK
 
 
 def _code_version() -> dict:
@@ -263,10 +260,10 @@ def main(argv=None) -> int:
         doc = run(args, command)
     except PanelDisagreement as e:   # the panel disagrees with its exact pass or the study's recomputation
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_DISAGREEMENT
+        return ExitCode.REFUTED
     except (StudyError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.MALFORMED
     if doc["setup"].get("banner"):
         print(f"{PROG}: {doc['setup']['banner']}")
     for line in doc["setup"]["caution"]:
@@ -281,7 +278,7 @@ def main(argv=None) -> int:
         lo, hi = primary["rho_ci"]
         print(f"{doc['out']}/study.md: {doc['setup']['cells']} cells; {PRIMARY}: rho = {primary['rho']:+.4f} "
               f"[{lo:+.4f}, {hi:+.4f}]; G: {doc['reading']['G']['verdict']}; I: {doc['reading']['I']['verdict']}")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

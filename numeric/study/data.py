@@ -16,17 +16,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from exact.errors import UserInputError
+
 __all__ = ["StudyData", "StudyError"]
 
 
-class StudyError(ValueError):
+class StudyError(UserInputError):
     """Bad input to the study (exit 2 with a one-line message)."""
 
 
-class PanelDisagreement(StudyError):
+class PanelDisagreement(ValueError):
     """The panel directory disagrees with its own verification: its audit found an error (a record or
     table value the exact pass contradicts, a file of another head), or a cell is not verified (exit 1
-    with a one-line message, as ``numeric report`` exits)."""
+    with a one-line message, as ``numeric report`` exits). A failed integrity check, not bad input: not a
+    ``StudyError``."""
 
 
 @dataclass(frozen=True)

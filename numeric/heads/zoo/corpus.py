@@ -29,7 +29,7 @@ import sysconfig
 import zlib
 from pathlib import Path
 
-from exact.errors import OneLineParser
+from exact.errors import ExitCode, OneLineParser, UserInputError
 
 __all__ = ["CORPUS_PATH", "CORPUS_SHA256", "HELDOUT_EVERY", "DataError", "build_text", "write_corpus",
            "read_corpus", "split_paragraphs", "text_sha256"]
@@ -44,7 +44,7 @@ MIN_WORDS = 12      # skip one-line docstrings: they are mostly signatures (as b
 HELDOUT_EVERY = 20  # one paragraph in 20 (5 %) is held out
 
 
-class DataError(ValueError):
+class DataError(UserInputError):
     """A training data file that is missing, unreadable or not the recorded one (exit 2)."""
 
 
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     write_corpus(text, args.out)
     print(f"{args.out}: {len(text.encode())} bytes, {text.count(chr(10))} paragraphs, "
           f"sha256 {text_sha256(text)} (Python {sys.version.split()[0]})")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":
