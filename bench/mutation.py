@@ -5,8 +5,8 @@ Every single-operator mutant of the comparison and rounding lines of
 and a fast targeted subset of the exact tier's tests runs against it. A
 mutant is *killed* when that subset fails (a test fails, or the mutated
 module no longer imports) or runs past the timeout. Each subset must first
-pass on the unmutated copy (the copy carries ``numeric/bracketwriter.py``,
-which the tests import), so a kill is never an artefact of the copy.
+pass on the unmutated copy (the copy carries ``fileio/``, the
+bracket writer the tests import), so a kill is never an artefact of the copy.
 
 * Comparison mutants: each operator of each comparison (``ast.Compare``) is
   replaced by each other relational operator (``<``, ``<=``, ``>``, ``>=``,
@@ -182,11 +182,9 @@ def mutants_of(path: Path) -> list[Mutant]:
 
 
 def _copy(dest: Path) -> Path:
-    for name in ("exact", "tests", "bench"):
+    # fileio: the writer the exact tier's tests use, and its safe writes
+    for name in ("exact", "fileio", "tests", "bench"):
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
-    (dest / "numeric").mkdir()
-    for name in ("__init__.py", "bracketwriter.py", "safeio.py"):   # the writer the exact tier's tests use, its safe writes
-        shutil.copy(ROOT / "numeric" / name, dest / "numeric" / name)
     shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
     return dest
 

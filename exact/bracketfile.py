@@ -14,7 +14,7 @@ memory limit. Then it reads each tensor by its offset, hashing every byte
 (SHA-256 of the header, and of the whole file). Every string taken from
 the file appears in a message as ``ascii()`` shows it (one line, no control
 characters). The writer is not part of the trusted core:
-``numeric.bracketwriter`` takes the constants from here.
+``fileio.bracketwriter`` takes the constants from here.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A producer (the float tier's search, the two-bit oracle, the proof checks,
 the panel's ablation, the test data) builds a :class:`CellSpec` and hands it
-to ``numeric.bracketwriter.write_bracket_file``, which writes
+to ``fileio.bracketwriter.write_bracket_file``, which writes
 :meth:`CellSpec.to_json`. The reader, ``exact.bracketfile``, validates every
 field of the untrusted file first and only then builds the same
 :class:`CellSpec` from it (``Cell.spec``). The witness kinds and their fields

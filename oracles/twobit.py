@@ -35,8 +35,8 @@ from exact.matrix import ExactMatrix
 from exact.norms import row_l1_norm
 from exact.rational import format_rational, parse_rational
 from exact.verdict import Verdict, refuted
-from numeric.bracketwriter import write_bracket_file
-from numeric.safeio import SafeIOError, check_target, escape
+from fileio.bracketwriter import write_bracket_file
+from fileio.safeio import SafeIOError, check_target, escape
 
 from ._exactlp import Infeasible, LPSolution, solve
 

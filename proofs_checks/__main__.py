@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from exact.errors import ExitCode, OneLineParser
-from numeric.safeio import SafeIOError, check_target
+from fileio.safeio import SafeIOError, check_target
 
 from . import all_checks
 from . import grid, hardcore, soundness

@@ -28,7 +28,7 @@ import numpy as np
 from flint import fmpq
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 from exact.slack import _float_row_bounds, softmax_slack_bound
 
 __all__ = ["neumann_cell", "verify_with_exact", "export_dir", "SLACK_GRID"]

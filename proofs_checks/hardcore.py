@@ -40,7 +40,7 @@ from ._core import Recorder, qstr, register, workprec
 from ._export import float_softmax, slack_bound, write_and_verify
 from .growth import GrowthLaw, m_bounds, prove_law, round_error_ok
 from exact.cellspec import CellSpec, Claim, TargetSpec
-from numeric.bracketwriter import rational_string
+from fileio.bracketwriter import rational_string
 
 __all__ = ["HardCore", "hard_core", "channel_bound", "certify", "largest_m", "core_cell",
            "I4_EPS", "I4_BETAS", "G3_BETAS", "stencil_columns", "visible_key_gap"]

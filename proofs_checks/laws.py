@@ -22,7 +22,7 @@ from flint import fmpq
 
 from ._export import float_softmax, slack_bound
 from exact.cellspec import CellSpec, Claim, TargetSpec
-from numeric.bracketwriter import rational_string
+from fileio.bracketwriter import rational_string
 
 __all__ = ["decoded_cell", "circle_logits", "fourier_factors", "largest_separated", "disc_points"]
 

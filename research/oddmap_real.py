@@ -58,7 +58,7 @@ from research.heads import MINILM_HEADS
 from research import oddmap_geom as geom
 from exact.cellspec import TargetSpec
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 from numeric.search.driver import LOWER_SAFETY
 from numeric.search.far_rows import far_order
 from numeric.search.l1fit import l1_row_fit

@@ -27,7 +27,7 @@ from exact.bracketfile import BracketFile, read_bracket_file, show
 from exact.errors import MalformedInput
 from exact.limits import MAX_CELLS, MAX_FILE_BYTES, MAX_WORK
 from exact.verify import CellReport, judge_file
-from numeric.safeio import SafeIOError, escape, file_kind, write_bytes
+from fileio.safeio import SafeIOError, escape, file_kind, write_bytes
 from numeric.search.inputs import parse_eps
 from softrank.errors import SoundnessError, UserInputError
 
@@ -431,7 +431,7 @@ class Brackets(_Rendered):
     def save(self, path) -> Path:
         """Write the standard bracket file (``python -m exact verify`` and ``Brackets.load`` read it).
 
-        Written through ``numeric.safeio.write_bytes``: atomically (a new file renamed over the target),
+        Written through ``fileio.safeio.write_bytes``: atomically (a new file renamed over the target),
         never through a link, and a target that is a link, a FIFO, a device or a directory is refused with
         ``UserInputError`` (a FIFO without blocking). Missing directories are created."""
         path = Path(path)

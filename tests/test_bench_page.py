@@ -12,7 +12,7 @@ from bench.runner import RESULTS, load, suite_names
 from tests.test_architecture import _imports
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("exact", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
+PRODUCT = ("exact", "fileio", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
 
 
 def test_the_page_is_what_the_shipped_results_render():

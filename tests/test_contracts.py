@@ -12,7 +12,7 @@ import pytest
 from exact.bracketfile import read_bracket_file
 from exact.cellspec import LOWER_KINDS, UPPER_KINDS, CellSpec, Claim, TargetSpec
 from exact.errors import MalformedInput
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 from numeric.panel.provenance import CellProvenance, PanelRun
 from numeric.panel.schema import ROW_SCHEMA, PanelRow, SchemaError, check_record
 
@@ -92,7 +92,7 @@ def test_the_reader_validates_before_it_builds_the_spec(tmp_path):
 def test_no_producer_writes_a_cell_by_hand():
     """The producers build ``CellSpec``: no witness JSON literal in the packages that write bracket files."""
     hits = []
-    for pkg in ("numeric", "oracles", "proofs_checks", "softrank"):
+    for pkg in ("fileio", "numeric", "oracles", "proofs_checks", "softrank"):
         for p in sorted((ROOT / pkg).rglob("*.py")):
             for n, line in enumerate(p.read_text().splitlines(), 1):
                 if re.search(r'["\']witness["\']\s*:', line):

@@ -25,7 +25,7 @@ import crosscheck
 from crosscheck._dyadic import Dyadic, residual
 from crosscheck._slack import SlackBound, _context, _exp_neg, _fast_entries, FAST_BITS
 from crosscheck._spectral import Energies
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "data" / "example.safetensors"

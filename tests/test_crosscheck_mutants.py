@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import crosscheck
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "data" / "example.safetensors"

@@ -28,7 +28,7 @@ from tests.test_exact_cli import MALFORMED, base_cell, bracket_bytes, container,
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What the second checker may not import: the other checker, the float tier, its arithmetic, float machinery.
-FORBIDDEN = ("exact", "numeric", "oracles", "proofs_checks", "flint", "torch", "transformers", "scipy",
+FORBIDDEN = ("exact", "fileio", "numeric", "oracles", "proofs_checks", "flint", "torch", "transformers", "scipy",
              "sklearn", "highspy", "safetensors", "sympy")
 
 

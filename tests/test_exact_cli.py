@@ -639,7 +639,7 @@ def test_ordinary_cells_never_convert_a_whole_matrix(tmp_path, monkeypatch):
     """On ordinary float files the float filter picks the rows and exact float products compute them:
     no n x n tensor is turned into FLINT integers, so the cost follows the float64 work."""
     from bench.suites.exact_speed import make_cell
-    from numeric.bracketwriter import write_bracket_file
+    from fileio.bracketwriter import write_bracket_file
     from exact.verify import verify_file
     cells, tensors, _, _ = make_cell(64, 12, 4)
     converted = []

@@ -22,7 +22,7 @@ from exact.matrix import ExactMatrix
 from exact.frobenius import top_energy_upper_bound
 from exact.slack import softmax_slack_bound
 from exact.verify import verify_file
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
 

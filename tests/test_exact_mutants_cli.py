@@ -14,7 +14,7 @@ from fractions import Fraction
 from flint import fmpq
 
 from exact.cli import _approx, _clean, main
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 
 
 def test_clean_keeps_printable_ascii_and_escapes_everything_else():

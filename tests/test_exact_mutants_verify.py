@@ -16,7 +16,7 @@ import numpy as np
 from flint import fmpq
 
 from exact.verify import verify_file
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 
 
 def _cell(name, eps, slack, upper, lower=None, logits="H"):

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from exact.verify import verify_file
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ from exact.errors import LimitExceeded
 from exact.matrix import ExactMatrix
 from exact.oddmap import FACET_UNITS, MAX_ODDMAP_DIM, check_odd_map, dimension, label_sets, labels_of
 from exact.verify import judge_file
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 from tests.test_exact_cli import bracket_bytes, doc
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ from exact.limits import LimitExceeded, charge, work_limit
 from exact.slack import (ARB_CHUNK, ARB_DEV_UNITS, ARB_EXP_UNITS, FLOAT_DEV_UNITS, FLOAT_EXP_UNITS, SlackProof,
                          SoftmaxSlacks, softmax_slack_bound)
 from exact.verify import judge_file
-from numeric.bracketwriter import rational_string
+from fileio.bracketwriter import rational_string
 from tests.test_exact_cli import _rss_run, _write, base_cell, bracket_bytes, container, doc
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -50,7 +50,7 @@ def test_gate_table_thresholds():
 def test_ablation_replaces_decoded_certificates_by_verified_ones(tmp_path):
     """A cell whose lower certificate is the decoded inverse takes the best certificate of
     another family, verified exactly from a file of its own."""
-    from numeric.bracketwriter import write_bracket_file
+    from fileio.bracketwriter import write_bracket_file
     from numeric.heads.extract import softmax_rows
     from numeric.panel.ablation import ABLATION_DIR, DECODED, ablated_lowers
     from numeric.search.inverse import decoded

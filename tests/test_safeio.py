@@ -1,4 +1,4 @@
-"""numeric.safeio and every writer that uses it (docs/panel.md, trust model).
+"""fileio.safeio and every writer that uses it (docs/panel.md, trust model).
 
 Each command that writes a file refuses a target that exists and is not a
 regular file (a character device made here, skipped where ``mknod`` is not
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numeric import safeio
-from numeric.safeio import SafeIOError
+from fileio import safeio
+from fileio.safeio import SafeIOError
 
 KINDS = ("chardev", "fifo", "symlink", "directory")
 
@@ -175,8 +175,8 @@ def test_twobit_export_path_echoed_escaped(tmp_path, capsys):
 @pytest.mark.parametrize("kind", KINDS)
 def test_panel_table_writer(tmp_path, kind):
     """Every panel file (records, cells.csv, panel.json, verified records, head and bracket files) goes
-    through ``table.atomic_write`` or the bracket writer, both ``numeric.safeio``."""
-    from numeric.bracketwriter import write_bracket_file
+    through ``table.atomic_write`` or the bracket writer, both ``fileio.safeio``."""
+    from fileio.bracketwriter import write_bracket_file
     from numeric.panel.table import write_record, write_table
 
     out, outside = tmp_path / "run", tmp_path / "outside.txt"
@@ -263,7 +263,7 @@ def _study_inputs():
 
 def test_study_writer_refuses_a_link_below_out_even_unchecked(tmp_path, monkeypatch):
     """The writer itself (``write_outputs``, with the early check switched off) writes through
-    ``numeric.safeio`` with ``root=out``: ``figures`` -> elsewhere is refused, nothing lands elsewhere; a clean
+    ``fileio.safeio`` with ``root=out``: ``figures`` -> elsewhere is refused, nothing lands elsewhere; a clean
     ``out`` gets every file (positive control)."""
     from numeric.study import write
 
@@ -312,7 +312,7 @@ def test_check_target_allows_a_directory_the_write_creates(tmp_path):
 def test_check_output_dir_refuses_anything_but_a_directory(tmp_path):
     import os
 
-    from numeric.safeio import check_output_dir, missing_reason
+    from fileio.safeio import check_output_dir, missing_reason
 
     (tmp_path / "d").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "d")

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 import softrank
 from exact.bracketfile import read_bracket_file
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -34,7 +34,7 @@ def make_logits(n: int, seed: int) -> np.ndarray:
 def write_frobenius(path: Path, n: int) -> None:
     """One Frobenius-tail cell (K.2) on an n x n random stochastic matrix: k = n/4, eps 0.9 of the threshold."""
     from exact.cellspec import CellSpec, Claim, TargetSpec
-    from numeric.bracketwriter import write_bracket_file
+    from fileio.bracketwriter import write_bracket_file
 
     rng = np.random.default_rng(n)
     A = rng.random((n, n)) ** 3

@@ -22,7 +22,7 @@ from bench.common import fmt, table
 from bench.runner import Case, Suite
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.verify import verify_file
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 
 
 def _slack(H, A, mode: str):

@@ -39,7 +39,7 @@ from exact.matrix import ExactMatrix
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.slack import softmax_slack_bound
 from exact.verify import judge_file
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 
 
 

@@ -32,9 +32,9 @@ from numeric.panel.provenance import CellProvenance
 from exact.bracketfile import read_bracket_file
 from exact.rational import format_rational
 from exact.verify import verify_file
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 from numeric.panel.audit import BRACKET_BYTES
-from numeric.safeio import snapshot, write_bytes
+from fileio.safeio import snapshot, write_bytes
 from numeric.search.frobenius import frobenius, trivial
 from numeric.search.inverse import pinv
 from numeric.search.driver import lower_claim
@@ -89,7 +89,7 @@ def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
         tensors.update(extra)
         cells.append(CellSpec(f"{cell.id}/without-decoded/{c.family}", cell.eps_text, target, lower,
                               Claim.of(int(min(A.shape)), "trivial")))
-    # verified from a private copy, then written into DIR (numeric.safeio: never over a link or a non-file)
+    # verified from a private copy, then written into DIR (fileio.safeio: never over a link or a non-file)
     tmp = Path(tmpdir) / f"{len(list(Path(tmpdir).iterdir()))}.safetensors"
     write_bracket_file(tmp, cells, tensors)
     reports = verify_file(tmp)
@@ -104,7 +104,7 @@ def _fallback(out: Path, bf, cell, tmpdir) -> tuple[int, str]:
 def ablated_lowers(out, rows: list, eps: Fraction, family: str = DECODED) -> dict:
     """``{cell_id: Ablated}`` for the verified ``rows`` at ``eps`` (rows of ``numeric.panel.audit``).
 
-    Each bracket file is read from a private copy (``numeric.safeio.snapshot``: a regular file of ``out``,
+    Each bracket file is read from a private copy (``fileio.safeio.snapshot``: a regular file of ``out``,
     no link followed, the audit's size limit)."""
     with tempfile.TemporaryDirectory(prefix="softrank-ablation-") as tmpdir:
         return _ablated(Path(out), rows, eps, family, tmpdir)

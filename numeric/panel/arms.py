@@ -50,7 +50,7 @@ from numeric.panel import cli
 from numeric.panel.report_geometry import spearman
 from numeric.panel.table import read_rows, atomic_write
 from numeric.runtime import pinned_threads
-from numeric.safeio import escape
+from fileio.safeio import escape
 from numeric.panel.presets import ARMS_EFFORT, ARMS_EPS, ARMS_SOURCES, VIT_ARMS, model_shape
 from numeric.panel.provenance import PanelError
 

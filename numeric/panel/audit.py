@@ -5,13 +5,13 @@ A panel directory is untrusted input: anyone who can write it can write any
 record, bracket file or head file in it. ``audit(out)`` trusts nothing in it
 but what the exact tier derives there and the hashes of the head files:
 
-- every bracket file under ``DIR/brackets`` is copied once (``numeric.safeio.snapshot``:
+- every bracket file under ``DIR/brackets`` is copied once (``fileio.safeio.snapshot``:
   regular files only, a size limit, no link followed) and the copy is
   re-verified by the exact tier (``exact.verify``, one process per core);
   the records of an earlier pass (``DIR/verified``, ``numeric.panel.vcache``)
   are read only when the caller asks (``reverify=False``: the report's
   ``--trust-records``), and the report says so;
-- every record and ``panel.json`` is read through ``numeric.safeio`` and
+- every record and ``panel.json`` is read through ``fileio.safeio`` and
   checked against its schema (``numeric.panel.schema``);
 - every row is bound to its head: the record ``cells/<key>.json`` names the
   file ``brackets/<key>.safetensors`` and the cell ``<key>/eps=<eps>``; the
@@ -63,7 +63,7 @@ from numeric.panel.binding import DUPLICATE_ROW_L1, fingerprint, header_provenan
 from numeric.panel.cell import family_label
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
 from numeric.panel.vcache import result_of
-from numeric.safeio import SafeIOError, escape, list_dir, read_f64_tensors, read_json, snapshot
+from fileio.safeio import SafeIOError, escape, list_dir, read_f64_tensors, read_json, snapshot
 from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
 __all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",

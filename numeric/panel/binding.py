@@ -53,7 +53,7 @@ from numeric.heads.domains import DOMAINS, primary_domain, source_domain
 from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX, extract_heads, source_for, source_modality
 from numeric.heads.models import ModelInputError, load_model
 from numeric.heads.sources import SourceError
-from numeric.safeio import SafeIOError, json_depth
+from fileio.safeio import SafeIOError, json_depth
 
 __all__ = ["DUPLICATE_ROW_L1", "HEAD_TOLERANCE", "Transfer", "HeadCheck", "header_provenance", "fingerprint",
            "near_duplicates", "transfer", "head_delta", "check_heads", "source_index"]

@@ -184,7 +184,7 @@ def _save_head(path: Path, cap, out: Path, image_dir: str | None = None, spec: s
 
 
 def _write_brackets(path: Path, res, out: Path) -> None:
-    """The bracket file, written to a temporary name first and moved into place (``numeric.safeio``)."""
+    """The bracket file, written to a temporary name first and moved into place (``fileio.safeio``)."""
     write_bracket_file(path, res.cells, res.tensors, root=out)
 
 

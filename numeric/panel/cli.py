@@ -48,7 +48,7 @@ from numeric.panel.provenance import PanelError, check_resume, run_identity, wri
 from numeric.panel.report import ReportError, write_report
 from numeric.panel.runner import run_panel
 from numeric.panel.table import RecordError, read_rows, write_table
-from numeric.safeio import SafeIOError, escape
+from fileio.safeio import SafeIOError, escape
 from numeric.search import parse_eps as parse_one
 from numeric.search.attack import SoundnessError
 from numeric.search.effort import DEFAULT_EFFORT, EFFORTS, parse_effort

@@ -13,7 +13,7 @@ from pathlib import Path
 from matplotlib.ticker import LogFormatter, LogLocator
 
 from numeric.runtime import pyplot
-from numeric.safeio import make_dirs, write_bytes
+from fileio.safeio import make_dirs, write_bytes
 
 __all__ = ["plot_all", "CAPTIONS", "FIGURES", "log_x"]
 
@@ -55,7 +55,7 @@ def _eps_label(e) -> str:
 
 
 def _save(fig, path: Path, root) -> Path:
-    """The figure as PNG at ``path``, written through ``numeric.safeio`` (no link followed below ``root``)."""
+    """The figure as PNG at ``path``, written through ``fileio.safeio`` (no link followed below ``root``)."""
     plt = pyplot()
     fig.tight_layout()
     buf = io.BytesIO()
@@ -143,7 +143,7 @@ def _u_over_n(plt, rows, eps_values, colours, path, root):
 
 def plot_all(rows: list[dict], figdir: Path, root=None) -> dict:
     """Write the four figures of ``rows`` into ``figdir``; ``{name: path}``. ``root``: no symbolic link is
-    followed between it (default ``figdir``'s parent) and a figure (``numeric.safeio``)."""
+    followed between it (default ``figdir``'s parent) and a figure (``fileio.safeio``)."""
     plt = pyplot()
     root = figdir.parent if root is None else root
     make_dirs(figdir, root=root)

@@ -31,7 +31,7 @@ from typing import Any
 
 from exact.errors import UserInputError
 from numeric.panel.table import RUN_NAME, atomic_write
-from numeric.safeio import SafeIOError, read_json
+from fileio.safeio import SafeIOError, read_json
 from numeric.search import driver
 from numeric.search.effort import package_versions, code_version
 from numeric.search.provenance import (CELL_LABELS, CellProvenance, CodeVersion, SearchProvenance,

@@ -21,8 +21,8 @@ figures; and, per family, the head screen, the common-shape audit and the
 identification gate (``numeric.panel.report_families``, ``--gate``).
 Exit 2 when DIR is not a panel directory, holds no cells, or an output
 (``report.md``, ``figures/``) is not a regular file or directory of DIR
-(``numeric.safeio``). Strings from the directory are printed escaped and cut
-(``numeric.safeio.escape``). By default every bracket is also re-derived by
+(``fileio.safeio``). Strings from the directory are printed escaped and cut
+(``fileio.safeio.escape``). By default every bracket is also re-derived by
 the second checker (``crosscheck``, which shares no code with ``exact/``);
 the report states how many brackets each checker verified, and a
 disagreement is an error (exit 1); ``--no-independent`` skips it. The brackets
@@ -54,7 +54,7 @@ from numeric.panel.report_geometry import geometry_section
 from numeric.panel.report_heads import DIGEST_CHARS, ERROR_LINE, check_panel_heads, head_files, heads_line, md, rebound
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
-from numeric.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
+from fileio.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
 
 __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
 

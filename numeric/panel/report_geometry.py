@@ -24,7 +24,7 @@ from numeric.geometry import intrinsic_profile_score, SVD_RANKS
 from numeric.panel.figures import log_x
 from numeric.panel.schema import PanelRow
 from numeric.runtime import pyplot
-from numeric.safeio import make_dirs, write_bytes
+from fileio.safeio import make_dirs, write_bytes
 
 __all__ = ["geometry_section", "spearman"]
 
@@ -102,7 +102,7 @@ def _fmt(v, nd=3) -> str:
 
 
 def _png(fig, path: Path) -> None:
-    """The figure as PNG at ``path`` (``numeric.safeio``: atomic, never over a link or a non-regular file)."""
+    """The figure as PNG at ``path`` (``fileio.safeio``: atomic, never over a link or a non-regular file)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     write_bytes(path, buf.getvalue())

@@ -11,7 +11,7 @@ from pathlib import Path
 from numeric.panel.audit import head_arrays, run_summary
 from numeric.panel.binding import HEAD_TOLERANCE, HeadFile, check_heads
 from numeric.panel.provenance import source_digest
-from numeric.safeio import escape
+from fileio.safeio import escape
 
 __all__ = ["md", "ERROR_LINE", "DIGEST_CHARS", "heads_line", "head_files", "rebound", "check_panel_heads"]
 

@@ -1,7 +1,7 @@
 """The schema of everything the report reads from a panel directory.
 
 A panel directory is untrusted input. Its JSON documents are read through
-``numeric.safeio.read_json`` (regular files only, size and depth limits) and
+``fileio.safeio.read_json`` (regular files only, size and depth limits) and
 then checked here: types, lengths and ranges of every field the report,
 the audit or the study uses. A document that fails is an error of the report
 (listed, exit 1), never a traceback.

@@ -5,7 +5,7 @@ search provenance); ``DIR/cells.csv`` is the table of all rows. The runner
 writes these files and the report reads them; both import this module and
 nothing else of each other.
 
-Every file is written atomically through ``numeric.safeio`` (a temporary
+Every file is written atomically through ``fileio.safeio`` (a temporary
 file in the same directory, then ``os.replace``), so a process killed at any
 point leaves either the old file or the new one, never half of one; a target
 that is not a regular file, or a symbolic link inside the panel directory, is
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from exact.errors import UserInputError
 from numeric.panel.schema import PanelRow, SchemaError, check_record
-from numeric.safeio import SafeIOError, read_json, write_bytes
+from fileio.safeio import SafeIOError, read_json, write_bytes
 
 __all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError", "atomic_write",
            "write_record", "read_record", "read_rows", "write_table", "sort_key", "jsonable"]
@@ -48,7 +48,7 @@ class RecordError(UserInputError):
 
 
 def atomic_write(path, data: bytes | str, root=None) -> Path:
-    """Write ``data`` to ``path`` atomically (``numeric.safeio.write_bytes``; ``root``: no link followed below it)."""
+    """Write ``data`` to ``path`` atomically (``fileio.safeio.write_bytes``; ``root``: no link followed below it)."""
     return write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data, root=root)
 
 

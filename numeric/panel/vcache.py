@@ -12,7 +12,7 @@ rewritten. A record is as trustworthy as the directory it lies in: anyone who
 can write the directory can forge one, since both hashes it carries are
 public (docs/panel.md, trust model). So the report re-verifies every file by default and reads
 these records only behind ``--trust-records``, saying so in its first lines;
-a record is read like every other file of the directory (``numeric.safeio``:
+a record is read like every other file of the directory (``fileio.safeio``:
 regular file, size and depth limits) and checked against its schema
 (``numeric.panel.schema.check_result``) before it is used.
 """
@@ -27,7 +27,7 @@ import flint
 
 from numeric.panel.schema import SchemaError, check_result
 from numeric.panel.table import atomic_write
-from numeric.safeio import SafeIOError, read_json
+from fileio.safeio import SafeIOError, read_json
 
 __all__ = ["VERIFIED_DIR", "RECORD_BYTES", "checker_digest", "lookup", "store", "result_of", "provenance_fields"]
 

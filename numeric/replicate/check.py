@@ -21,7 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from numeric.replicate.manifest import panel_cells, study_entry
-from numeric.safeio import escape
+from fileio.safeio import escape
 
 __all__ = ["STUDY_TOLERANCE", "Outcome", "compare_cells", "compare_study", "check_run"]
 

@@ -27,7 +27,7 @@ from numeric.replicate.manifest import (ManifestError, RecordRefused, expected_k
                                        record)
 from numeric.replicate.registry import RegistryError, load_registry
 from numeric.replicate.run import ReplicateError, run_replicate, slice_cells, step_argv
-from numeric.safeio import SafeIOError, escape, write_text
+from fileio.safeio import SafeIOError, escape, write_text
 
 __all__ = ["main", "build_parser", "listing"]
 

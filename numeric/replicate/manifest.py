@@ -29,7 +29,7 @@ from numeric.panel import cli as panel_cli
 from numeric.panel.audit import audit
 from numeric.replicate.registry import OUT as FOLDER, Replicate
 from numeric.replicate.run import read_stamp
-from numeric.safeio import SafeIOError, escape, list_dir, read_bytes, read_json
+from fileio.safeio import SafeIOError, escape, list_dir, read_bytes, read_json
 
 __all__ = ["ManifestError", "RecordRefused", "MANIFESTS", "COLUMNS", "CellEntry", "manifest_path", "panel_cells",
            "expected_keys",

@@ -23,7 +23,7 @@ from exact.errors import UserInputError
 from numeric.__main__ import main as numeric_main
 from numeric.panel import arms
 from numeric.replicate.registry import Replicate, Step
-from numeric.safeio import SafeIOError, read_bytes, read_json, write_text
+from fileio.safeio import SafeIOError, read_bytes, read_json, write_text
 
 __all__ = ["STAMP", "ReplicateError", "step_argv", "slice_cells", "run_replicate", "read_stamp"]
 

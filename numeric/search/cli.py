@@ -43,7 +43,7 @@ from safetensors.numpy import load_file
 
 from exact.errors import ExitCode, OneLineParser, UserInputError
 from numeric.heads.extract import softmax_rows
-from numeric.safeio import SafeIOError, check_target, escape
+from fileio.safeio import SafeIOError, check_target, escape
 from numeric.search import front
 from numeric.search.effort import available_bytes, effort_budgets, expected_bytes
 from numeric.search.inputs import parse_eps_list, validate_matrix

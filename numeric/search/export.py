@@ -1,8 +1,8 @@
-"""Write bracket files: the float tier's name for ``numeric.bracketwriter``.
+"""Write bracket files: the float tier's name for ``fileio.bracketwriter``.
 
 The format (``FORMAT``, ``VERSION``, the reader) has one home, the trusted
-core's ``exact.bracketfile``; the writer is ``numeric.bracketwriter``.
+core's ``exact.bracketfile``; the writer is ``fileio.bracketwriter``.
 """
-from numeric.bracketwriter import FORMAT, VERSION, rational_string, write_bracket_file
+from fileio.bracketwriter import FORMAT, VERSION, rational_string, write_bracket_file
 
 __all__ = ["FORMAT", "VERSION", "write_bracket_file", "rational_string"]

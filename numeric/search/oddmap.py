@@ -21,7 +21,7 @@ from scipy.optimize import linprog
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.oddmap import MAX_ODDMAP_DIM, label_sets
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 
 __all__ = ["FACE_TOL", "vertices", "facets", "face_point", "nerve", "budgeted_nerve", "find_odd_map", "odd_map_cell",
            "export_odd_map"]

@@ -13,7 +13,7 @@ attention-SVD constructive budget, recomputed from the bound head files (a
 panel table that disagrees exits 1), and the native-causal cells of the
 decoders with their common-prefix predictors (skipped with a reason when
 the panel has none). Writes study.md, study.json, predictions.csv and figures/*.png
-to --out (default DIR/study, DIR the first directory), through numeric.safeio:
+to --out (default DIR/study, DIR the first directory), through fileio.safeio:
 a link, a directory, a FIFO or a device at a target, or a link below --out
 on the way (e.g. figures -> elsewhere), is refused before any work (one
 line, exit 2).
@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 
 from exact.errors import ExitCode, OneLineParser
-from numeric.safeio import SafeIOError
+from fileio.safeio import SafeIOError
 from numeric.search.effort import code_version
 from numeric.study.calibrate import (FOUR_FAMILY, REDRAWN, SCENARIOS, calibrate, caution_threshold, panel_shape,
                                      parse_shape, report_lines, source_scan)

@@ -20,7 +20,7 @@ import numpy as np
 
 from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
-from numeric.safeio import SafeIOError, escape, file_kind, missing_reason, read_json
+from fileio.safeio import SafeIOError, escape, file_kind, missing_reason, read_json
 from numeric.panel.schema import COLUMNS, PanelRow, SchemaError, check_run
 from numeric.panel.audit import RUN_NAME, audit
 from numeric.panel.provenance import RUN_BYTES

@@ -29,7 +29,7 @@ from numeric.panel.schema import PanelRow
 from numeric.study.data import PanelDisagreement, StudyData, StudyError
 from safetensors.numpy import load
 from numeric.search.driver import svd_budget
-from numeric.safeio import SafeIOError, read_bytes
+from fileio.safeio import SafeIOError, read_bytes
 from numeric.panel.audit import HEAD_BYTES, HEADS_DIR
 
 __all__ = ["SVD_BUDGET", "TableDisagreement", "recorded_svd_budget", "head_tensors", "svd_targets", "svd_data"]

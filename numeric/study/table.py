@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from numeric.safeio import SafeIOError, escape, read_bytes, write_text
+from fileio.safeio import SafeIOError, escape, read_bytes, write_text
 from numeric.study.data import StudyData, StudyError
 
 __all__ = ["BANNER", "MAX_BYTES", "KEYS", "to_csv", "from_csv", "read_table", "write_table"]
@@ -118,7 +118,7 @@ def _width(row, line: int, want: int):
 
 
 def read_table(path) -> tuple:
-    """``(StudyData, target)`` of a table file (``numeric.safeio``: at most ``MAX_BYTES``, a regular file)."""
+    """``(StudyData, target)`` of a table file (``fileio.safeio``: at most ``MAX_BYTES``, a regular file)."""
     try:
         raw = read_bytes(path, limit=MAX_BYTES)
     except SafeIOError as e:
@@ -134,5 +134,5 @@ def read_table(path) -> tuple:
 
 
 def write_table(path, data: StudyData, target: str) -> None:
-    """Write the table to ``path`` (``numeric.safeio``: atomically, never over a link)."""
+    """Write the table to ``path`` (``fileio.safeio``: atomically, never over a link)."""
     write_text(path, to_csv(data, target))

@@ -2,7 +2,7 @@
 
 Every number in ``study.md`` is in ``study.json``; the command that
 reproduces them is at the top of both. Every file and directory is written
-through ``numeric.safeio`` with ``root=out``: atomically, never over a link, a
+through ``fileio.safeio`` with ``root=out``: atomically, never over a link, a
 directory, a FIFO or a device, and no link below ``out`` is followed (a
 ``figures`` planted as a link elsewhere is refused); ``check_outputs`` refuses
 such a target before the study does any work.
@@ -19,7 +19,7 @@ import numpy as np
 
 from numeric.panel.table import jsonable
 from numeric.runtime import pyplot
-from numeric.safeio import check_output_dir, check_target, make_dirs, write_bytes, write_text
+from fileio.safeio import check_output_dir, check_target, make_dirs, write_bytes, write_text
 from numeric.study.blocks import block_columns
 from numeric.study.compare import AGGREGATE
 from numeric.study.data import StudyData
@@ -38,7 +38,7 @@ OUTPUTS = ("study.json", "predictions.csv", "figures/gains.png", "figures/heldou
 
 
 def check_outputs(out) -> None:
-    """Refuse (``numeric.safeio.SafeIOError``, one line) before any work an output directory where a file the
+    """Refuse (``fileio.safeio.SafeIOError``, one line) before any work an output directory where a file the
     study would write exists and is not a regular file, or a link lies below ``out`` on its way."""
     out = Path(out)
     check_output_dir(out)             # a link at DIR/study is refused, never followed
@@ -189,7 +189,7 @@ def _markdown(doc: dict, extra: tuple = ()) -> str:
 
 
 def _save(fig, path: Path, root: Path) -> None:
-    """The figure as PNG at ``path`` (``numeric.safeio``; no link followed below ``root``)."""
+    """The figure as PNG at ``path`` (``fileio.safeio``; no link followed below ``root``)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
     pyplot().close(fig)
@@ -248,7 +248,7 @@ def _targets_section(doc: dict) -> list:
 
 def write_outputs(out, data: StudyData, results, gauge, setup: dict, command: str, gbm=None,
                   reading: dict | None = None, targets=None, sections: dict | None = None) -> dict:
-    """Write the files under ``out`` (``numeric.safeio``, ``root=out``); return the JSON document (``gbm``: the
+    """Write the files under ``out`` (``fileio.safeio``, ``root=out``); return the JSON document (``gbm``: the
     boosted check, or None; ``reading``: the reading rule's verdict per block; ``targets``:
     ``numeric.study.targets.other_targets``; ``sections``: further rows of the study,
     ``{json key: (JSON value, Markdown lines)}``, e.g. the domain transfer, ``numeric.study.transfer``)."""

@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
-from numeric.bracketwriter import rational_string, write_bracket_file
+from fileio.bracketwriter import rational_string, write_bracket_file
 from tests import independent_checker as ind
 
 DEFAULT_OUT = Path(__file__).resolve().with_name("example.safetensors")

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 from numeric.search.oddmap import find_odd_map, odd_map_cell
 
 CYCLE5 = np.array([[(j in (i, (i + 1) % 5)) / 2 for j in range(5)] for i in range(5)])

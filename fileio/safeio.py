@@ -29,8 +29,10 @@ directory) goes through :func:`read_bytes`, :func:`read_json` or
 Text that came from a file and is printed goes through :func:`escape`:
 printable ASCII only, everything else as Python escapes, truncated.
 
-This module imports the standard library only, so every producer may use it
-(``numeric.bracketwriter``, ``oracles``, ``proofs_checks``; ``tests/test_architecture.py``).
+This module imports the standard library and ``exact.errors`` only (its
+:class:`SafeIOError` is a ``UserInputError``), so every producer may use it
+(``fileio.bracketwriter``, ``oracles``, ``proofs_checks``, the float tier;
+``tests/test_architecture.py``).
 """
 from __future__ import annotations
 
@@ -42,12 +44,12 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["SafeIOError", "EXIT_REFUSED", "MAX_DEPTH", "write_bytes", "write_text", "make_dirs", "check_target",
+from exact.errors import UserInputError
+
+__all__ = ["SafeIOError", "MAX_DEPTH", "write_bytes", "write_text", "make_dirs", "check_target",
            "check_output_dir", "missing_reason", "tensor_digests", "read_f64_tensors",
            "read_bytes", "read_json", "snapshot", "list_dir", "file_kind", "json_depth", "escape"]
 
-#: The exit status of a command whose output or input path is refused.
-EXIT_REFUSED = 2
 #: Deepest JSON nesting accepted (the project's documents nest about 6 deep).
 MAX_DEPTH = 64
 #: Characters of a string from a file kept by :func:`escape`.
@@ -61,8 +63,8 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-class SafeIOError(ValueError):
-    """A path refused or a file unreadable: the message is one line (exit :data:`EXIT_REFUSED`)."""
+class SafeIOError(UserInputError):
+    """A path refused or a file unreadable: the message is one line (exit 2, ``ExitCode.MALFORMED``)."""
 
 
 def escape(text, limit: int = ESCAPE_CHARS) -> str:

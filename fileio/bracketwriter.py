@@ -6,12 +6,12 @@ this writer takes its constants from there, and every producer hands it
 ``CellSpec`` objects (a plain JSON object passes through unchanged: the
 tests' hand-made, deliberately malformed files). Writing is not checking, so it lives outside the trusted core: a bug
 here makes a file the reader refuses or a claim it refutes, never a false
-claim verified. It needs only numpy, safetensors and ``numeric.safeio`` (the
-standard library), so every producer may import it: the float tier,
+claim verified. It needs only numpy, safetensors, ``exact`` and ``fileio.safeio``, so every
+producer may import it: the float tier,
 ``oracles`` and ``proofs_checks`` (``tests/test_architecture.py``). The file
-is written through ``numeric.safeio.write_bytes``: atomically, and never over
+is written through ``fileio.safeio.write_bytes``: atomically, and never over
 anything that is not a regular file (a link, a directory, a FIFO, a device
-node is refused with ``numeric.safeio.SafeIOError``; the trust model of docs/panel.md).
+node is refused with ``fileio.safeio.SafeIOError``; the trust model of docs/panel.md).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from safetensors.numpy import save
 
 from exact.bracketfile import FORMAT, VERSION
 from exact.cellspec import CellSpec
-from numeric.safeio import write_bytes
+from fileio.safeio import write_bytes
 
 __all__ = ["FORMAT", "VERSION", "write_bracket_file", "rational_string"]
 
@@ -55,8 +55,8 @@ def write_bracket_file(path, cells: Sequence[CellSpec | Mapping[str, Any]], tens
 
     Every tensor name a cell refers to must be in ``tensors``; tensors are
     written C-contiguous as float64. ``root``: no symbolic link is followed
-    between it and ``path`` (``numeric.safeio``; default the file's directory).
-    Returns the path written; ``numeric.safeio.SafeIOError`` when the path is refused.
+    between it and ``path`` (``fileio.safeio``; default the file's directory).
+    Returns the path written; ``fileio.safeio.SafeIOError`` when the path is refused.
     """
     out = {}
     for name, arr in tensors.items():
