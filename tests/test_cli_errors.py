@@ -11,6 +11,7 @@ Every parser is an ``exact.errors.OneLineParser``: plain argparse would print it
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import subprocess
@@ -64,9 +65,77 @@ def test_user_input_errors_share_one_base():
     from numeric.heads.zoo.common import ManifestError, TrainingError
     from softrank import UserInputError as SoftrankUserInputError
 
-    for cls in (MalformedInput, LimitExceeded, SoftrankUserInputError, TrainingError, ManifestError):
-        assert issubclass(cls, UserInputError), cls
+    from numeric.panel.report import ReportError
+    from numeric.search.cli import InputError
+    from numeric.study.data import PanelDisagreement, StudyError
+    from oracles.twobit import ExportRefused
+
+    for cls in (MalformedInput, LimitExceeded, SoftrankUserInputError, TrainingError, ManifestError, ReportError,
+                InputError, StudyError, ExportRefused):
+        assert issubclass(cls, UserInputError) and issubclass(cls, ValueError), cls
     assert not issubclass(ExitCode, UserInputError)          # negative control of the check above
+    assert not issubclass(PanelDisagreement, UserInputError)   # a failed integrity check (exit 1), not bad input
+
+
+#: Classes that may derive from ``ValueError`` directly: the project-wide input base, the exact tier's
+#: certificate base, the second checker's own base (it shares no code with exact), and the errors that are
+#: not the user's: a run that is not finished (exit 1), a panel that disagrees with its own exact pass
+#: (exit 1), a split that would test on a fitting source (a bug).
+VALUE_ERROR_BASES = {("exact/errors.py", "UserInputError"), ("exact/errors.py", "CertificateError"),
+                     ("crosscheck/_errors.py", "CrosscheckError"), ("numeric/replicate/manifest.py", "RecordRefused"),
+                     ("numeric/study/data.py", "PanelDisagreement"), ("numeric/study/transfer.py", "TransferError")}
+LIBRARY = ("exact", "crosscheck", "fileio", "numeric", "oracles", "proofs_checks", "softrank")
+
+
+def _classes_on(base: str, paths, root: Path = ROOT) -> set[tuple[str, str]]:
+    """``(file, class)`` of every class in ``paths`` that names ``base`` among its bases."""
+    return {(str(p.relative_to(root)), node.name) for p in paths for node in ast.walk(ast.parse(p.read_text()))
+            if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == base for b in node.bases)}
+
+
+def test_every_input_error_derives_from_the_project_base(tmp_path):
+    """No library exception derives from ``ValueError`` directly but the listed ones: an input error of
+    any tier is a ``UserInputError`` (one line, exit 2). Negative control: a planted class is seen."""
+    paths = [p for pkg in LIBRARY for p in sorted((ROOT / pkg).rglob("*.py"))]
+    assert _classes_on("ValueError", paths) == VALUE_ERROR_BASES
+    (tmp_path / "m.py").write_text("class BadInput(ValueError):\n    pass\n")
+    assert _classes_on("ValueError", [tmp_path / "m.py"], tmp_path) == {("m.py", "BadInput")}
+
+
+def test_one_soundness_error():
+    """One ``SoundnessError`` class: the float tier's and the front door's are ``exact.errors``'."""
+    from exact.errors import SoundnessError
+    from numeric.search.attack import SoundnessError as SearchSoundnessError
+    from softrank import SoundnessError as SoftrankSoundnessError
+
+    assert SearchSoundnessError is SoundnessError is SoftrankSoundnessError
+    paths = [p for pkg in LIBRARY for p in sorted((ROOT / pkg).rglob("*.py"))]
+    defined = [f for f, name in _classes_on("RuntimeError", paths) if name == "SoundnessError"]
+    assert defined == ["exact/errors.py"]
+
+
+def _exit_constants(paths, root: Path = ROOT) -> list[str]:
+    """``file: NAME`` of every module-level assignment to a name ``EXIT_...`` in ``paths``."""
+    out = []
+    for p in paths:
+        for node in ast.parse(p.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            out += [f"{p.relative_to(root)}: {n}" for n in names if n.startswith("EXIT_")]
+    return out
+
+
+def test_no_command_keeps_exit_constants_of_its_own(tmp_path):
+    """Every command line returns ``ExitCode`` members: the only ``EXIT_`` constants are the closed pipe's
+    status in ``exact.errors`` and the second checker's restatement (it imports nothing from exact).
+    Negative control: a planted constant is seen."""
+    paths = [p for pkg in (*LIBRARY, "bench") for p in sorted((ROOT / pkg).rglob("*.py"))]
+    bad = [x for x in _exit_constants(paths) if not x.startswith("crosscheck/_errors.py: ")
+           and x != "exact/errors.py: EXIT_CLOSED_PIPE"]
+    assert not bad, bad
+    (tmp_path / "m.py").write_text("EXIT_WORKER_DIED = 3\n")
+    assert _exit_constants([tmp_path / "m.py"], tmp_path) == ["m.py: EXIT_WORKER_DIED"]
 
 
 def test_one_line_parser_folds_the_usage_error_into_one_line(capsys):
@@ -254,12 +323,14 @@ def test_closed_pipe_ends_quietly_in_process(tmp_path, monkeypatch, capsys, entr
 
 
 def test_every_entry_point_goes_through_the_shared_runner():
-    """Each ``python -m`` form of the packages ends in ``run_command`` (the second checker: its own ``run``)."""
+    """Each ``python -m`` form of the packages and of the benchmarks ends in ``run_command`` (the second
+    checker: its own ``run``)."""
     bare = []
-    for pkg in ("exact", "crosscheck", "numeric", "oracles", "proofs_checks", "softrank"):
+    for pkg in (*LIBRARY, "bench"):
         for p in sorted((ROOT / pkg).rglob("*.py")):
             text = p.read_text()
-            main_block = 'if __name__ == "__main__":' in text or p.name == "__main__.py"
+            main_block = p.name == "__main__.py" or any(
+                isinstance(n, ast.If) and ast.unparse(n.test) == "__name__ == '__main__'" for n in ast.parse(text).body)
             if main_block and "run_command(" not in text and "run()" not in text:
                 bare.append(str(p.relative_to(ROOT)))
     assert not bare, bare
