@@ -7,7 +7,8 @@
 
 ``python -m pytest -m "not slow"`` is the quick loop; plain ``python -m pytest`` (the README's and
 CI's command) still runs everything. The file lists are checked against the tree by
-``tests/test_markers.py``.
+``tests/test_markers.py``, which also finds every test file (or single test) that imports torch or
+transformers, or skips without them, and requires its ``model`` marker.
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ MODEL = frozenset({
     "test_panel.py", "test_panel_resume.py", "test_softrank_docs.py", "test_study_features.py",
     "test_determinism.py", "test_runtime.py", "test_docs_site.py", "test_panel_heads.py",
     "test_bench_smoke_model.py", "test_replicate_tiny.py", "test_replicate_slice.py", "test_domains.py",
+    "test_softrank.py", "test_study_cli.py", "test_study_targets.py", "test_written_gradients.py",
+})
+#: Single tests of otherwise torch-free files that import torch: ``FILE::TEST``, as ``SLOW_TESTS``.
+MODEL_TESTS = frozenset({
+    "test_cli_errors.py::test_float_tier_bad_input",
+    "test_upper_anneal.py::test_same_seed_same_brackets_with_one_or_two_threads",
 })
 #: Single tests of otherwise quick files that run a whole pipeline (a panel, a study, a training run):
 #: ``FILE::TEST`` (the function's name, every parametrisation). ``tests/test_markers.py`` checks that each exists.
@@ -76,17 +83,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         path = Path(str(item.path))
         names = markers_of(path)
-        if f"{path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
+        test = f"{path.name}::{getattr(item, 'originalname', item.name)}"
+        if test in SLOW_TESTS:
             names.add("slow")
+        if test in MODEL_TESTS:
+            names.add("model")
         for name in sorted(names):
             item.add_marker(getattr(pytest.mark, name))
 
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
-    """A small real panel (``tests/test_report.build_panel``: two heads, real bracket and head files), built
+    """A small real panel (``tests/report_panel.build_panel``: two heads, real bracket and head files), built
     once per test module that asks for it; ``panel`` is a fresh copy of it per test, to damage."""
-    from test_report import build_panel
+    from tests.report_panel import build_panel
 
     return build_panel(tmp_path_factory.mktemp("clean"), heads=2)
 

@@ -2,16 +2,17 @@
 its size of the trusted core, checked against these rules and the tree."""
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
 
 from bench.core_size import count
+from tests.helpers import PACKAGES
+from tests.helpers import imports_of as _imports
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("exact", "fileio", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
+PROJECT = PACKAGES
 #: what every float-tier package may use: its process state and the optional heavy packages
 FLOAT_BASE = ("numeric.runtime", "numeric._optional")
 #: package -> project packages it may import (prefix match on the imported module).
@@ -47,17 +48,6 @@ ALLOWED = {
                  "softrank"),
 }
 FORBIDDEN_IN_CORE = ("torch", "transformers", "scipy", "sklearn", "highspy", "numeric")
-
-
-def _imports(path: Path):
-    """Absolute module names imported anywhere in ``path`` (function-level imports included)."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module
-            if node.module in PROJECT:      # "from numeric import search" names a submodule
-                yield from (f"{node.module}.{a.name}" for a in node.names)
 
 
 def _modules(package: str):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from bench.render import PAGE, TEMPLATE, render, render_page
 from bench.runner import RESULTS, load, suite_names
-from tests.test_architecture import _imports
+from tests.helpers import PACKAGES as PRODUCT
+from tests.helpers import imports_of as _imports
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("exact", "fileio", "numeric", "oracles", "proofs_checks", "softrank", "crosscheck")
 
 
 def test_the_page_is_what_the_shipped_results_render():

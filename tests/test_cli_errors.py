@@ -23,6 +23,7 @@ import pytest
 from crosscheck import _errors as cc_errors
 from exact.errors import ExitCode, LimitExceeded, MalformedInput, OneLineParser, UserInputError
 from softrank import cli as softrank_cli
+from tests.helpers import PACKAGES as LIBRARY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +85,6 @@ def test_user_input_errors_share_one_base():
 VALUE_ERROR_BASES = {("exact/errors.py", "UserInputError"), ("exact/errors.py", "CertificateError"),
                      ("crosscheck/_errors.py", "CrosscheckError"), ("numeric/replicate/manifest.py", "RecordRefused"),
                      ("numeric/study/data.py", "PanelDisagreement"), ("numeric/study/transfer.py", "TransferError")}
-LIBRARY = ("exact", "crosscheck", "fileio", "numeric", "oracles", "proofs_checks", "softrank")
 
 
 def _classes_on(base: str, paths, root: Path = ROOT) -> set[tuple[str, str]]:

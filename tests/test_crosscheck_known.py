@@ -389,7 +389,7 @@ def test_a_number_beyond_float_range_in_provenance_is_refused_by_both(tmp_path):
     """``1e400`` reads as infinity: both checkers refuse the file (format section 1), so they agree."""
     from exact.bracketfile import read_bracket_file as exact_read
     from exact.errors import MalformedInput
-    from tests.test_exact_cli import bracket_bytes, doc
+    from tests.bracket_files import bracket_bytes, doc
 
     d = doc()
     d["cells"][0]["provenance"] = {"x": "@"}

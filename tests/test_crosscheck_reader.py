@@ -2,7 +2,7 @@
 
 Independence is read from the source (``ast``) and from a fresh interpreter's
 ``sys.modules``. The reader is judged against the format and against the
-exact tier's reader: every malformed file of ``tests/test_exact_cli.py`` is
+exact tier's reader: every malformed file of ``tests/bracket_files.py`` is
 refused by both, with one line naming the fault and exit 2; the rational
 grammar is compared string by string with the exact tier's parser.
 """
@@ -24,7 +24,7 @@ import crosscheck
 from crosscheck import _limits
 from crosscheck._numbers import parse
 from crosscheck._reader import _depth
-from tests.test_exact_cli import MALFORMED, base_cell, bracket_bytes, container, doc
+from tests.bracket_files import MALFORMED, base_cell, bracket_bytes, container, doc
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What the second checker may not import: the other checker, the float tier, its arithmetic, float machinery.
@@ -220,7 +220,7 @@ def test_odd_map_witness_structure_is_malformed(tmp_path):
 
 
 def test_the_work_limit_refuses_the_file(tmp_path):
-    from tests.test_exact_cli import EXAMPLE
+    from tests.bracket_files import EXAMPLE
 
     with pytest.raises(crosscheck.LimitReached, match="work limit"):
         crosscheck.verify_file(EXAMPLE, max_work=10)

@@ -107,7 +107,7 @@ def test_cell_keys_and_signatures():
 def test_panel_domains_bad_input(tmp_path, capsys):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.test_panel import cli_in_process, one_line_error
+    from tests.panel_helpers import cli_in_process, one_line_error
 
     cli = lambda *args: cli_in_process(capsys, *args)
     one_line_error(cli("panel", "--model", "docgpt2", "--heads", "0.0", "--domains", "prose", "--out", tmp_path / "a"),
@@ -214,7 +214,7 @@ def test_two_domain_panel_and_its_transfer_rows(tmp_path, capsys):
 
     from numeric.panel.cli import main as panel_main
     from numeric.study.cli import main as study_main
-    from tests.test_panel import save_tiny
+    from tests.panel_helpers import save_tiny
 
     model = save_tiny(tmp_path / "bert", "bert")
     out = tmp_path / "panel"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -25,158 +24,15 @@ import exact.cli
 import exact.matrix
 from exact import limits
 from exact.cli import main
+from tests.bracket_files import (EXAMPLE, MALFORMED, K, base_cell, bracket_bytes, container, doc, rss_run,
+                                 write_file)
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tests" / "data" / "example.safetensors"
-
-K = np.array([[0.75, 0.25], [0.25, 0.75]])
-
-
-# ---------------------------------------------------------------- file builder
-def container(header, data: bytes = b"", length: int | None = None) -> bytes:
-    """A safetensors container: 8-byte little-endian header length, header, data."""
-    if isinstance(header, dict):
-        header = json.dumps(header)
-    if isinstance(header, str):
-        header = header.encode("utf-8")
-    n = len(header) if length is None else length
-    return n.to_bytes(8, "little") + header + data
-
-
-def base_cell(**over) -> dict:
-    cell = {"id": "c0", "eps": "1/4", "target": {"matrix": "A"},
-            "lower": {"rank": 1, "witness": {"kind": "trivial"}},
-            "upper": {"rank": 2, "witness": {"kind": "trivial"}}}
-    cell.update(over)
-    return cell
-
-
-def doc(cells=None, **over) -> dict:
-    d = {"format": "softrank-brackets", "version": 1, "cells": [base_cell()] if cells is None else cells}
-    d.update(over)
-    return d
-
-
-def bracket_bytes(document=None, tensors=None, tensor_entries=None, softrank_text=None) -> bytes:
-    """A bracket file from a claim document and float64 tensors (or raw tensor header entries)."""
-    tensors = {"A": K} if tensors is None else tensors
-    header, data = {}, b""
-    for name, arr in tensors.items():
-        raw = np.ascontiguousarray(arr, dtype="<f8").tobytes()
-        header[name] = {"dtype": "F64", "shape": list(arr.shape), "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    header.update(tensor_entries or {})
-    text = json.dumps(doc() if document is None else document) if softrank_text is None else softrank_text
-    header["__metadata__"] = {"softrank": text}
-    return container(header, data)
 
 
 def run_cli(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "exact", "verify", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
-
-
-# ---------------------------------------------------------------- malformed cases
-def _malformed_cases() -> dict[str, tuple[bytes, str]]:
-    """name -> (file bytes, a word the one-line message must contain)."""
-    rng = random.Random(20260101)
-    valid = bracket_bytes()
-    cases = {
-        "random-bytes": (rng.randbytes(4096), "header"),
-        "random-bytes-plausible-length": ((200).to_bytes(8, "little") + rng.randbytes(300), "header"),
-        "empty": (b"", "truncated"),
-        "truncated-in-length": (valid[:5], "truncated"),
-        "truncated-in-header": (valid[:40], "truncated"),
-        "truncated-data": (valid[:-8], "truncated"),
-        "oversized-header-length": (container("{}", length=limits.MAX_HEADER_BYTES + 1), "limit"),
-        "header-length-max-u64": (container("{}", length=2**64 - 1), "limit"),
-        "non-json-header": (container("this is not json"), "JSON"),
-        "header-not-object": (container("[1, 2]"), "object"),
-        "header-not-utf8": (container(b"\xff\xfe{}"), "UTF-8"),
-        "no-softrank-metadata": (container({"__metadata__": {"other": "x"}}), "softrank"),
-        "softrank-not-json": (bracket_bytes(softrank_text="{cells: oops"), "JSON"),
-        "json-nan-literal": (bracket_bytes(softrank_text=json.dumps(doc())[:-1] + ', "x": NaN}'), "NaN"),
-        "unknown-format": (bracket_bytes(doc(format="softrank-ranks")), "format"),
-        "unknown-version": (bracket_bytes(doc(version=2)), "version"),
-        "version-as-string": (bracket_bytes(doc(version="1")), "version"),
-        "version-true": (bracket_bytes(doc(version=True)), "version"),
-        "version-float": (bracket_bytes(doc(version=1.0)), "version"),
-        "cells-not-list": (bracket_bytes(doc(cells={"c0": base_cell()})), "array"),
-        "unknown-lower-kind": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {"kind": "oracle"}})])),
-                               "kind"),
-        "upper-kind-from-lower": (bracket_bytes(doc([base_cell(upper={"rank": 1, "witness": {
-            "kind": "frobenius", "k": 0}})])), "kind"),
-        "witness-without-kind": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {}})])), "kind"),
-        "unknown-cell-key": (bracket_bytes(doc([base_cell(extra=1)])), "unknown key"),
-        "missing-eps": (bracket_bytes(doc([{k: v for k, v in base_cell().items() if k != "eps"}])), "eps"),
-        "negative-rank": (bracket_bytes(doc([base_cell(lower={"rank": -1, "witness": {"kind": "trivial"}})])),
-                          "rank"),
-        "rank-not-int": (bracket_bytes(doc([base_cell(lower={"rank": 1.0, "witness": {"kind": "trivial"}})])),
-                         "integer"),
-        "frobenius-k-string": (bracket_bytes(doc([base_cell(lower={"rank": 1, "witness": {
-            "kind": "frobenius", "k": "0"}})])), "integer"),
-        "duplicate-cell-id": (bracket_bytes(doc([base_cell(), base_cell()])), "duplicate"),
-        "eps-one-over-zero": (bracket_bytes(doc([base_cell(eps="1/0")])), "zero denominator"),
-        "eps-minus-one": (bracket_bytes(doc([base_cell(eps="-1")])), ">= 0"),
-        "eps-1e999999999": (bracket_bytes(doc([base_cell(eps="1e999999999")])), "exponent"),
-        "eps-million-digits": (bracket_bytes(doc([base_cell(eps="7" * 10**6)])), "limit"),
-        "eps-json-number": (bracket_bytes(doc([base_cell(eps=0.25)])), "string"),
-        "eps-nan-text": (bracket_bytes(doc([base_cell(eps="nan")])), "rational"),
-        "eps-inf-text": (bracket_bytes(doc([base_cell(eps="inf")])), "rational"),
-        "eps-with-space": (bracket_bytes(doc([base_cell(eps=" 1/4")])), "rational"),
-        "slack-negative": (bracket_bytes(doc([base_cell(target={"matrix": "A", "logits": "A", "slack": "-1/2"})])),
-                           ">= 0"),
-        "slack-without-logits": (bracket_bytes(doc([base_cell(target={"matrix": "A", "slack": "0"})])), "slack"),
-        "missing-tensor": (bracket_bytes(doc([base_cell(target={"matrix": "B"})])), "missing tensor"),
-        "missing-witness-tensor": (bracket_bytes(doc([base_cell(upper={"rank": 1, "witness": {
-            "kind": "factors", "P": "A", "Q": "nope"}})])), "missing tensor"),
-        "wrong-dtype-F32": (bracket_bytes(tensors={}, tensor_entries={
-            "A": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}) + b"\0" * 16, "dtype"),
-        "shape-1-D": (bracket_bytes(tensors={}, tensor_entries={
-            "A": {"dtype": "F64", "shape": [4], "data_offsets": [0, 32]}}) + b"\0" * 32, "2-D"),
-        "shape-3-D": (bracket_bytes(tensors={}, tensor_entries={
-            "A": {"dtype": "F64", "shape": [1, 2, 2], "data_offsets": [0, 32]}}) + b"\0" * 32, "2-D"),
-        "shape-empty": (bracket_bytes(tensors={}, tensor_entries={
-            "A": {"dtype": "F64", "shape": [0, 2], "data_offsets": [0, 0]}}), "empty"),
-        "offsets-wrong-size": (bracket_bytes(tensors={}, tensor_entries={
-            "A": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 24]}}) + b"\0" * 32, "bytes"),
-        "offsets-negative": (bracket_bytes(tensors={}, tensor_entries={
-            "A": {"dtype": "F64", "shape": [2, 2], "data_offsets": [-8, 24]}}) + b"\0" * 32, "outside"),
-        "overlapping-tensors": (bracket_bytes(tensors={"A": K}, tensor_entries={
-            "B": {"dtype": "F64", "shape": [2, 2], "data_offsets": [8, 40]}}) + b"\0" * 8, "overlap"),
-        "nan-entry": (bracket_bytes(tensors={"A": np.array([[0.5, np.nan], [0.25, 0.75]])}), "NaN"),
-        "inf-entry": (bracket_bytes(tensors={"A": np.array([[0.5, np.inf], [0.25, 0.75]])}), "Inf"),
-        "minus-inf-in-witness": (bracket_bytes(
-            doc([base_cell(upper={"rank": 1, "witness": {"kind": "factors", "P": "P", "Q": "P"}})]),
-            tensors={"A": K, "P": np.array([[1.0], [-np.inf]])}), "Inf"),
-    }
-    # duplicate tensor names: the same JSON key twice in the safetensors header
-    raw = K.astype("<f8").tobytes()
-    entry = json.dumps({"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]})
-    meta = json.dumps({"softrank": json.dumps(doc())})
-    cases["duplicate-tensor-names"] = (container(f'{{"A": {entry}, "A": {entry}, "__metadata__": {meta}}}', raw),
-                                       "duplicate")
-    dup_doc = json.dumps(doc())[:-1] + ', "version": 1}'
-    cases["duplicate-json-key-in-document"] = (bracket_bytes(softrank_text=dup_doc), "duplicate")
-    # the data is covered exactly once: no trailing bytes, no hole between tensors
-    cases["trailing-bytes"] = (valid + b"\0" * 8, "trailing")
-    cases["hole-between-tensors"] = (bracket_bytes(tensors={"A": K}, tensor_entries={
-        "B": {"dtype": "F64", "shape": [1, 1], "data_offsets": [40, 48]}}) + b"\0" * 16, "no tensor")
-    # __metadata__: exactly one key, softrank, with a string value
-    header = {"A": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]}}
-    cases["metadata-extra-key"] = (container(dict(header, __metadata__={"softrank": json.dumps(doc()),
-                                                                         "format": "pt"}), raw), "__metadata__")
-    cases["zero-cells"] = (bracket_bytes(doc([])), "nothing to verify")
-    # file strings with newlines and escapes print on one line
-    cases["dtype-with-newline"] = (bracket_bytes(tensors={}, tensor_entries={
-        "A": {"dtype": "F64\nforged: verified", "shape": [2, 2], "data_offsets": [0, 32]}}) + raw, "dtype")
-    cases["version-with-newline"] = (bracket_bytes(doc(version="1\n0/0 cells verified")), "version")
-    cases["tensor-name-with-escape"] = (bracket_bytes(doc([base_cell(target={"matrix": "B\x1b[2K\n"})])),
-                                        "missing tensor")
-    return cases
-
-
-MALFORMED = _malformed_cases()
 
 
 @pytest.fixture(scope="module")
@@ -247,12 +103,6 @@ def test_bad_arguments_exit_2():
 
 
 # ---------------------------------------------------------------- resource limits
-def _write(tmp_path, name, blob) -> str:
-    p = tmp_path / name
-    p.write_bytes(blob)
-    return str(p)
-
-
 def _verdict(path, capsys):
     rc = main(["verify", path, "--json"])
     cap = capsys.readouterr()
@@ -260,7 +110,7 @@ def _verdict(path, capsys):
 
 
 def test_limit_file_bytes(tmp_path, capsys, monkeypatch):
-    path = _write(tmp_path, "f.safetensors", bracket_bytes())
+    path = write_file(tmp_path, "f.safetensors", bracket_bytes())
     size = Path(path).stat().st_size
     monkeypatch.setattr(exact.bracketfile, "MAX_FILE_BYTES", size)
     assert _verdict(path, capsys)[0] == 0
@@ -275,8 +125,8 @@ def test_limit_header_bytes_real(tmp_path, capsys):
     n = int.from_bytes(blob[:8], "little")
     header, data = blob[8:8 + n], blob[8 + n:]
     pad = limits.MAX_HEADER_BYTES - len(header)
-    at = _write(tmp_path, "at.safetensors", container(header + b" " * pad, data))
-    over = _write(tmp_path, "over.safetensors", container(header + b" " * (pad + 1), data))
+    at = write_file(tmp_path, "at.safetensors", container(header + b" " * pad, data))
+    over = write_file(tmp_path, "over.safetensors", container(header + b" " * (pad + 1), data))
     assert _verdict(at, capsys)[0] == 0
     rc, err = _verdict(over, capsys)
     assert rc == 2 and "limit" in err
@@ -286,17 +136,17 @@ def test_limit_number_chars_real(tmp_path, capsys):
     at = "0." + "0" * (limits.MAX_NUMBER_CHARS - 3) + "1"          # exactly MAX_NUMBER_CHARS characters
     assert len(at) == limits.MAX_NUMBER_CHARS
     over = "0" + at
-    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell(eps=at)]))), capsys)[0] == 0
-    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(doc([base_cell(eps=over)]))), capsys)
+    assert _verdict(write_file(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell(eps=at)]))), capsys)[0] == 0
+    rc, err = _verdict(write_file(tmp_path, "b.safetensors", bracket_bytes(doc([base_cell(eps=over)]))), capsys)
     assert rc == 2 and "limit" in err
 
 
 def test_limit_decimal_exponent_real(tmp_path, capsys):
     e = limits.MAX_DECIMAL_EXPONENT
-    ok = _write(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell(eps=f"1e-{e}")])))
+    ok = write_file(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell(eps=f"1e-{e}")])))
     assert _verdict(ok, capsys)[0] == 0
     for text in (f"1e-{e + 1}", f"1e{e + 1}", f"1e+{e + 1}"):
-        rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(doc([base_cell(eps=text)]))), capsys)
+        rc, err = _verdict(write_file(tmp_path, "b.safetensors", bracket_bytes(doc([base_cell(eps=text)]))), capsys)
         assert rc == 2 and "exponent" in err
 
 
@@ -306,7 +156,7 @@ def test_limit_matrix_side_real(tmp_path, capsys):
         row = np.full((1, n), 1.0 / n) if n & (n - 1) == 0 else np.zeros((1, n))
         row[0, 0] += 1.0 - row.sum()
         cell = base_cell(upper={"rank": 1, "witness": {"kind": "trivial"}})
-        rc, err = _verdict(_write(tmp_path, f"s{n}.safetensors", bracket_bytes(doc([cell]), {"A": row})), capsys)
+        rc, err = _verdict(write_file(tmp_path, f"s{n}.safetensors", bracket_bytes(doc([cell]), {"A": row})), capsys)
         assert rc == expected, err
         if expected == 2:
             assert "limit" in err
@@ -318,16 +168,16 @@ def test_limit_matrix_entries_real(tmp_path, capsys):
     assert max(shape) <= limits.MAX_MATRIX_SIDE and shape[0] * shape[1] == limits.MAX_MATRIX_ENTRIES + 4096
     blob = bracket_bytes(tensors={"A": K}, tensor_entries={
         "B": {"dtype": "F64", "shape": shape, "data_offsets": [32, 32 + 8 * shape[0] * shape[1]]}})
-    rc, err = _verdict(_write(tmp_path, "e.safetensors", blob), capsys)
+    rc, err = _verdict(write_file(tmp_path, "e.safetensors", blob), capsys)
     assert rc == 2 and "limit" in err
 
 
 def test_limit_matrix_entries_patched(tmp_path, capsys, monkeypatch):
     """At the limit a tensor is read; one entry over it is refused (reader and ExactMatrix both)."""
     monkeypatch.setattr(exact.bracketfile, "MAX_MATRIX_ENTRIES", 4)
-    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes()), capsys)[0] == 0
+    assert _verdict(write_file(tmp_path, "a.safetensors", bracket_bytes()), capsys)[0] == 0
     wide = np.array([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25]])
-    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(tensors={"A": wide})), capsys)
+    rc, err = _verdict(write_file(tmp_path, "b.safetensors", bracket_bytes(tensors={"A": wide})), capsys)
     assert rc == 2 and "limit" in err
     monkeypatch.setattr(exact.matrix, "MAX_MATRIX_ENTRIES", 4)
     exact.matrix.ExactMatrix.from_float64(K)
@@ -341,23 +191,23 @@ def test_limit_matrix_entries_patched(tmp_path, capsys, monkeypatch):
 def test_limit_cells_real(tmp_path, capsys):
     """MAX_CELLS + 1 (empty) cells: refused on the count, before any cell is read."""
     cells = [{}] * (limits.MAX_CELLS + 1)
-    rc, err = _verdict(_write(tmp_path, "c.safetensors", bracket_bytes(doc(cells))), capsys)
+    rc, err = _verdict(write_file(tmp_path, "c.safetensors", bracket_bytes(doc(cells))), capsys)
     assert rc == 2 and "cells, limit" in err and str(limits.MAX_CELLS) in err
 
 
 def test_limit_cells_patched(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(exact.bracketfile, "MAX_CELLS", 3)
     at = [base_cell(id=f"c{i}") for i in range(3)]
-    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes(doc(at))), capsys)[0] == 0
-    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(doc(at + [base_cell(id="c3")]))), capsys)
+    assert _verdict(write_file(tmp_path, "a.safetensors", bracket_bytes(doc(at))), capsys)[0] == 0
+    rc, err = _verdict(write_file(tmp_path, "b.safetensors", bracket_bytes(doc(at + [base_cell(id="c3")]))), capsys)
     assert rc == 2 and "limit" in err
 
 
 def test_limit_tensors_patched(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(exact.bracketfile, "MAX_TENSORS", 2)
     two = {"A": K, "B": K}
-    assert _verdict(_write(tmp_path, "a.safetensors", bracket_bytes(tensors=two)), capsys)[0] == 0
-    rc, err = _verdict(_write(tmp_path, "b.safetensors", bracket_bytes(tensors=dict(two, C=K))), capsys)
+    assert _verdict(write_file(tmp_path, "a.safetensors", bracket_bytes(tensors=two)), capsys)[0] == 0
+    rc, err = _verdict(write_file(tmp_path, "b.safetensors", bracket_bytes(tensors=dict(two, C=K))), capsys)
     assert rc == 2 and "limit" in err
 
 
@@ -375,7 +225,7 @@ def test_inconsistent_claims_refuted_other_cells_judged(tmp_path):
     ]
     tensors = {"A": K, "Kinv": np.array([[1.5, -0.5], [-0.5, 1.5]]), "I": np.eye(2),
                "one": np.ones((2, 1)), "half": np.full((2, 1), 0.5)}
-    path = _write(tmp_path, "i.safetensors", bracket_bytes(doc(cells), tensors))
+    path = write_file(tmp_path, "i.safetensors", bracket_bytes(doc(cells), tensors))
     proc = run_cli(path, "--json")
     assert proc.returncode == 1 and proc.stderr == ""
     out = {c["id"]: c for c in json.loads(proc.stdout)["cells"]}
@@ -394,7 +244,7 @@ def test_inconsistent_claims_refuted_other_cells_judged(tmp_path):
 
 # ---------------------------------------------------------------- workers, JSON, hashes
 def test_workers_agree_and_json_keys(tmp_path):
-    other = _write(tmp_path, "i.safetensors", bracket_bytes(doc([
+    other = write_file(tmp_path, "i.safetensors", bracket_bytes(doc([
         base_cell(id="a"), base_cell(id="b", eps="1"), base_cell(id="c", eps="3/4")])))
     one = run_cli(EXAMPLE, other, "--json", "--workers", "1")
     two = run_cli(EXAMPLE, other, "--json", "--workers", "2")
@@ -427,7 +277,7 @@ def test_example_file_verifies_and_hashes_tie_to_the_matrices():
 
 def test_example_file_is_regenerated_byte_for_byte(tmp_path):
     out = tmp_path / "example.safetensors"
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "data" / "make_example.py"), str(out)],
+    proc = subprocess.run([sys.executable, "-m", "tests.data.make_example", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == EXAMPLE.read_bytes()
@@ -435,7 +285,7 @@ def test_example_file_is_regenerated_byte_for_byte(tmp_path):
 
 def test_long_margins_print_in_the_table(tmp_path):
     """Regression: margins longer than MAX_NUMBER_CHARS (eps = 1e-900) crashed the human table."""
-    path = _write(tmp_path, "m.safetensors", bracket_bytes(doc([base_cell(eps="1e-900")])))
+    path = write_file(tmp_path, "m.safetensors", bracket_bytes(doc([base_cell(eps="1e-900")])))
     proc = run_cli(path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
 
@@ -463,21 +313,6 @@ def _tiny_valid(tmp_path, name="v.safetensors") -> Path:
     return p
 
 
-def _rss_run(*args, timeout=120):
-    """``exact.cli.main`` in a fresh interpreter: (exit status, stderr, peak resident memory in MiB).
-
-    The peak is the interpreter's own ``VmHWM`` (per address space): ``ru_maxrss`` would
-    also count the parent's resident set at fork, which Linux carries across ``exec``.
-    """
-    code = ("import re, sys; from exact.cli import main; rc = main(sys.argv[1:]); "
-            "hwm = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1); "
-            "print(rc, int(hwm) / 1024)")
-    proc = subprocess.run([sys.executable, "-c", code, "verify", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
-    rc, rss = proc.stdout.split()[-2:]
-    return int(rc), proc.stderr, float(rss)
-
-
 def test_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "pipe.safetensors"
     os.mkfifo(fifo)
@@ -501,9 +336,9 @@ def test_sparse_file_at_and_over_the_size_limit_is_refused_from_the_header(tmp_p
     for p, size in ((at, limits.MAX_FILE_BYTES), (over, limits.MAX_FILE_BYTES + 1)):
         with open(p, "wb") as fh:
             fh.truncate(size)
-    rc, err, rss = _rss_run(at)
+    rc, err, rss = rss_run(at)
     assert rc == 2 and "header" in err and "limit" not in err and rss < 300, (err, rss)
-    rc, err, rss = _rss_run(over)
+    rc, err, rss = rss_run(over)
     assert rc == 2 and "limit" in err and rss < 300
 
 
@@ -512,17 +347,17 @@ def test_padded_valid_file_is_refused_on_trailing_bytes(tmp_path):
     p = _tiny_valid(tmp_path)
     with open(p, "r+b") as fh:
         fh.truncate(5 * 2**29)
-    rc, err, rss = _rss_run(p)
+    rc, err, rss = rss_run(p)
     assert rc == 2 and "trailing bytes" in err and rss < 300, (err, rss)
 
 
 def test_unreferenced_tensors_are_checked_not_kept(tmp_path, capsys):
     """A tensor no cell names is still checked for NaN (chunk by chunk) but not loaded."""
-    ok = _write(tmp_path, "ok.safetensors", bracket_bytes(tensors={"A": K, "spare": np.ones((3, 3))}))
+    ok = write_file(tmp_path, "ok.safetensors", bracket_bytes(tensors={"A": K, "spare": np.ones((3, 3))}))
     assert main(["verify", ok]) == 0
     from exact.bracketfile import read_bracket_file
     assert set(read_bracket_file(ok).tensors) == {"A"}
-    bad = _write(tmp_path, "bad.safetensors", bracket_bytes(tensors={"A": K, "spare": np.full((3, 3), np.nan)}))
+    bad = write_file(tmp_path, "bad.safetensors", bracket_bytes(tensors={"A": K, "spare": np.full((3, 3), np.nan)}))
     assert main(["verify", bad]) == 2 and "NaN" in capsys.readouterr().err
 
 
@@ -574,7 +409,7 @@ def _witness_file(tmp_path, name, cells_of) -> str:
     U, s, Vt = np.linalg.svd(A)
     tensors = {"A": A, "P": U[:, :6] * s[:6], "Q": Vt[:6].T.copy(), "R": np.linalg.inv(A), "I": np.eye(24),
                "H": np.log(A)}
-    return _write(tmp_path, name, bracket_bytes(doc(cells_of()), tensors))
+    return write_file(tmp_path, name, bracket_bytes(doc(cells_of()), tensors))
 
 
 def _factor_cell(i, eps="1/2"):
@@ -610,8 +445,8 @@ def test_shared_work_is_done_once(tmp_path):
     frob = lambda n: [base_cell(id=f"g{i}", lower={"rank": 3, "witness": {"kind": "frobenius", "k": 2}})
                       for i in range(n)]
     big = np.random.default_rng(1).random((16, 16))
-    f1 = _work(_write(tmp_path, "f1.safetensors", bracket_bytes(doc(frob(1)), {"A": big})))
-    f40 = _work(_write(tmp_path, "f40.safetensors", bracket_bytes(doc(frob(40)), {"A": big})))
+    f1 = _work(write_file(tmp_path, "f1.safetensors", bracket_bytes(doc(frob(1)), {"A": big})))
+    f40 = _work(write_file(tmp_path, "f40.safetensors", bracket_bytes(doc(frob(40)), {"A": big})))
     assert f40 == f1 > 0
 
 
@@ -625,9 +460,9 @@ def test_exponent_spread_costs_work(tmp_path, capsys):
     R[0, 1] = 1e300
     cell = base_cell(lower={"rank": n, "witness": {"kind": "reconstruction", "R": "R", "X": "I", "L": "I"}},
                      upper={"rank": n, "witness": {"kind": "trivial"}})
-    spread = _write(tmp_path, "spread.safetensors", bracket_bytes(doc([cell]), {"A": A, "R": R, "I": np.eye(n)}))
+    spread = write_file(tmp_path, "spread.safetensors", bracket_bytes(doc([cell]), {"A": A, "R": R, "I": np.eye(n)}))
     A[0, 0], R[0, 1] = 1.0 / n, 0.0
-    plain = _write(tmp_path, "plain.safetensors", bracket_bytes(doc([cell]), {"A": A, "R": R, "I": np.eye(n)}))
+    plain = write_file(tmp_path, "plain.safetensors", bracket_bytes(doc([cell]), {"A": A, "R": R, "I": np.eye(n)}))
     need = _work(spread)
     assert need > 3 * _work(plain)
     assert main(["verify", spread, "--max-work", str(need)]) == 1
@@ -657,7 +492,7 @@ def test_ordinary_cells_never_convert_a_whole_matrix(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- output that cannot be forged
 def test_lone_surrogate_id(tmp_path):
-    path = _write(tmp_path, "s.safetensors", bracket_bytes(doc([base_cell(id="\ud800"), base_cell(id="ok")])))
+    path = write_file(tmp_path, "s.safetensors", bracket_bytes(doc([base_cell(id="\ud800"), base_cell(id="ok")])))
     table = run_cli(path)
     assert table.returncode == 0 and "Traceback" not in table.stderr
     assert "'\\ud800'" in table.stdout and "'ok'" in table.stdout
@@ -668,7 +503,7 @@ def test_lone_surrogate_id(tmp_path):
 def test_id_with_newline_and_ansi_cannot_forge_a_line(tmp_path):
     forged = "x\n  c1  eps=1/4  [1, 2]  lower: verified\x1b[2K\r\n2/2 cells verified on both sides\x1b[A"
     bad = base_cell(id=forged, eps="1", lower={"rank": 1, "witness": {"kind": "trivial"}})
-    path = _write(tmp_path, "f.safetensors", bracket_bytes(doc([bad])))
+    path = write_file(tmp_path, "f.safetensors", bracket_bytes(doc([bad])))
     proc = run_cli(path)
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
@@ -679,7 +514,7 @@ def test_id_with_newline_and_ansi_cannot_forge_a_line(tmp_path):
 
 # ---------------------------------------------------------------- honest summaries
 def test_all_malformed_run_says_nothing_to_verify(tmp_path):
-    a, b = _write(tmp_path, "a.safetensors", b"junk"), _write(tmp_path, "b.safetensors", bracket_bytes(doc([])))
+    a, b = write_file(tmp_path, "a.safetensors", b"junk"), write_file(tmp_path, "b.safetensors", bracket_bytes(doc([])))
     proc = run_cli(a, b)
     assert proc.returncode == 2 and "0/0" not in proc.stdout
     assert proc.stdout.strip() == "0 cells: nothing to verify (2 file(s) refused)"
@@ -688,14 +523,14 @@ def test_all_malformed_run_says_nothing_to_verify(tmp_path):
 
 
 def test_zero_cell_file_is_refused(tmp_path, capsys):
-    path = _write(tmp_path, "z.safetensors", bracket_bytes(doc([])))
+    path = write_file(tmp_path, "z.safetensors", bracket_bytes(doc([])))
     assert main(["verify", path, "--json"]) == 2
     cap = capsys.readouterr()
     assert json.loads(cap.out)["all_verified"] is False and "nothing to verify" in cap.err
 
 
 def test_refused_file_counts_in_the_summary(tmp_path):
-    good, bad = _tiny_valid(tmp_path), _write(tmp_path, "bad.safetensors", b"junk")
+    good, bad = _tiny_valid(tmp_path), write_file(tmp_path, "bad.safetensors", b"junk")
     proc = run_cli(good, bad)
     assert proc.returncode == 2
     assert "2/2 cells verified on both sides, 0 closed (L = U); 1 file(s) refused" in proc.stdout
@@ -705,11 +540,11 @@ def test_table_shows_the_proved_slack_bound(tmp_path):
     """softmax(0) = J/2 is at distance exactly 1 from A0 = I: a claimed slack of 3/5 is not proved."""
     cell = base_cell(eps="3/10", target={"matrix": "I", "logits": "H", "slack": "3/5"},
                      lower={"rank": 2, "witness": {"kind": "reconstruction", "R": "I", "X": "I", "L": "I"}})
-    path = _write(tmp_path, "t.safetensors", bracket_bytes(doc([cell]), {"I": np.eye(2), "H": np.zeros((2, 2))}))
+    path = write_file(tmp_path, "t.safetensors", bracket_bytes(doc([cell]), {"I": np.eye(2), "H": np.zeros((2, 2))}))
     proc = run_cli(path)
     assert proc.returncode == 1
     assert "slack +6.000e-01 (NOT proved: no bound)" in proc.stdout           # arb stops above the slack
-    ok = _write(tmp_path, "ok.safetensors", bracket_bytes(doc([base_cell(
+    ok = write_file(tmp_path, "ok.safetensors", bracket_bytes(doc([base_cell(
         target={"matrix": "A", "logits": "H", "slack": "1/1000"})]),
         {"A": np.full((2, 2), 0.5), "H": np.zeros((2, 2))}))
     shown = run_cli(ok).stdout

@@ -52,7 +52,7 @@ def test_only_f64_tensors_whatever_their_byte_count(tmp_path):
 
     from exact.bracketfile import read_bracket_file
     from exact.errors import MalformedInput
-    from tests.test_exact_cli import bracket_bytes
+    from tests.bracket_files import bracket_bytes
 
     for dtype in ("F32", "BF16", "BOOL", "I64", "f64"):
         blob = bracket_bytes(tensors={}, tensor_entries={
@@ -71,7 +71,7 @@ def _layout_error(tmp_path, entry: dict, data: bytes) -> str:
 
     from exact.bracketfile import read_bracket_file
     from exact.errors import MalformedInput
-    from tests.test_exact_cli import bracket_bytes
+    from tests.bracket_files import bracket_bytes
 
     p = tmp_path / "t.safetensors"
     p.write_bytes(bracket_bytes(tensors={}, tensor_entries={"A": {"dtype": "F64", **entry}}) + data)
@@ -106,7 +106,7 @@ def test_integer_witness_fields_are_nonnegative_and_zero_is_legal(tmp_path):
 
     from exact.bracketfile import read_bracket_file
     from exact.errors import MalformedInput
-    from tests.test_exact_cli import base_cell, bracket_bytes, doc
+    from tests.bracket_files import base_cell, bracket_bytes, doc
 
     def cell(k):
         return base_cell(lower={"rank": 1, "witness": {"kind": "frobenius", "k": k}})
@@ -126,7 +126,7 @@ def test_format_and_version_are_exact(tmp_path):
 
     from exact.bracketfile import read_bracket_file
     from exact.errors import MalformedInput
-    from tests.test_exact_cli import bracket_bytes, doc
+    from tests.bracket_files import bracket_bytes, doc
 
     p = tmp_path / "d.safetensors"
     for over, needle in (({"format": "softrank-bracket"}, "format"), ({"format": "a"}, "format"),

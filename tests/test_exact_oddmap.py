@@ -27,7 +27,7 @@ from exact.matrix import ExactMatrix
 from exact.oddmap import FACET_UNITS, MAX_ODDMAP_DIM, check_odd_map, dimension, label_sets, labels_of
 from exact.verify import judge_file
 from fileio.bracketwriter import write_bracket_file
-from tests.test_exact_cli import bracket_bytes, doc
+from tests.bracket_files import bracket_bytes, doc
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "oddmap.safetensors"

@@ -30,7 +30,7 @@ from exact.slack import (ARB_CHUNK, ARB_DEV_UNITS, ARB_EXP_UNITS, FLOAT_DEV_UNIT
                          SoftmaxSlacks, softmax_slack_bound)
 from exact.verify import judge_file
 from fileio.bracketwriter import rational_string
-from tests.test_exact_cli import _rss_run, _write, base_cell, bracket_bytes, container, doc
+from tests.bracket_files import base_cell, bracket_bytes, container, doc, rss_run, write_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,7 +153,7 @@ def test_exp_and_z_are_enclosed_once_per_logits_row(monkeypatch):
             b = softmax_slack_bound(H, A)
             cells.append(base_cell(id=f"c{i}{j}", target={"matrix": f"A{i}{j}", "logits": f"H{i}",
                                                           "slack": rational_string(Fraction(int(b.p), int(b.q)))}))
-    path = _write(Path(os.environ.get("TMPDIR", "/tmp")), f"shared{os.getpid()}.safetensors",
+    path = write_file(Path(os.environ.get("TMPDIR", "/tmp")), f"shared{os.getpid()}.safetensors",
                   bracket_bytes(doc(cells), tensors))
     made.clear()
     try:
@@ -190,7 +190,7 @@ def test_one_arb_pass_serves_every_planned_matrix_and_skips_a_refused_one():
 def _kept_file(tmp_path, name="k.safetensors"):
     """A (2 x 2) target and a spare (3 x 3) tensor no cell names: 32 bytes kept, 72 checked and dropped."""
     tensors = {"A": np.full((2, 2), 0.5), "spare": np.ones((3, 3))}
-    return _write(tmp_path, name, bracket_bytes(doc([base_cell()]), tensors))
+    return write_file(tmp_path, name, bracket_bytes(doc([base_cell()]), tensors))
 
 
 def test_tensor_bytes_limit_at_and_over(tmp_path, capsys):
@@ -221,7 +221,7 @@ def test_declared_tensor_bytes_are_refused_before_reading(tmp_path):
     with open(path, "wb") as fh:
         fh.write(blob)
         fh.truncate(len(blob) + count * size)
-    rc, err, rss = _rss_run(path)
+    rc, err, rss = rss_run(path)
     assert rc == 2 and "limit 536870912" in err and rss < 300, (err, rss)
 
 
@@ -234,8 +234,8 @@ def test_workers_start_at_most_one_process_per_task(tmp_path, monkeypatch, capsy
         started.append(max_workers)
         return real(max_workers=max_workers, **kwargs)
     monkeypatch.setattr(exact.cli, "ProcessPoolExecutor", recording)
-    one = _write(tmp_path, "one.safetensors", bracket_bytes(doc([base_cell()])))
-    two = _write(tmp_path, "two.safetensors", bracket_bytes(doc([base_cell()])))
+    one = write_file(tmp_path, "one.safetensors", bracket_bytes(doc([base_cell()])))
+    two = write_file(tmp_path, "two.safetensors", bracket_bytes(doc([base_cell()])))
     assert main(["verify", "--workers", "8", one, two]) == 0
     assert started == [2]
 
@@ -307,7 +307,7 @@ def test_worker_file_hash_is_the_file_s_sha256(tmp_path):
 
 # ---------------------------------------------------------------- output a file cannot forge
 def test_same_file_named_twice_is_judged_once(tmp_path, capsys, monkeypatch):
-    path = _write(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell()])))
+    path = write_file(tmp_path, "a.safetensors", bracket_bytes(doc([base_cell()])))
     link = tmp_path / "link.safetensors"
     link.symlink_to(path)
     monkeypatch.chdir(tmp_path)
@@ -327,7 +327,7 @@ def test_a_padded_id_cannot_draw_a_verified_line(tmp_path):
     exact40 = "y" * 38                                   # ascii() adds the two quotes: 40 characters
     cells = [base_cell(id=padded, eps="1", lower={"rank": 2, "witness": {"kind": "trivial"}}), base_cell(id=exact40),
              base_cell(id="s")]
-    path = _write(tmp_path, "p.safetensors", bracket_bytes(doc(cells)))
+    path = write_file(tmp_path, "p.safetensors", bracket_bytes(doc(cells)))
     proc = subprocess.run([sys.executable, "-m", "exact", "verify", path], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1
@@ -342,9 +342,9 @@ def test_a_padded_id_cannot_draw_a_verified_line(tmp_path):
 @pytest.mark.parametrize("number", ["1e400", "-1e400", "1.5e999"])
 def test_a_number_beyond_float_range_is_refused(tmp_path, capsys, number):
     text = json.dumps(doc([base_cell(provenance={"seed": 0})])).replace('{"seed": 0}', '{"seed": ' + number + "}")
-    path = _write(tmp_path, "n.safetensors", bracket_bytes(softrank_text=text))
+    path = write_file(tmp_path, "n.safetensors", bracket_bytes(softrank_text=text))
     assert main(["verify", path]) == 2
     err = capsys.readouterr().err
     assert "beyond float range" in err and len(err.strip().splitlines()) == 1
-    ok = _write(tmp_path, "ok.safetensors", bracket_bytes(softrank_text=text.replace(number, "1e300")))
+    ok = write_file(tmp_path, "ok.safetensors", bracket_bytes(softrank_text=text.replace(number, "1e300")))
     assert main(["verify", ok]) == 0

@@ -16,7 +16,7 @@ from numeric.panel.schema import PanelRow
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tests.test_panel import SMALL, cli, in_process, one_line_error, save_tiny
+from tests.panel_helpers import SMALL, cli, in_process, one_line_error, save_tiny
 
 
 def test_ordering_counts_disjoint_pairs_and_ties():

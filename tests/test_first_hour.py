@@ -151,7 +151,7 @@ def test_geometry_figures_lie_under_figures(tmp_path, monkeypatch):
     """The report's geometry PNGs go to DIR/figures (links relative to report.md), none at the top of DIR;
     their log x axes are drawn by ``log_x``."""
     from numeric.panel import report, report_geometry
-    from tests.test_geometry_report import _rows
+    from tests.report_panel import geometry_rows as _rows
     calls = []
     real = report_geometry.log_x
     monkeypatch.setattr(report_geometry, "log_x", lambda ax: (calls.append(ax), real(ax)))

@@ -3,26 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numeric.geometry import cell_descriptors, native_features
 from numeric.panel.report_geometry import geometry_section, spearman
 from numeric.panel.schema import PanelRow
-
-
-def _rows():
-    """Panel-like rows with real descriptor columns from small random heads.
-    L and U are placeholders for the certified ranks the panel would carry."""
-    rows = []
-    rng = np.random.default_rng(0)
-    for fam in ("bert", "vit"):
-        for layer in range(2):
-            Q = rng.standard_normal((10, 4)) * (1 + layer)
-            K = rng.standard_normal((9, 4))
-            geo = cell_descriptors(0.5 * Q @ K.T, None, ranks=(1, 2))
-            nat = native_features(Q, K, 0.5)
-            for eps in ("1/10", "1/4"):
-                rows.append(PanelRow(family=fam, model=fam, layer=layer, head=0, source="text:0", eps=eps, status="ok",
-                                     L=1 + layer, U=3 + 2 * layer, descriptors={**geo, **nat}))
-    return rows
+from tests.report_panel import geometry_rows as _rows
 
 
 def test_section_writes_plots_and_tables(tmp_path):

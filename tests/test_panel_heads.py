@@ -15,10 +15,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("matplotlib")
 
-from numeric.heads.extract import softmax_rows  # noqa: E402
-from numeric.panel import binding  # noqa: E402
-from numeric.panel.cli import main as panel_main  # noqa: E402
-from numeric.panel.report import main as report_main  # noqa: E402
+from numeric.heads.extract import softmax_rows
+from numeric.panel import binding
+from numeric.panel.cli import main as panel_main
+from numeric.panel.report import main as report_main
 
 PROG = "python -m numeric report:"
 

@@ -154,8 +154,8 @@ def test_h4_search_fails_without_3x3(monkeypatch):
 
 # ---------------------------------------------------------------- the earlier checks, perturbed
 
-from proofs_checks import all_checks, examples, geometry, grid, hilbert, laws, soundness  # noqa: E402
-from proofs_checks._core import run_check  # noqa: E402
+from proofs_checks import all_checks, examples, geometry, grid, hilbert, laws, soundness
+from proofs_checks._core import run_check
 
 _ENTRIES = {e.label: e for e in all_checks()}
 

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from numeric.replicate.cli import main  # noqa: E402
-from numeric.replicate.manifest import manifest_path  # noqa: E402
-from numeric.replicate.registry import load_registry  # noqa: E402
+from numeric.replicate.cli import main
+from numeric.replicate.manifest import manifest_path
+from numeric.replicate.registry import load_registry
 
 
 @pytest.mark.parametrize("name", ["demo", "families"])

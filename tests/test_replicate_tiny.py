@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from numeric.replicate.cli import main  # noqa: E402
-from tests.test_panel import save_tiny  # noqa: E402
+from numeric.replicate.cli import main
+from tests.panel_helpers import save_tiny
 
 PANEL = ["--heads", "0.1,1.2", "--sources", "4", "--length", "12", "--eps", "1/4", "--effort", "quick",
          "--no-attack"]

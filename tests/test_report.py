@@ -21,66 +21,16 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from numeric.panel.provenance import write_run  # noqa: E402
-from numeric.search.effort import package_versions  # noqa: E402
-from numeric.panel.report import main, summarise, write_report  # noqa: E402
-from numeric.panel.schema import PanelRow  # noqa: E402
-from numeric.panel.table import write_record  # noqa: E402
+from numeric.panel.report import main, summarise, write_report
+from numeric.panel.schema import PanelRow
+from tests.report_panel import EPS, IDENTITY, N_CELLS, build_panel, row
 
 ROOT = Path(__file__).resolve().parents[1]
-IDENTITY = {"effort": "quick", "eps": ["1/4", "1/2"], "versions": package_versions(),
-            "code": {"version": package_versions()["softrank-verify"], "source_sha256": "ab" * 32}}
-CODE_VERSION = {"version": "0.1.0", "commit": "c0ffee", "dirty": False}
-N_CELLS = 3
-EPS = ("1/4", "1/2")
-
-
-def row(layer, head, source, eps, L, U, *, verified=True, family="encoder", n=16, status="ok", **kw):
-    r = {"family": family, "model": "m", "layer": layer, "head": head, "source": f"text:{source}",
-         "eps": str(Fraction(eps)), "n_rows": n, "n_cols": n, "L": L, "U": U, "lower_witness": "row_reconstruction",
-         "upper_witness": "factors", "seconds": 1.5, "slack": 1e-12, "mass": 1.0, "min_mass": 1.0,
-         "local_mass": None, "status": status, "verified": verified, "lower_verified": verified,
-         "upper_verified": True, "attack_run": L is not None and L >= 2, "attack_success": False, "direct_checked": True,
-         "direct_passed": True, "hf_max_abs_diff": 1e-7, "cell_id": f"L{layer}H{head}-{eps}",
-         "file": f"brackets/L{layer}H{head}.safetensors"}
-    r.update(kw)
-    return r
 
 
 def report_cli(path):
     return subprocess.run([sys.executable, "-m", "numeric", "report", str(path)], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
-
-
-def build_panel(out, heads=N_CELLS, seed=0):
-    """A panel directory of real bracket files (searched with their logits, as the panel does), head files
-    and records; the ranks are those the files claim."""
-    from safetensors.numpy import save_file
-
-    from numeric.heads.extract import softmax_rows
-    from numeric.search import search_brackets
-    from numeric.search.export import write_bracket_file
-
-    write_run(out, IDENTITY, argv=[], summary=None)
-    run = json.loads((out / "panel.json").read_text())
-    (out / "panel.json").write_text(json.dumps(dict(run, code_version=CODE_VERSION)))
-    for head in range(heads):
-        key = f"L0H{head}_s00"
-        logits = 3.0 * np.random.default_rng(head + seed).standard_normal((8, 8))
-        A = softmax_rows(logits)
-        prov = {"model": "m", "family": "encoder", "cell_kind": "full", "layer": 0, "head": head, "source": "text:0"}
-        res = search_brackets(A, list(EPS), logits=logits, id_prefix=key, attack=False, effort="quick",
-                              provenance=prov)
-        write_bracket_file(out / "brackets" / f"{key}.safetensors", res.cells, res.tensors)
-        (out / "heads").mkdir(exist_ok=True)
-        save_file({"logits": logits, "matrix": A, "Q": logits[:, :2].copy(), "K": logits[:, 2:4].copy()},
-                  str(out / "heads" / f"{key}.safetensors"))
-        rows = [row(0, head, 0, c.eps, c.lower.rank, c.upper.rank, n=8, cell_id=c.id,
-                    file=f"brackets/{key}.safetensors", cell_kind="full",
-                    lower_witness=c.lower.kind, upper_witness=c.upper.kind,
-                    slack=float(Fraction(c.target.slack))) for c in res.cells]
-        write_record(out, key, {"signature": {"identity": IDENTITY}, "rows": rows})
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Heads bound to their model and records counted only with their evidence (numeric.panel.binding,
 numeric.panel.audit; the trust model of docs/panel.md).
 
-Tiny synthetic panels (``tests/test_report.build_panel``: 8 x 8 heads, real bracket files) damaged the way
+Tiny synthetic panels (``tests/report_panel.build_panel``: 8 x 8 heads, real bracket files) damaged the way
 someone who can write the directory would: a head filed twice one ulp apart, a dropped record with no head
 file, a relabelled effort, records trusted with ``--trust-records``. The transfer lemma is checked on a
 perturbed head against brackets the exact tier verifies on it. The re-extraction itself (a model on this
@@ -10,7 +10,6 @@ machine) is ``tests/test_panel_heads.py``.
 from __future__ import annotations
 
 import json
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -18,23 +17,21 @@ import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_report import EPS, IDENTITY, row  # noqa: E402
-
-from exact.matrix import ExactMatrix  # noqa: E402
-from exact.norms import row_l1_norm  # noqa: E402
-from exact.slack import softmax_slack_bound  # noqa: E402
-from exact.verify import verify_file  # noqa: E402
-from numeric.heads.extract import softmax_rows  # noqa: E402
-from numeric.panel.binding import (DUPLICATE_ROW_L1, HeadCheck, head_delta, near_duplicates,  # noqa: E402
+from exact.matrix import ExactMatrix
+from exact.norms import row_l1_norm
+from exact.slack import softmax_slack_bound
+from exact.verify import verify_file
+from numeric.heads.extract import softmax_rows
+from numeric.panel.binding import (DUPLICATE_ROW_L1, HeadCheck, head_delta, near_duplicates,
                                    fingerprint, transfer)
-from numeric.panel.report import main  # noqa: E402
-from numeric.panel.report_geometry import _cert_summary  # noqa: E402
-from numeric.panel.schema import PanelRow  # noqa: E402
-from numeric.panel.table import write_record  # noqa: E402
-from numeric.search import search_brackets  # noqa: E402
-from numeric.search.export import write_bracket_file  # noqa: E402
+from numeric.panel.report import main
+from numeric.panel.report_geometry import _cert_summary
+from numeric.panel.schema import PanelRow
+from numeric.panel.table import write_record
+from numeric.search import search_brackets
+from numeric.search.export import write_bracket_file
+from tests.report_panel import EPS, IDENTITY, row
 
 PROG = "python -m numeric report:"
 

@@ -1,6 +1,6 @@
 """A panel directory is untrusted input (docs/panel.md, trust model): a corpus of hostile directories.
 
-Each case copies a small real panel (``tests/test_report.build_panel``: two
+Each case copies a small real panel (``tests/report_panel.build_panel``: two
 8 x 8 heads, two tolerances, bracket files, head files and records), damages
 it the way an attacker who can write the directory would, and runs the
 report. Each must end in its documented exit status (1: an error listed, the
@@ -19,7 +19,6 @@ import os
 import shutil
 import signal
 import stat
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -27,13 +26,11 @@ import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_report import IDENTITY  # noqa: E402
-
-from numeric.panel import audit as audit_mod  # noqa: E402
-from numeric.panel import vcache  # noqa: E402
-from numeric.panel.report import main  # noqa: E402
+from numeric.panel import audit as audit_mod
+from numeric.panel import vcache
+from numeric.panel.report import main
+from tests.report_panel import IDENTITY
 
 PROG = "python -m numeric report:"
 #: Seconds any one case may take (the clean report takes about 2 s of CPU here).

@@ -12,9 +12,9 @@ import pytest
 
 from numeric.search import oddmap
 
+from tests.data import make_oddmap
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "data"))
-import make_oddmap
 
 
 def verify_json(path) -> tuple[int, dict]:

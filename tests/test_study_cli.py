@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.test_panel import cli, one_line_error, save_tiny  # noqa: E402
+from tests.panel_helpers import cli, one_line_error, save_tiny
 
 HEADS, SOURCES = ("0.1", "1.2"), 4   # 4 sources: the fewest the source cross-fitting runs on
 PANEL = ["--heads", ",".join(HEADS), "--sources", str(SOURCES), "--length", "12", "--eps", "1/4,1/2",

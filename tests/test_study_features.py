@@ -42,11 +42,11 @@ def test_head_weights_reproduce_the_projections(kind):
         cfg = transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
                                       intermediate_size=16)
         att = transformers.BertModel(cfg).encoder.layer[0].attention.self
-        proj = lambda x: (att.query(x), att.key(x))                             # noqa: E731
+        proj = lambda x: (att.query(x), att.key(x))
     else:
         cfg = transformers.GPT2Config(vocab_size=50, n_embd=32, n_layer=1, n_head=4, n_positions=16)
         att = transformers.GPT2Model(cfg).h[0].attn
-        proj = lambda x: att.c_attn(x).split(32, dim=-1)[:2]                    # noqa: E731
+        proj = lambda x: att.c_attn(x).split(32, dim=-1)[:2]
     x = torch.randn(5, 32)
     q, k = (t.detach().double().numpy() for t in proj(x))
     wq, wk = _head_weights(att, 2, 2, 8)

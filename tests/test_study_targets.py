@@ -80,7 +80,7 @@ def test_svd_budget_is_the_upper_sides_own_svd_rank():
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.test_panel import save_tiny  # noqa: E402
+from tests.panel_helpers import save_tiny
 
 PANEL = ["--heads", "1.2", "--native", "--sources", "4", "--prefix", "8", "--block", "8", "--eps", "1/4",
          "--effort", "quick", "--no-screen", "--min-mass", "0", "--no-attack", "--workers", "1", "--quiet"]

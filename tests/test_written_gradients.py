@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from numeric.search import refine as rf          # noqa: E402
-from numeric.search import row_map as rm         # noqa: E402
+from numeric.search import refine as rf
+from numeric.search import row_map as rm
 
 
 @pytest.fixture(scope="module")

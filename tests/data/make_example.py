@@ -8,22 +8,18 @@ identity by the Frobenius tail, a wide 2 x 3 matrix by the row side, and a
 softmax target with a proved slack. Deterministic: running it twice writes
 the same bytes.
 
-    python tests/data/make_example.py [OUT]        # default: next to this script
+    python -m tests.data.make_example [OUT]        # default: next to this script
     python -m exact verify tests/data/example.safetensors
 """
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from fractions import Fraction as Fr
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from fileio.bracketwriter import rational_string, write_bracket_file
@@ -118,7 +114,7 @@ def build():
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python tests/data/make_example.py", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tests.data.make_example", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ judged by ``python -m exact verify``:
   widths stop at 2; the upper side is the rank-3 truncated SVD (error 0.4);
 - ``example4x4``: the 4 x 4 example of MATH.md at eps = 9/20, lower 3 (trivial upper 4).
 
-    python tests/data/make_oddmap.py [OUT]        # default: next to this script
+    python -m tests.data.make_oddmap [OUT]        # default: next to this script
     python -m exact verify tests/data/oddmap.safetensors
 """
 from __future__ import annotations
@@ -21,9 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from fileio.bracketwriter import write_bracket_file
 from numeric.search.oddmap import find_odd_map, odd_map_cell
