@@ -139,7 +139,7 @@ def main(argv=None) -> int:
                          indent=1, default=list))
         return 1 if bad else 0
     names = [_name(c, e) for c, e in SIDES]
-    fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "-"  # noqa: E731
+    fmt = lambda b: f"[{b[0]}, {b[1]}]" if b else "-"
     print(f"before = {args.ref}, after = working tree")
     print(f"{'head':<14} {'eps':>5} " + " ".join(f"{n:>16}" for n in names) + "  flags")
     for r in rows:

@@ -289,7 +289,7 @@ def _a3_instance(rng, m, n, c):
 
 
 #: A term added to the logits after C is fixed (a negative control adds a non-row/column term).
-A3_EXTRA = lambda m, n: fmpq_mat(m, n)  # noqa: E731
+A3_EXTRA = lambda m, n: fmpq_mat(m, n)
 
 
 @register("A.3", "exact visible dimension is rank C")
@@ -323,8 +323,8 @@ def check_a3():
 # ------------------------------------------------------------------ D.3
 
 #: D.3's shifts (a negative control replaces one by a term that is not a shift).
-D3_ROW_SHIFT = lambda a1, a2: sp.Matrix([[a1, a1], [a2, a2]])  # noqa: E731
-D3_COL_SHIFT = lambda b1, b2: sp.Matrix([[b1, b2], [b1, b2]])  # noqa: E731
+D3_ROW_SHIFT = lambda a1, a2: sp.Matrix([[a1, a1], [a2, a2]])
+D3_COL_SHIFT = lambda b1, b2: sp.Matrix([[b1, b2], [b1, b2]])
 
 
 @register("D.3", "why centring matters")
@@ -392,7 +392,7 @@ def _coord_projectors(k: int):
 
 #: F.2's factor scale error and the native subspace used for the residual (negative controls).
 F2_BETA_ERROR = fmpq(0)
-F2_NATIVE_W = lambda PW, k: PW  # noqa: E731
+F2_NATIVE_W = lambda PW, k: PW
 
 
 @register("F.2", "every native retained subspace gives a feasible intrinsic candidate")

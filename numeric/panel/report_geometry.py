@@ -185,7 +185,7 @@ def _family_table(sel, eps) -> list:
     ]
     for fam in families:
         fr = [r for r in sel if r.family == fam]
-        med = lambda c: float(np.nanmedian([_num(_col(r, c)) for r in fr])) if fr else math.nan  # noqa: E731
+        med = lambda c: float(np.nanmedian([_num(_col(r, c)) for r in fr])) if fr else math.nan
         U = [_col(r, "U") for r in fr]
         lines.append(
             f"| {fam} | {len(fr)} | {_fmt(med('kappa_lower'))} | {_fmt(med('kappa_upper'))} | "
@@ -221,7 +221,7 @@ def _gauge_audit(have) -> list:
             "|---:|---:|---:|---:|---:|---:|",
         ]
         for g in ratios:
-            col = lambda c: [_num(_col(r, f"{c}_g{g}")) for r in have]  # noqa: E731
+            col = lambda c: [_num(_col(r, f"{c}_g{g}")) for r in have]
             lines.append(
                 f"| {g} | {_fmt(np.nanmax(col('logit_change')))} | {_fmt(np.nanmax(col('intrinsic_move')))} | "
                 f"{_fmt(np.nanmedian(col('gamma_native_move')))} | "

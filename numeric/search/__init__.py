@@ -7,7 +7,7 @@ the ``bracket`` CLI.
 May import: numpy, torch, scipy/HiGHS, ``exact`` and ``numeric.heads`` (for
 the float softmax). Never ``numeric.geometry`` or ``numeric.panel``.
 """
-from numeric.search.driver import BracketResult, SearchOutput, search_brackets  # noqa: F401
-from numeric.search.inputs import parse_eps, parse_eps_list, validate_matrix  # noqa: F401
+from numeric.search.driver import BracketResult, SearchOutput, search_brackets
+from numeric.search.inputs import parse_eps, parse_eps_list, validate_matrix
 
 __all__ = ["search_brackets", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps", "parse_eps_list"]

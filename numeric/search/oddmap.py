@@ -113,7 +113,7 @@ def _sat_labels(d: int, nlab: int, mnf: list, conflicts: int):
         return 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)
 
     chains = facets(d)
-    z = lambda a, l: 1 + half * nlab + a * nlab + l  # noqa: E731  (label l occurs in facet a)
+    z = lambda a, l: 1 + half * nlab + a * nlab + l  # label l occurs in facet a
     clauses = [[x(v, l) for l in range(nlab)] for v in range(half)]
     small = [N for N in mnf if len(N) <= d]
     for a, F in enumerate(chains):

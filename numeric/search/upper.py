@@ -268,9 +268,9 @@ def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool
     res = _trial(A, eps, first[2], iters, budget, device, "boundary", first[0], objective=first[1])
     if res is None:
         return None
-    key = lambda kind: (r, kind, cur[1].shape[1] if kind == "compressed" else None)   # noqa: E731
+    key = lambda kind: (r, kind, cur[1].shape[1] if kind == "compressed" else None)
     tried.add(key(first[0]))
-    close = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)   # noqa: E731
+    close = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)
     if close(res):
         res = _better(res, _trial(A, eps, other[2], iters, budget, device, "boundary", other[0], objective=other[1]))
         tried.add(key(other[0]))
@@ -301,7 +301,7 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
     rank 94 with 946 of 1,085 steps)."""
     k, cur = found[0].rank, (found[0].P, found[0].Q)
     first = k - 1
-    sharp = lambda r: sharp_trials > 0 and r >= SHARP_FRACTION * min(A.shape)   # noqa: E731
+    sharp = lambda r: sharp_trials > 0 and r >= SHARP_FRACTION * min(A.shape)
     if first >= lower and sharp(first):
         budget.top_up(sharp_trials * iters * step_work(*A.shape, first))
     while k - 1 >= lower:

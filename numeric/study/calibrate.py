@@ -370,11 +370,11 @@ def report_lines(results: dict) -> tuple:
         if not ok:
             failed.append(name)
 
-    lower = lambda e: e.rho_ci[0] > 0   # noqa: E731
-    equivalent = lambda e: e.equivalence == "equivalent"   # noqa: E731
+    lower = lambda e: e.rho_ci[0] > 0
+    equivalent = lambda e: e.equivalence == "equivalent"
     for sc, r in results.items():
         n = r.replications
-        ran = lambda *rows: not any(x in r.skipped for x in rows)   # noqa: E731
+        ran = lambda *rows: not any(x in r.skipped for x in rows)
         counted = float(np.mean([v == COUNTED for v in r.verdicts]))
         lines.append(f"{sc} ({n} replications):")
         lines += [f"  [skipped] {row}: {why.removeprefix('skipped: ')}" for row, why in r.skipped.items()]

@@ -82,7 +82,7 @@ def head_tensors(panel_dir, row: PanelRow) -> tuple[np.ndarray, np.ndarray]:
         tensors = load(read_bytes(root / HEADS_DIR / f"{key}.safetensors", limit=HEAD_BYTES, root=root))
     except SafeIOError as e:
         raise StudyError(str(e)) from None
-    except Exception as e:  # noqa: BLE001 - a malformed head file is bad input, one line
+    except Exception as e:  # a malformed head file is bad input, one line
         raise StudyError(f"{rel} is not a safetensors file ({type(e).__name__})") from None
     H, A = tensors.get("logits"), tensors.get("matrix")
     for name, a, want in (("logits", H, row.logits_sha256), ("matrix", A, row.target_sha256)):
