@@ -20,7 +20,7 @@ import importlib.metadata
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from numeric.search.refine import FULL_ITERS, step_work
 
@@ -63,11 +63,18 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def code_version() -> dict[str, str | bool | None]:
+class CodeInfo(TypedDict):
+    """``code_version``'s answer (None where unknown)."""
+
+    version: str | None
+    commit: str | None
+    dirty: bool | None
+
+
+def code_version() -> CodeInfo:
     """The project version and, when the source is a git checkout, its commit and dirtiness."""
     root = Path(__file__).resolve().parents[2]
-    info: dict[str, str | bool | None] = {"version": package_versions()["softrank-verify"], "commit": None,
-                                          "dirty": None}
+    info: CodeInfo = {"version": package_versions()["softrank-verify"], "commit": None, "dirty": None}
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                                 text=True, timeout=10, check=True).stdout.strip()
