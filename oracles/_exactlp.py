@@ -182,9 +182,9 @@ def solve(c, A_ub=(), b_ub=(), A_eq=(), b_eq=(), free=()) -> LPSolution:
     # Drive zero-level artificials out of the basis where a structural column allows.
     for r in range(m):
         if basis[r] >= N:
-            j = next((j for j in range(N) if tab[r][j] != 0), None)
-            if j is not None:
-                _pivot(tab, cost, basis, r, j)
+            col = next((j for j in range(N) if tab[r][j] != 0), None)
+            if col is not None:
+                _pivot(tab, cost, basis, r, col)
             # else: redundant row; its artificial stays basic at level zero forever.
     # Phase two: reduced costs of the true objective (artificials cost 0, never enter).
     full_cost = std_cost + [fmpq(0)] * m

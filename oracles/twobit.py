@@ -130,7 +130,7 @@ class UpperCandidate:
     characters: tuple
     error: fmpq
     optimal: bool
-    witness: object = field(repr=False)
+    witness: UpperFactors | TrivialUpper = field(repr=False)
 
 
 def walsh_truncation(t: fmpq, s: fmpq, labels: tuple, *, stochastic: bool = False):
@@ -236,15 +236,16 @@ def lp_optimal_reconstruction(A: ExactMatrix, labels: tuple):
     X = _walsh_columns(labels)
     AX = _rows(A @ X)
     C = [[AX[j][c] for j in range(4)] for c in range(len(labels))]
-    R, duals = [], []
+    rows: list[list[fmpq]] = []
+    duals = []
     for i in range(4):
         try:
             r, sol = _min_l1(C, [fmpq(WALSH[c][i]) for c in labels])
         except Infeasible:
             return None
-        R.append(r)
+        rows.append(r)
         duals.append(sol.y_eq)
-    R = ExactMatrix.from_rationals(R)
+    R = ExactMatrix.from_rationals(rows)
     return ReconstructionWitness(R, X, X.T.scale(fmpq(1, 4))), row_l1_norm(R), tuple(duals)
 
 
@@ -378,6 +379,7 @@ def solve_cell(t: fmpq, s: fmpq, eps: fmpq) -> CellResult:
                 chosen = test
                 break
             if test.rank == d and test.passes and not test.verified and test.kind == "reconstruction":
+                assert test.verdict is not None         # a reconstruction witness is always judged
                 problems.append(f"exact tier refuted a passing {test.test} witness: {test.verdict.reason}")
         if chosen is not None:
             break
@@ -411,7 +413,7 @@ class RowStochasticFact:
     p: tuple
     dual: LPSolution
     rank_two_characters: tuple
-    rank_two_error: fmpq
+    rank_two_error: fmpq | None               # None: no row-stochastic rank-two truncation within eps
     rank_two_verdict: Verdict
     rank_two_stochastic: bool
 
@@ -460,7 +462,7 @@ def row_stochastic_fact(t: fmpq = fmpq(3, 4), s: fmpq = fmpq(3, 4), eps: fmpq = 
     value = max(sum((abs(a[i][j] - p[j]) for j in range(4)), _ZERO) for i in range(4))
     if value != lp.value:
         raise AssertionError("row-stochastic LP value does not match its solution")
-    found = None
+    found: tuple[tuple[str, ...], fmpq | None, Verdict, bool] | None = None
     for labels in combinations(WALSH_LABELS, 2):
         if "00" not in labels:
             continue
@@ -493,6 +495,7 @@ class HierarchyFact:
     def frobenius_f2(self):
         """``F_2`` itself when ``F_2^2`` is a rational square, else None."""
         q = self.frobenius.norm
+        assert q is not None                  # the Frobenius test always has its norm
         p, r = fmpz(q.p).sqrtrem(), fmpz(q.q).sqrtrem()
         return fmpq(p[0], r[0]) if p[1] == 0 and r[1] == 0 else None
 
@@ -504,7 +507,7 @@ class HierarchyFact:
                 and not self.frobenius.verified
                 and self.pinv.norm == PAPER_H_PINV_NORM and not self.pinv.passes and not self.pinv.verified
                 and self.lp.norm == PAPER_H_LP_NORM and self.lp.optimal and self.lp.verified
-                and self.lp.verdict.margin == PAPER_H_LP_MARGIN
+                and self.lp.verdict is not None and self.lp.verdict.margin == PAPER_H_LP_MARGIN
                 and c.upper_candidate.rank == 3 and c.upper_candidate.error == PAPER_H_UPPER_ERROR)
 
 
@@ -554,6 +557,7 @@ def export_cells(path, cells: list[CellResult]) -> None:
         if uc.kind == "trivial":
             upper = Claim.of(cell.upper, "trivial")
         else:
+            assert isinstance(uc.witness, UpperFactors)       # every upper side but the trivial one
             P, Q = _to_exact_image(uc.witness.P), _to_exact_image(uc.witness.Q)
             if not check_upper(A, UpperFactors(P, Q), cell.eps, uc.rank).verified:
                 raise ExportRefused(f"cell {name}: the float64 image of the upper witness does not verify")
@@ -647,7 +651,7 @@ def _facts_text(rs: RowStochasticFact, h: HierarchyFact) -> str:
         + f" vs 4 eps^2 = {_fmt(M_ROWS * PAPER_H_EPS ** 2)}: {verdict(h.frobenius)}",
         f"  truncated pseudo-inverse rank 3: ||R|| = {_fmt(h.pinv.norm)}, margin {_fmt(h.pinv.margin)}: "
         f"{verdict(h.pinv)}",
-        f"  LP-optimal reconstruction on span{{{','.join(h.lp.subspace)}}}: ||R|| = {_fmt(h.lp.norm)} "
+        f"  LP-optimal reconstruction on span{{{','.join(h.lp.subspace or ())}}}: ||R|| = {_fmt(h.lp.norm)} "
         f"(optimal, dual certificate), margin {_fmt(h.lp.verdict.margin if h.lp.verdict else None)}: "
         f"{verdict(h.lp)}",
         f"  upper: rank {h.cell.upper_candidate.rank} {h.cell.upper_candidate.kind} error "
@@ -695,11 +699,13 @@ def main(argv=None) -> int:
             check_target(args.export, parent_exists=True)
         if any(given) and not all(given):
             raise MalformedInput("--t, --s and --eps go together")
+        rows: list[tuple[CellResult, int | None]]
+        facts: tuple[RowStochasticFact, HierarchyFact] | None
         if all(given):
             rows = [(solve_cell(_parse(args.t, "t"), _parse(args.s, "s"), _parse(args.eps, "eps")), None)]
             facts = None
         else:
-            rows = paper_cells()
+            rows = list(paper_cells())
             facts = (row_stochastic_fact(), hierarchy_fact())
         if args.export:
             export_cells(args.export, [c for c, _ in rows])

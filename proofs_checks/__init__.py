@@ -9,7 +9,7 @@ import importlib
 
 __all__ = ["all_checks", "CheckResult", "run_check"]
 
-from ._core import REGISTRY, CheckResult, run_check
+from ._core import REGISTRY, CheckResult, _Entry, run_check
 
 #: Modules whose import registers checks, in the order they are reported.
 _MODULES = ("geometry", "grid", "examples", "hilbert", "soundness", "hardcore", "identities")
@@ -19,12 +19,13 @@ _ORDER = ("A.1", "A.2", "A.3", "D.1", "D.3", "E.2", "F.1", "F.2", "E.3", "E.4", 
           "K.2", "K.3")
 
 
-def all_checks():
+def all_checks() -> list[_Entry]:
     """Every registered check, in the paper's appendix order."""
     for mod in _MODULES:
         importlib.import_module(f"{__name__}.{mod}")
     rank = {lab: i for i, lab in enumerate(_ORDER)}
-    seen, out = set(), []
+    seen: set[str] = set()
+    out: list[_Entry] = []
     for e in REGISTRY:
         if e.label not in seen:
             seen.add(e.label)

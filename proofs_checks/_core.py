@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
+from typing import Any, Callable
 
 from flint import arb, ctx, fmpq, fmpq_mat, fmpz
 
@@ -70,7 +70,7 @@ class Recorder:
 class _Entry:
     label: str
     name: str
-    func: Callable[[], CheckResult]
+    func: Callable[[], tuple[Any, ...]]      # (summary, numbers, recorder[, table])
 
 
 REGISTRY: list[_Entry] = []
@@ -149,8 +149,8 @@ def qstr(x) -> str:
 
 
 def _dyadic(a: arb) -> fmpq:
-    mantissa, exponent = a.man_exp()
-    exponent = int(exponent)
+    mantissa, exp = a.man_exp()
+    exponent = int(exp)
     if exponent >= 0:
         return fmpq(mantissa * fmpz(2) ** exponent)
     return fmpq(mantissa, fmpz(2) ** (-exponent))

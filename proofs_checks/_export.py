@@ -63,6 +63,7 @@ def slack_bound(H: np.ndarray, A0: np.ndarray) -> fmpq:
     A0 = np.ascontiguousarray(A0, dtype=np.float64)
     # the exact tier's own vectorised float64 bound (proved error terms) first; arb if it fails
     dev = _float_row_bounds(H, A0)
+    up: fmpq | None
     if np.isfinite(dev).all():
         up = fmpq(*float(dev.max()).as_integer_ratio())
     else:

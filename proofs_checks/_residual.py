@@ -40,22 +40,25 @@ def _weights(M) -> list[list[fmpq]]:
 def _karp(D) -> fmpq:
     """Maximum cycle mean of the complete digraph with weights D (self-loops 0 included)."""
     n = len(D)
-    F = [[None] * n for _ in range(n + 1)]
+    F: list[list[fmpq | None]] = [[None] * n for _ in range(n + 1)]
     F[0][0] = fmpq(0)
     for k in range(1, n + 1):
         for v in range(n):
-            best = None
+            best: fmpq | None = None
             for u in range(n):
-                if F[k - 1][u] is not None:
-                    cand = F[k - 1][u] + D[u][v]
+                prev = F[k - 1][u]
+                if prev is not None:
+                    cand = prev + D[u][v]
                     best = cand if best is None or cand > best else best
             F[k][v] = best
-    lam = None
+    lam: fmpq | None = None
     for v in range(n):
-        if F[n][v] is None:
+        last = F[n][v]
+        if last is None:
             continue
-        worst = min((F[n][v] - F[k][v]) / (n - k) for k in range(n) if F[k][v] is not None)
+        worst = min((last - f) / (n - k) for k in range(n) if (f := F[k][v]) is not None)
         lam = worst if lam is None or worst > lam else lam
+    assert lam is not None              # F[n][0]: every walk of n steps from 0 exists (complete digraph)
     return lam
 
 

@@ -178,13 +178,13 @@ def check_g2():
         m, n, k = rng.choice([(2, 2), (3, 3), (3, 4), (4, 3)]) + (rng.randint(1, 2),)
         A0 = [[_rand_q(rng) for _ in range(n)] for _ in range(m)]
         D = [[_rand_q(rng, -2, 2, 16) for _ in range(n)] for _ in range(m)]
-        A = [[A0[i][j] + D[i][j] for j in range(n)] for i in range(m)]
+        A_rows = [[A0[i][j] + D[i][j] for j in range(n)] for i in range(m)]
         alpha = row1(qmat(D))
         Pf = ExactMatrix.from_rationals([[_rand_q(rng) for _ in range(k)] for _ in range(m)])
         Qf = ExactMatrix.from_rationals([[_rand_q(rng) for _ in range(k)] for _ in range(n)])
         B = (Pf @ Qf.T).to_fmpq_mat()
         e0 = row1(qmat(A0) - B)
-        EA0, EA = ExactMatrix.from_rationals(A0), ExactMatrix.from_rationals(A)
+        EA0, EA = ExactMatrix.from_rationals(A0), ExactMatrix.from_rationals(A_rows)
         w = UpperFactors(Pf, Qf)
         # B is an (eps - alpha)-approximant of A0 with eps = e0 + alpha, hence an eps-approximant of A.
         if check_upper(EA0, w, e0, k).verified:

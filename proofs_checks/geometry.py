@@ -70,6 +70,7 @@ def meb_sq(points) -> fmpq:
                 circ = _dot(_sub(p0, c), _sub(p0, c))
                 if circ == r2:
                     best = r2
+    assert best is not None             # the ball is the circumball of at most dim + 1 of the points
     return best
 
 
@@ -183,6 +184,7 @@ def gauge_construction(rec: Recorder, name, Xs: fmpq_mat, Ys: fmpq_mat, kappa2: 
         if Mfull.det() != 0:
             break
     D = fmpq_mat(k, k, [(T[i, j] if i < R and j < R else fmpq(int(i == j))) for i in range(k) for j in range(k)])
+    assert Mfull is not None            # k - R >= 0 columns: the loop ran
     G = Mfull.inv() * D
     Qg, Kg = Q * G, K * G.inv().transpose()
     rec.sanity(Qg * Kg.transpose() == H, f"{name}: the gauge leaves H unchanged")

@@ -9,9 +9,12 @@ so ``||A - I||_row1 = max_i 2 (1 - A_ii)`` with ``A_ii = 1 / S_i``,
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 from flint import arb, fmpq, fmpq_mat
+
+from exact.cellspec import CellSpec
 
 from ._core import Q, Recorder, centring, qstr, register, workprec
 from ._export import neumann_cell, write_and_verify
@@ -113,7 +116,10 @@ def check_g1():
     """G.1: ``||A - I|| < (1-eps)/2`` (arb), r_eps = n (exported, verified exactly),
     ``kappa(C) = beta r (N-1)^2 / 2`` (exact), ``r_eps / kappa^(r/2)`` bounded."""
     rec = Recorder()
-    cells, tensors, expect, table = [], {}, {}, []
+    cells: list[CellSpec] = []
+    tensors: dict[str, np.ndarray] = {}
+    expect: dict[str, Any] = {}
+    table: list[dict[str, Any]] = []
     neumann_bound = (1 - EPS) / 2
     for r, Ns in GRIDS.items():
         # The bound (N/(N-1))^r (2/(beta r))^(r/2) <= 2^r (2/(beta r))^(r/2) for N >= 2.
@@ -165,7 +171,9 @@ def check_h1():
     """H.1: r = 1 grid: rank C = 1, ``H - C`` is a pure row+column term (so T = C has
     zero residual, tau(C) = 0), and yet ``r_eps = n`` (exported, verified)."""
     rec = Recorder()
-    cells, tensors, expect = [], {}, {}
+    cells: list[CellSpec] = []
+    tensors: dict[str, np.ndarray] = {}
+    expect: dict[str, Any] = {}
     for n in H1_SIZES:
         pts = grid_points(n, 1)
         kap = grid_kappa(pts, BETA)
@@ -204,7 +212,10 @@ def check_i2():
     softmax row of its nearest representative on a grid (rank = representatives used):
     the exact tier verifies [L, U] with U <= 8 beta, not growing with G at fixed beta."""
     rec = Recorder()
-    table, cells, tensors, expect = [], [], {}, {}
+    table: list[dict[str, Any]] = []
+    cells: list[CellSpec] = []
+    tensors: dict[str, np.ndarray] = {}
+    expect: dict[str, Any] = {}
     for rho in BALL_RADII:
         pts = ball_points(rho)
         n = len(pts)
@@ -215,7 +226,7 @@ def check_i2():
         expect[cid] = (n, n)
         table.append({"disc": f"rho={rho} (integer points)", "beta_unit": BETA * rho * rho, "eps": qstr(EPS),
                       "n": n, "id": cid})
-    uppers = {}
+    uppers: dict[int, list[int]] = {}
     for beta, Gs in (I2_FINE_THOROUGH if THOROUGH else I2_FINE).items():
         for cid, n, M, U, cell in disc_bracket_cells(Gs, beta, I2_FINE_EPS, tensors):
             rec.require(U is not None and U <= 8 * beta and U < n,
@@ -253,7 +264,10 @@ def check_i3():
     (a coarse sub-lattice), cells = nearest message, decoder = row selection (contractive,
     nonzero defect), and the exact tier verifies r_eps >= |S| with the softmax slack."""
     rec = Recorder()
-    tensors, cells, expect, table = {}, [], {}, []
+    tensors: dict[str, np.ndarray] = {}
+    cells: list[CellSpec] = []
+    expect: dict[str, Any] = {}
+    table: list[dict[str, Any]] = []
     G, betas = (I3_G_THOROUGH, I3_BETAS_THOROUGH) if THOROUGH else (I3_G, I3_BETAS)
     for cid, n, M, cell in disc_cells(G, betas, EPS, tensors):
         rec.require(M is not None, f"{cid}: no separated subset passes the float test")

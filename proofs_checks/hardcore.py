@@ -31,6 +31,7 @@ from fractions import Fraction
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -179,7 +180,7 @@ def cells_nd(M: int, c: int, r: int) -> np.ndarray:
 
 
 def core_cell(cid: str, core: HardCore, r: int, eps: fmpq, tensors: dict, provenance: dict,
-              lam: fmpq = fmpq(1), H: np.ndarray | None = None) -> dict:
+              lam: fmpq = fmpq(1), H: np.ndarray | None = None) -> CellSpec:
     """A CELL claiming ``r_eps(softmax_row(H)) = M^r`` with the decoded witness R = X D, X, L."""
     H = logits_nd(core, r) if H is None else H
     A0 = float_softmax(H)
@@ -268,7 +269,12 @@ def i4_run(betas: dict, eps: fmpq = I4_EPS, lam: fmpq = fmpq(1), name: str = "I.
     delta = leakage_budget(eps)
     rec.require(eps + 2 * delta < 1, f"eps + 2 delta = {eps + 2 * delta} not < 1")
     rec.require(0 < lam <= 1, f"decoder D = {lam} I is not contractive (row-l1 norm {lam} > 1)")
-    cells, tensors, expect, table, exps, laws = [], {}, {}, [], {}, {}
+    cells: list[CellSpec] = []
+    tensors: dict[str, np.ndarray] = {}
+    expect: dict[str, object] = {}
+    table: list[dict[str, Any]] = []
+    exps: dict[Any, float] = {}
+    laws: dict[int, GrowthLaw] = {}
     for r, bs in betas.items():
         ms = []
         law = laws[r] = prove_growth(rec, r, delta)
@@ -488,7 +494,13 @@ def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, scale_bits=G3_SCALE_BITS, d=G
     rec = Recorder()
     delta = leakage_budget(eps + alpha)
     rec.require(eps + alpha + 2 * delta < 1, f"eps + alpha + 2 delta = {eps + alpha + 2 * delta} not < 1")
-    cells, tensors, expect, table, ms, laws, exps = [], {}, {}, [], {}, {}, {}
+    cells: list[CellSpec] = []
+    tensors: dict[str, np.ndarray] = {}
+    expect: dict[str, object] = {}
+    table: list[dict[str, Any]] = []
+    ms: dict[str, list[int]] = {}
+    laws: dict[int, GrowthLaw] = {}
+    exps: dict[Any, float] = {}
     scale = fmpq(1, 2 ** scale_bits) if scale_bits >= 0 else fmpq(2 ** -scale_bits)
     for r_, d_, bs in instances:
         if r_ not in laws:

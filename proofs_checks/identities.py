@@ -303,7 +303,7 @@ def check_a3():
     rec = Recorder()
     rng = random.Random(303)
     jumps = trials = 0
-    found = {}
+    found: dict[str, int] = {}
     for _ in range(100):
         m, n, c = rng.randint(3, 6), rng.randint(3, 6), rng.randint(1, 3)
         H, C = _a3_instance(rng, m, n, c)

@@ -12,11 +12,13 @@ error: ``certified < brute`` per matrix and rank.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 import random
 
 import numpy as np
 from flint import arb, fmpq, fmpq_mat
 
+from exact.cellspec import CellSpec
 from exact.certificates import FrobeniusTail, ReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
 
@@ -65,7 +67,7 @@ def competitors(A: fmpq_mat):
         if k not in best or e < best[k][0]:
             best[k] = (e, B)
 
-    dirs = list(DIRECTIONS) if n == 2 else []
+    dirs: list[tuple[fmpq, ...]] = list(DIRECTIONS) if n == 2 else []
     dirs += [tuple(r) for r in rows if any(r)]                      # rows of A as directions
     for v in dirs:
         if len(v) != n:
@@ -97,7 +99,8 @@ def witness_pool(A: fmpq_mat):
     """Lower witnesses (witness, claimed rank, name): Frobenius tails and reconstruction forms."""
     m, n = A.nrows(), A.ncols()
     p = min(m, n)
-    pool = [(FrobeniusTail(k), k + 1, f"frobenius k={k}") for k in range(p)]
+    pool: list[tuple[FrobeniusTail | ReconstructionWitness, int, str]] = \
+        [(FrobeniusTail(k), k + 1, f"frobenius k={k}") for k in range(p)]
     if m == n and A.det() != 0:
         inv = A.inv()
         I = ExactMatrix.identity(n)
@@ -215,7 +218,7 @@ def check_k3():
 def _soundness(kind: str):
     rec = Recorder()
     attacks = verified_somewhere = leaky_verified = 0
-    table = []
+    table: list[dict[str, Any]] = []
     for name, A in _matrices():
         EA = ExactMatrix.from_fmpq_mat(A)
         comp = competitors(A)
@@ -280,7 +283,10 @@ def check_i1():
     separated subset with a decoded witness (lower) and the truncated Fourier matrix (upper,
     rank 2F+1), verified by the exact tier; the upper rank stays <= 4 sqrt(beta) as N grows."""
     rec = Recorder()
-    table, cells, tensors, expect = [], [], {}, {}
+    table: list[dict[str, Any]] = []
+    cells: list[CellSpec] = []
+    tensors: dict[str, np.ndarray] = {}
+    expect: dict[str, object] = {}
     for beta in SPHERE_BETAS:
         N = 2
         while circle_gap(N + 1, beta) < (1 - SPHERE_EPS) / 2:
@@ -296,7 +302,7 @@ def check_i1():
         expect[cid] = (N, N)
         table.append({"beta": beta, "N": N, "witnesses": "Neumann R=X=L=I / trivial", "id": cid})
     fine = SPHERE_FINE_THOROUGH if THOROUGH else SPHERE_FINE
-    uppers = {}
+    uppers: dict[int, list[int]] = {}
     for beta, Ns in fine.items():
         for cid, N, M, U, cell in circle_cells(beta, Ns, SPHERE_EPS, tensors):
             rec.require(M is not None and U is not None, f"beta={beta} N={N}: float search found no witness")

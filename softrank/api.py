@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,10 +24,10 @@ from numeric._optional import require
 from numeric.heads.extract import softmax_rows
 from numeric.runtime import stop_scope
 from numeric.search import front
-from numeric.search.effort import effort_budgets
+from numeric.search.effort import Effort, effort_budgets
 from oracles import twobit as tb
-from oracles.twobit import _cell_table
-from proofs_checks import all_checks, run_check
+from oracles.twobit import CellResult, HierarchyFact, RowStochasticFact, _cell_table
+from proofs_checks import CheckResult, all_checks, run_check
 from softrank.attention import Attention
 from softrank.errors import SoftrankError, SoundnessError, UserInputError
 from softrank.inputs import as_matrices, parse_tolerances
@@ -44,24 +45,26 @@ def _progress_class() -> type:
     try:
         importlib.import_module("ipywidgets")
     except ImportError:
-        return importlib.import_module("tqdm.std").tqdm
-    return importlib.import_module("tqdm.auto").tqdm
+        bar: type = importlib.import_module("tqdm.std").tqdm
+        return bar
+    bar = importlib.import_module("tqdm.auto").tqdm
+    return bar
 
 
-def _effort(effort):
+def _effort(effort: str | Effort) -> Effort:
     try:
         return effort_budgets(effort)
     except (ValueError, TypeError) as exc:
         raise UserInputError(str(exc)) from None
 
 
-def _seed(seed) -> int:
+def _seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise UserInputError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
 
 
-def _device(device):
+def _device(device: object) -> str | None:
     """A torch device the descents can use, or None (the command line's default)."""
     if device is None:
         return None
@@ -76,7 +79,7 @@ def _device(device):
     return str(dev)
 
 
-def _targets(A) -> tuple[list, tuple, int]:
+def _targets(A: object) -> tuple[list[front.Target], tuple[int, ...], int]:
     """(``front.Target`` per matrix in C order, batch shape, n) of a matrix, a batch or an ``Attention``."""
     if isinstance(A, Attention):
         m = as_matrices(A.logits, "logits", stochastic=False)
@@ -89,7 +92,7 @@ def _targets(A) -> tuple[list, tuple, int]:
         logits, matrices = None, [np.array(m.array[i]) for i in np.ndindex(m.batch_shape)]   # writable copies
         base = {"input": "softrank.bracket", "input_kind": "matrix"}
         extra = [{} for _ in matrices]
-    targets = []
+    targets: list[front.Target] = []
     for k, idx in enumerate(np.ndindex(m.batch_shape)):
         prefix = "cell" if not idx else f"cell[{','.join(map(str, idx))}]"
         prov = {**base, "softrank": {**m.provenance(), "index": list(idx), **extra[k]}}
@@ -98,8 +101,8 @@ def _targets(A) -> tuple[list, tuple, int]:
     return targets, m.batch_shape, m.array.shape[-1]
 
 
-def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: bool = True, *,
-            device=None, attack: bool = True) -> Brackets:
+def bracket(A: object, eps: object = (0.1, 0.25, 0.5), effort: str | Effort = "default", seed: int = 0,
+            progress: bool = True, *, device: object = None, attack: bool = True) -> Brackets:
     """Verified brackets ``L <= r_eps(A) <= U`` of each matrix of ``A`` at each tolerance.
 
     ``A``: a numpy array or torch tensor (any device) of shape (n, n) or
@@ -122,10 +125,10 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     """
     targets, batch, n = _targets(A)
     eps_items = parse_tolerances(eps)
-    effort, seed, device = _effort(effort), _seed(seed), _device(device)
+    budgets, seed, dev = _effort(effort), _seed(seed), _device(device)
     if not isinstance(progress, bool):
         raise UserInputError(f"progress must be True or False, got {progress!r}")
-    front.announce(PROG, effort, (n, n), len(eps_items), count=len(targets),
+    front.announce(PROG, budgets, (n, n), len(eps_items), count=len(targets),
                    stop="an interrupt (Ctrl-C, the notebook's stop button) aborts and returns nothing")
     bar = _progress_class()(total=2 * len(eps_items) * len(targets), desc=PROG, unit="side", disable=not progress,
                leave=False)
@@ -138,7 +141,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
         # a stop scope of its own: no stop request of an earlier or a concurrent run reaches this one
         with stop_scope(), tempfile.TemporaryDirectory(prefix="softrank-") as tmp:
             try:
-                outputs = front.search_targets(targets, eps_items, effort=effort, seed=seed, device=device,
+                outputs = front.search_targets(targets, eps_items, effort=budgets, seed=seed, device=dev,
                                                attack=attack, on_step=step)
             except ValueError as exc:
                 raise UserInputError(str(exc)) from None
@@ -159,7 +162,7 @@ def bracket(A, eps=(0.1, 0.25, 0.5), effort="default", seed: int = 0, progress: 
     return Brackets._from_own_file(bf, [checked.reports[c.id] for c in bf.cells], data)
 
 
-def verify(path_or_bytes, max_work: int = MAX_WORK) -> Verdicts:
+def verify(path_or_bytes: object, max_work: int = MAX_WORK) -> Verdicts:
     """The exact tier on a bracket file (a path, or the file's bytes): a ``Verdicts`` of every cell.
 
     A refuted side is a verdict, not an exception; a file that cannot be read
@@ -177,8 +180,8 @@ class TwoBit:
     and, for the paper's cells, its two facts; ``ok``: every cell closed and verified, every rank
     the paper's, every fact proved (as ``python -m oracles.twobit`` exits 0)."""
 
-    cells: tuple
-    facts: tuple
+    cells: tuple[tuple[CellResult, int | None], ...]
+    facts: tuple[RowStochasticFact | HierarchyFact, ...]
 
     @property
     def ok(self) -> bool:
@@ -189,7 +192,7 @@ class TwoBit:
         return _cell_table(list(self.cells))
 
 
-def twobit(t=None, s=None, eps=None) -> TwoBit:
+def twobit(t: object = None, s: object = None, eps: object = None) -> TwoBit:
     """The exact two-bit known-answer control (Appendix K.6): the paper's six cells and two facts,
     or with ``t``, ``s``, ``eps`` (rationals, e.g. ``"3/4"``) one cell."""
     given = [v is not None for v in (t, s, eps)]
@@ -208,7 +211,7 @@ def twobit(t=None, s=None, eps=None) -> TwoBit:
 class Proofs:
     """The appendix checks run (``proofs_checks.CheckResult``, paper order); ``ok``: all passed."""
 
-    results: tuple
+    results: tuple[CheckResult, ...]
 
     @property
     def ok(self) -> bool:
@@ -219,7 +222,7 @@ class Proofs:
                          for r in self.results)
 
 
-def proofs(only=None) -> Proofs:
+def proofs(only: str | Iterable[str] | None = None) -> Proofs:
     """The paper's appendix constructions as exact checks (``python -m proofs_checks``); ``only``:
     a label or labels such as ``"G.1"``."""
     entries = all_checks()

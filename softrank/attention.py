@@ -18,12 +18,14 @@ training flag is restored afterwards.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from numeric.heads.blocks import ExtractionError
-from numeric.heads.extract import extract_heads
+from numeric.heads.extract import HeadCapture, extract_heads
 from numeric.heads.models import ModelInputError, wrap_model
 from numeric.heads.sources import ImageSource, SourceError, TextSource
 from numeric.runtime import pinned_threads
@@ -46,11 +48,11 @@ class Attention:
     probabilities, provenance); ``softrank.bracket(att)`` brackets every head.
     """
 
-    layers: tuple
-    heads: tuple
+    layers: tuple[int, ...]
+    heads: tuple[int, ...]
     matrices: np.ndarray
     logits: np.ndarray
-    captures: tuple
+    captures: tuple[HeadCapture, ...]
     model: str
     family: str
     kind: str
@@ -66,7 +68,7 @@ class Attention:
                 f"layers={list(self.layers)}, heads={list(self.heads)}, shape={tuple(self.matrices.shape)})")
 
 
-def _select(value, count: int, what: str) -> tuple:
+def _select(value: int | Iterable[int] | None, count: int, what: str) -> tuple[int, ...]:
     if value is None:
         return tuple(range(count))
     items = [value] if isinstance(value, (int, np.integer)) else list(value)
@@ -80,14 +82,14 @@ def _select(value, count: int, what: str) -> tuple:
     return tuple(int(v) for v in items)
 
 
-def _eager(model) -> None:
+def _eager(model: object) -> None:
     impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
     if impl not in (None, "eager"):
         raise UserInputError(f"{type(model).__name__} runs attn_implementation={impl!r}, which returns no attention "
                              f"matrices to capture: {EAGER_HINT}")
 
 
-def _ids(x) -> tuple:
+def _ids(x: Any) -> tuple[int, ...]:
     a = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if a.ndim == 2 and a.shape[0] == 1:
         a = a[0]
@@ -97,7 +99,7 @@ def _ids(x) -> tuple:
     return tuple(int(v) for v in a)
 
 
-def _text_source(tokenizer_or_inputs, text_or_ids) -> TextSource:
+def _text_source(tokenizer_or_inputs: Any, text_or_ids: Any) -> TextSource:
     inputs = tokenizer_or_inputs
     if hasattr(inputs, "keys") and "input_ids" in inputs:
         if text_or_ids is not None:
@@ -117,7 +119,7 @@ def _text_source(tokenizer_or_inputs, text_or_ids) -> TextSource:
     return TextSource(f"ids:sha256={digest[:16]}", ids, (0, len(ids)), digest)
 
 
-def _image_source(processor_or_inputs, image) -> ImageSource:
+def _image_source(processor_or_inputs: Any, image: Any) -> ImageSource:
     inputs = processor_or_inputs
     if hasattr(inputs, "keys") and "pixel_values" in inputs:
         if image is not None:
@@ -139,7 +141,8 @@ def _image_source(processor_or_inputs, image) -> ImageSource:
     return ImageSource(f"pixels:sha256={digest[:16]}", px, f"in-memory pixels sha256={digest}")
 
 
-def attention(model, tokenizer_or_inputs=None, text_or_ids=None, layers=None, heads=None, *,
+def attention(model: Any, tokenizer_or_inputs: Any = None, text_or_ids: Any = None,
+              layers: int | Iterable[int] | None = None, heads: int | Iterable[int] | None = None, *,
               native: bool = False) -> Attention:
     """Capture heads of ``model`` on one input, as the panel does.
 
@@ -162,8 +165,10 @@ def attention(model, tokenizer_or_inputs=None, text_or_ids=None, layers=None, he
         loaded = wrap_model(model, processor, name=str(name))
         layer_ids = _select(layers, loaded.num_layers, "layers")
         head_ids = _select(heads, loaded.num_heads, "heads")
+        source: TextSource | ImageSource
+        kw: dict[str, Any] = {}
         if loaded.family == "vit":
-            source, kw = _image_source(tokenizer_or_inputs, text_or_ids), {}
+            source = _image_source(tokenizer_or_inputs, text_or_ids)
             if native:
                 raise UserInputError("native=True is for decoders; a vision model gives its full attention matrix")
         else:
@@ -171,7 +176,8 @@ def attention(model, tokenizer_or_inputs=None, text_or_ids=None, layers=None, he
             n = len(source.input_ids)
             if loaded.family == "decoder" and n < 2:
                 raise UserInputError(f"a decoder's block needs at least 2 tokens, got {n}")
-            kw = {"prefix": n // 2, "block": n // 2} if loaded.family == "decoder" else {}
+            if loaded.family == "decoder":
+                kw = {"prefix": n // 2, "block": n // 2}
         # one thread, as the panel's workers: the forward pass (and so the matrix) does not depend on the
         # thread state the process happens to be in
         with pinned_threads():

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -52,17 +53,17 @@ class Matrices:
     row_tol: float
 
     @property
-    def batch_shape(self) -> tuple:
+    def batch_shape(self) -> tuple[int, ...]:
         return tuple(self.array.shape[:-2])
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         """What the cells record about the input's conversion."""
         exact = "float64 as given" if self.dtype == "float64" else f"{self.dtype} -> float64, exact"
         return {"input_dtype": self.dtype, "input_device": self.device, "conversion": exact,
                 "row_sum_tol": self.row_tol, "batch_shape": list(self.batch_shape)}
 
 
-def _from_torch(A, what: str) -> tuple[np.ndarray, str, str]:
+def _from_torch(A: Any, what: str) -> tuple[np.ndarray, str, str]:
     torch = require("torch")
 
     if A.requires_grad:
@@ -80,7 +81,7 @@ def _from_torch(A, what: str) -> tuple[np.ndarray, str, str]:
         raise UserInputError(f"{what} cannot be read as a dense tensor: {str(exc).splitlines()[0][:100]}") from None
 
 
-def _from_numpy(A, what: str) -> tuple[np.ndarray, str, str]:
+def _from_numpy(A: object, what: str) -> tuple[np.ndarray, str, str]:
     try:
         a = np.asarray(A)
     except (TypeError, ValueError) as exc:
@@ -93,7 +94,7 @@ def _from_numpy(A, what: str) -> tuple[np.ndarray, str, str]:
     return a.astype(np.float64), name, "cpu"
 
 
-def as_matrices(A, what: str = "A", stochastic: bool = True) -> Matrices:
+def as_matrices(A: object, what: str = "A", stochastic: bool = True) -> Matrices:
     """``A`` as checked float64 matrices; ``UserInputError`` with one line otherwise.
 
     >>> as_matrices(np.full((2, 3, 3), 1 / 3, dtype=np.float32)).batch_shape
@@ -128,7 +129,7 @@ def as_matrices(A, what: str = "A", stochastic: bool = True) -> Matrices:
     return Matrices(a, dtype, device, tol)
 
 
-def parse_tolerances(eps) -> tuple:
+def parse_tolerances(eps: object) -> tuple[object, ...]:
     """The tolerances as given (one or a sequence), each a rational in (0, 1], none repeated.
 
     >>> parse_tolerances(0.25), parse_tolerances(("0.1", Fraction(1, 2)))
@@ -139,7 +140,7 @@ def parse_tolerances(eps) -> tuple:
     items = tuple(eps) if isinstance(eps, (list, tuple)) else (eps,)
     if not items:
         raise UserInputError("no tolerances given")
-    values = []
+    values: list[Fraction] = []
     for e in items:
         try:
             values.append(parse_eps(e))
@@ -150,7 +151,7 @@ def parse_tolerances(eps) -> tuple:
     return items
 
 
-def _eps_message(e, message: str) -> str:
+def _eps_message(e: object, message: str) -> str:
     """``parse_eps``'s message, with the reason for the range when eps is 1 < eps < 2."""
     try:
         q = Fraction(str(e))

@@ -17,9 +17,13 @@ import math
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
+
+from flint import fmpq
 
 import numpy as np
 
@@ -34,7 +38,7 @@ from softrank.errors import SoundnessError, UserInputError
 __all__ = ["Bracket", "Verdicts", "Brackets", "read_verified"]
 
 
-def _fraction(q) -> Fraction | None:
+def _fraction(q: fmpq | None) -> Fraction | None:
     """An exact ``flint.fmpq`` as a ``Fraction`` (None stays None)."""
     return None if q is None else Fraction(int(q.p), int(q.q))
 
@@ -78,7 +82,7 @@ class Bracket:
     upper_reason: str = ""
     slack: Fraction | None = None
     target: str = ""
-    shape: tuple = ()
+    shape: tuple[int, ...] = ()
     capped: bool = False
     #: which matrix of a batch: "LAYER.HEAD" for a captured head, else its index, e.g. "[0,3]"; "" for one matrix
     head: str = ""
@@ -94,7 +98,7 @@ class Bracket:
         return self.verified and self.lower == self.upper
 
     @classmethod
-    def from_report(cls, r: CellReport, target: str, provenance: dict) -> "Bracket":
+    def from_report(cls, r: CellReport, target: str, provenance: Mapping[str, Any] | None) -> "Bracket":
         search = provenance.get("search") if isinstance(provenance, dict) else None
         capped = bool(search.get("capped")) if isinstance(search, dict) else False
         return cls(r.id, Fraction(int(r.eps.p), int(r.eps.q)), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
@@ -103,7 +107,7 @@ class Bracket:
                    _head_label(provenance))
 
 
-def _head_label(provenance) -> str:
+def _head_label(provenance: Mapping[str, Any] | None) -> str:
     """``LAYER.HEAD`` of a captured head, ``[i,j]`` of a batch member, "" otherwise (from the cell's
     ``softrank`` provenance: a label for people, never a claim)."""
     own = provenance.get("softrank") if isinstance(provenance, dict) else None
@@ -119,13 +123,13 @@ def _head_label(provenance) -> str:
 
 
 # ------------------------------------------------------------------ tables
-def _rows(cells, labels, verdicts: bool) -> tuple[list, list]:
+def _rows(cells: Sequence[Bracket], labels: list[str] | None, verdicts: bool) -> tuple[list[str], list[list[str]]]:
     """Header and rows of a table: [head,] [cell,] eps, L, U, closed, certificates and margins[, slack][, verdict]."""
     slack = any(c.slack is not None for c in cells)
     head = (["head"] if labels else []) + (["cell"] if verdicts else []) + [
         "eps", "L", "U", "closed", "lower certificate", "lower margin", "upper certificate", "upper margin"] + (
         ["slack"] if slack else []) + (["exact tier"] if verdicts else [])
-    rows = []
+    rows: list[list[str]] = []
     for i, c in enumerate(cells):
         why = "; ".join(x for x in (c.lower_reason, c.upper_reason) if x)
         rows.append(([labels[i]] if labels else []) + ([c.id] if verdicts else []) + [
@@ -136,19 +140,23 @@ def _rows(cells, labels, verdicts: bool) -> tuple[list, list]:
     return head, rows
 
 
-def _text(title: str, head: list, rows: list) -> str:
+#: A table: (title, header, rows of cells as text).
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def _text(title: str, head: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
+    line: Callable[[list[str]], str] = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
     return "\n".join([title, line(head)] + [line(r) for r in rows])
 
 
-def _markdown(title: str, head: list, rows: list) -> str:
-    esc = lambda x: x.replace("|", "\\|")
+def _markdown(title: str, head: list[str], rows: list[list[str]]) -> str:
+    esc: Callable[[str], str] = lambda x: x.replace("|", "\\|")
     out = [f"**{esc(title)}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(out + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
 
 
-def _html(title: str, head: list, rows: list) -> str:
+def _html(title: str, head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in rows)
     return (f"<p><b>{html.escape(title)}</b></p><table><thead><tr>{th}</tr></thead>"
@@ -159,7 +167,7 @@ def _html(title: str, head: list, rows: list) -> str:
 class _Rendered:
     """``table()`` for people and the Jupyter renderings, all from one ``_table()``: (title, head, rows)."""
 
-    def _table(self) -> tuple:
+    def _table(self) -> Table:
         raise NotImplementedError
 
     def table(self) -> str:
@@ -178,7 +186,7 @@ class Verdicts(_Rendered):
     """The exact tier's verdict on every cell of one bracket file (``softrank.verify``)."""
 
     source: str
-    cells: tuple
+    cells: tuple[Bracket, ...]
 
     @property
     def all_verified(self) -> bool:
@@ -188,13 +196,13 @@ class Verdicts(_Rendered):
     def __len__(self) -> int:
         return len(self.cells)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Bracket]:
         return iter(self.cells)
 
-    def __getitem__(self, i) -> Bracket:
+    def __getitem__(self, i: int) -> Bracket:
         return self.cells[i]
 
-    def _table(self):
+    def _table(self) -> Table:
         ok = sum(c.verified for c in self.cells)
         title = f"{self.source}: {ok}/{len(self.cells)} cells verified on both sides by the exact tier"
         return (title, *_rows(self.cells, None, verdicts=True))
@@ -239,7 +247,7 @@ def _read_source(path: Path) -> bytes:
         os.close(fd)
 
 
-def _judged(source, max_work: int) -> tuple[BracketFile, list, bytes, str]:
+def _judged(source: object, max_work: int) -> tuple[BracketFile, list[CellReport], bytes, str]:
     """(file, exact reports, file bytes, name) of a path or the bytes of a bracket file.
 
     A path is read once; the exact tier then judges a private copy of exactly those bytes (the bytes
@@ -268,12 +276,12 @@ def _judged(source, max_work: int) -> tuple[BracketFile, list, bytes, str]:
     return bf, reports, data, name
 
 
-def _bracket_cells(bf: BracketFile, reports: list) -> tuple:
+def _bracket_cells(bf: BracketFile, reports: list[CellReport]) -> tuple[Bracket, ...]:
     return tuple(Bracket.from_report(r, bf.cells[r.index].target.matrix, bf.cells[r.index].provenance)
                  for r in reports)
 
 
-def read_verified(source, max_work: int = MAX_WORK) -> Verdicts:
+def read_verified(source: object, max_work: int = MAX_WORK) -> Verdicts:
     """The exact tier's ``Verdicts`` on a bracket file given by path or bytes."""
     bf, reports, _, name = _judged(source, max_work)
     return Verdicts(name, _bracket_cells(bf, reports))
@@ -284,7 +292,7 @@ def read_verified(source, max_work: int = MAX_WORK) -> Verdicts:
 MAX_BATCH_DIMS = 32
 
 
-def _batch_shape(recorded, name: str) -> tuple | None:
+def _batch_shape(recorded: object, name: str) -> tuple[int, ...] | None:
     """The batch shape ``softrank.bracket`` recorded in a cell's provenance (a list of positive
     integers), ``()`` when none is recorded, None without a ``softrank`` record. Provenance is not
     checked by the exact tier: anything else is a ``UserInputError``."""
@@ -300,13 +308,14 @@ def _batch_shape(recorded, name: str) -> tuple | None:
     return tuple(shape)
 
 
-def _layout(recorded: list, cells: tuple, name: str) -> tuple[tuple, tuple, tuple]:
+def _layout(recorded: list[Any], cells: tuple[Bracket, ...],
+            name: str) -> tuple[tuple[Fraction, ...], tuple[int, ...], tuple[Bracket, ...]]:
     """(eps, batch shape, cells in batch-major, eps-minor order) of a verified file.
 
     Cells are grouped by target matrix, in file order; every target must carry the
     same tolerances in the same order. The batch shape is the one ``softrank.bracket``
     recorded in the provenance, else (k,) for k targets, () for one."""
-    groups: dict = {}
+    groups: dict[str, list[Bracket]] = {}
     for c in cells:
         groups.setdefault(c.target, []).append(c)
     eps_lists = {tuple(c.eps for c in g) for g in groups.values()}
@@ -335,15 +344,15 @@ class Brackets(_Rendered):
     Two ``Brackets`` are equal when their tolerances, shape and cells are.
     """
 
-    eps: tuple
-    batch_shape: tuple
-    cells: tuple
-    provenance: dict = field(default_factory=dict, compare=False, repr=False)
+    eps: tuple[Fraction, ...]
+    batch_shape: tuple[int, ...]
+    cells: tuple[Bracket, ...]
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     file: bytes = field(default=b"", compare=False, repr=False)
 
     # -------------------------------------------------------------- reading
     @classmethod
-    def load(cls, source, max_work: int = MAX_WORK) -> "Brackets":
+    def load(cls, source: object, max_work: int = MAX_WORK) -> "Brackets":
         """Re-verify a bracket file (path or bytes) and return its brackets; ``UserInputError`` when
         it is malformed or the exact tier refutes a side (``softrank.verify`` shows every verdict)."""
         bf, reports, data, name = _judged(source, max_work)
@@ -355,7 +364,7 @@ class Brackets(_Rendered):
         return cls._build(bf, cells, data, name)
 
     @classmethod
-    def _from_own_file(cls, bf: BracketFile, reports: list, data: bytes) -> "Brackets":
+    def _from_own_file(cls, bf: BracketFile, reports: list[CellReport], data: bytes) -> "Brackets":
         """The brackets of a file ``softrank.bracket`` has just written: a refuted side is a soundness bug."""
         cells = _bracket_cells(bf, reports)
         for c in cells:
@@ -365,15 +374,15 @@ class Brackets(_Rendered):
         return cls._build(bf, cells, data, "<bracket file>")
 
     @classmethod
-    def _build(cls, bf: BracketFile, cells: tuple, data: bytes, name: str) -> "Brackets":
+    def _build(cls, bf: BracketFile, cells: tuple[Bracket, ...], data: bytes, name: str) -> "Brackets":
         recorded = [c.provenance.get("softrank") for c in bf.cells]
         eps, shape, ordered = _layout(recorded, cells, name)
         first = bf.cells[0].provenance
         return cls(eps, shape, ordered, dict(first), data)
 
     # -------------------------------------------------------------- arrays
-    def _array(self, attr: str, dtype=object) -> np.ndarray:
-        a = np.empty(len(self.cells), dtype=dtype)
+    def _array(self, attr: str, dtype: type = object) -> np.ndarray:
+        a: np.ndarray = np.empty(len(self.cells), dtype=dtype)
         a[:] = [getattr(c, attr) for c in self.cells] if dtype is object else \
             np.array([getattr(c, attr) for c in self.cells], dtype=dtype)
         a = a.reshape(self.batch_shape + (len(self.eps),))
@@ -412,7 +421,7 @@ class Brackets(_Rendered):
     def upper_margin(self) -> np.ndarray:
         return self._array("upper_margin")
 
-    def cell(self, eps, index=()) -> Bracket:
+    def cell(self, eps: object, index: int | Sequence[int] = ()) -> Bracket:
         """The ``Bracket`` at tolerance ``eps`` (as given or exact) of the matrix at ``index``.
 
         ``index`` is an int or a tuple into ``batch_shape`` (``()`` for one matrix)."""
@@ -421,32 +430,31 @@ class Brackets(_Rendered):
         except (ValueError, TypeError):
             raise UserInputError(f"no cell at eps {eps!r} (tolerances: "
                                  f"{', '.join(_eps_text(e) for e in self.eps)})") from None
-        index = (index,) if isinstance(index, (int, np.integer)) else tuple(index)
-        if len(index) != len(self.batch_shape) or not all(0 <= i < d for i, d in zip(index, self.batch_shape)):
-            raise UserInputError(f"index {index} is outside the batch shape {self.batch_shape}")
-        flat = int(np.ravel_multi_index(index, self.batch_shape)) if self.batch_shape else 0
+        at = (index,) if isinstance(index, (int, np.integer)) else tuple(index)
+        if len(at) != len(self.batch_shape) or not all(0 <= i < d for i, d in zip(at, self.batch_shape)):
+            raise UserInputError(f"index {at} is outside the batch shape {self.batch_shape}")
+        flat = int(np.ravel_multi_index(at, self.batch_shape)) if self.batch_shape else 0
         return self.cells[flat * len(self.eps) + k]
 
     # -------------------------------------------------------------- output
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the standard bracket file (``python -m exact verify`` and ``Brackets.load`` read it).
 
         Written through ``fileio.safeio.write_bytes``: atomically (a new file renamed over the target),
         never through a link, and a target that is a link, a FIFO, a device or a directory is refused with
         ``UserInputError`` (a FIFO without blocking). Missing directories are created."""
-        path = Path(path)
         try:
-            return write_bytes(path, self.file)
+            return write_bytes(Path(path), self.file)
         except SafeIOError as exc:
             raise UserInputError(str(exc)) from None
 
-    def _labels(self):
+    def _labels(self) -> list[str] | None:
         if not self.batch_shape:
             return None
         return [c.head or "[" + ",".join(str(int(x)) for x in np.unravel_index(i // len(self.eps), self.batch_shape))
                 + "]" for i, c in enumerate(self.cells)]
 
-    def _table(self):
+    def _table(self) -> Table:
         s = self.provenance.get("search", {}) if isinstance(self.provenance.get("search"), dict) else {}
         src = self.provenance.get("softrank", {}) if isinstance(self.provenance.get("softrank"), dict) else {}
         what = "1 matrix" if not self.batch_shape else f"{int(np.prod(self.batch_shape))} matrices {self.batch_shape}"

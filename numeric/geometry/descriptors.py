@@ -196,6 +196,7 @@ def _size_problem(C: np.ndarray, dd: float, out: dict) -> _SizeProblem:
 
 def _certify_cell(out: dict, q: QResidual, Cx, idx, size: _SizeProblem) -> None:
     """The rigorous columns of q, tau0 and kappa(C) (numeric.geometry.bounds)."""
+    assert q.lower is not None and q.upper is not None      # certified: exact endpoints
     out["q_residual_lower_cert"] = float_down(q.lower)
     out["q_residual_upper_cert"] = float_up(q.upper)
     lo, hi = tau_enclosure(q.lower, q.upper)
@@ -235,5 +236,6 @@ def _family_member(out: dict, r: int, C: np.ndarray, Cx, size: _SizeProblem) -> 
     out[f"{key}_tau"] = tau_of_q(qr.value)
     out[f"{key}_shape"] = 0.5 * r * math.log1p(kbr.upper)
     if certify:
+        assert qr.lower is not None and qr.upper is not None
         out[f"{key}_tau_cert"] = float_up(tau_enclosure(qr.lower, qr.upper)[1])
         out[f"{key}_kappa_cert"] = float_up(kappa_upper(Xr, Yr, kbr, arb(0)))

@@ -112,7 +112,7 @@ def _polish(K: np.ndarray, dg: np.ndarray, lam: np.ndarray):
     m = K.shape[0]
     tau = MEB_REG * max(float(dg.max()), TINY)
     best = None
-    S = list(np.flatnonzero(lam > 0))
+    S: list = list(np.flatnonzero(lam > 0))        # support indices: numpy's, then appended Python ints
     for _ in range(MEB_POLISH_STEPS):
         Kl, lKl, d2 = _stats(K, dg, lam)
         R2 = float(d2.max())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from flint import fmpq
@@ -43,7 +44,7 @@ def _pair_max(M: np.ndarray, want_arg: bool = False):
     rows = np.arange(n)
     for j in range(n):
         diff = MT[j][None, :] - MT
-        if want_arg:
+        if arg is not None:         # want_arg
             a = diff.argmax(axis=1)
             arg[j] = a
             D[j] = diff[rows, a]
@@ -55,7 +56,7 @@ def _pair_max(M: np.ndarray, want_arg: bool = False):
 def _best_cycle(D: np.ndarray, walk: list) -> list:
     """The closed sub-walk of ``walk`` with the largest mean weight of D."""
     best_cycle, best_mean = [walk[0]], -math.inf
-    last = {}
+    last: dict[Any, int] = {}
     for t, u in enumerate(walk):
         if u in last:
             cyc = walk[last[u] : t]

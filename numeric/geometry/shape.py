@@ -9,6 +9,7 @@ certificates.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 __all__ = ["SVD_RANKS", "shape_score", "intrinsic_profile_score"]
 
@@ -38,7 +39,8 @@ def shape_score(kappa: float, tau: float, eps: float, r: int) -> float:
 def _number(row: dict, key: str) -> float:
     """``float(row[key])``, or NaN when missing or unparsable (CSV rows hold strings)."""
     try:
-        return float(row.get(key))
+        value: Any = row.get(key)
+        return float(value)
     except (TypeError, ValueError):
         return math.nan
 

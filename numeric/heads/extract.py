@@ -34,6 +34,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,10 +127,10 @@ def hf_tolerance(q: np.ndarray, k: np.ndarray, scale: float, unit_roundoff: floa
 
 @dataclass
 class _Call:
-    module: object
-    query: object   # torch [batch, head, token, dim]
-    key: object     # torch [batch, kv_head, token, dim]
-    mask: object    # torch additive mask or None
+    module: Any     # the model's attention module (torch is loaded lazily: Any to the checker)
+    query: Any      # torch [batch, head, token, dim]
+    key: Any        # torch [batch, kv_head, token, dim]
+    mask: Any       # torch additive mask or None
     scaling: float
 
 
@@ -141,7 +142,7 @@ def capture_attention(model):
     are restored on exit.
     """
     calls: list[_Call] = []
-    modules = {}
+    modules: dict[str, Any] = {}       # the modules whose eager attention function is swapped
     for sub in model.modules():
         mod = sys.modules.get(type(sub).__module__)
         if mod is not None and hasattr(mod, "eager_attention_forward"):

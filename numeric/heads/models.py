@@ -25,6 +25,7 @@ import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from exact.errors import UserInputError
 from numeric._optional import require
@@ -58,8 +59,8 @@ class ModelInputError(UserInputError):
 class LoadedModel:
     """A model ready for extraction, with what provenance needs."""
 
-    model: object                 # transformers PreTrainedModel, eval mode
-    processor: object | None      # tokenizer (text) or None (vision)
+    model: Any                    # transformers PreTrainedModel, eval mode (loaded lazily: Any to the checker)
+    processor: Any                # tokenizer (text) or None (vision)
     family: str                   # "encoder" | "decoder" | "vit"
     name: str                     # preset name or directory name
     path: str                     # directory it came from ("" when in memory)

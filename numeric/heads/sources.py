@@ -176,7 +176,9 @@ def image_source(index: int, size: int, channels: int = 3, *, image_dir=None,
 
     try:
         with Image.open(files[index]) as im:
-            arr = np.asarray(im.convert("RGB").resize((size, size), Image.BICUBIC), dtype=np.float32) / 255.0
+            # Image.BICUBIC: kept by Pillow's runtime for pillow>=9 (Resampling is 9.1+), absent from its stubs
+            bicubic = Image.BICUBIC  # type: ignore[attr-defined]
+            arr: np.ndarray = np.asarray(im.convert("RGB").resize((size, size), bicubic), dtype=np.float32) / 255.0
     except Exception as e:  # any decoder failure is bad input
         raise SourceError(f"cannot read image {files[index]}: {e}") from None
     arr = (arr - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)

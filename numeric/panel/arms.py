@@ -38,6 +38,7 @@ import contextlib
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -48,6 +49,7 @@ from numeric.heads.models import load_model, PRESETS, preset_path, weights_sha25
 from numeric.heads.sources import MAX_SOURCES, SourceError
 from numeric.panel import cli
 from numeric.panel.report_geometry import spearman
+from numeric.panel.schema import PanelRow
 from numeric.panel.table import read_rows, atomic_write
 from numeric.runtime import pinned_threads
 from fileio.safeio import escape
@@ -94,7 +96,7 @@ def _eps_key(e) -> str:
     return str(Fraction(e))
 
 
-def _verified(r: dict) -> bool:
+def _verified(r: PanelRow) -> bool:
     return r.status == "ok" and bool(r.verified)
 
 
@@ -110,7 +112,8 @@ def _median(v: list) -> float:
     return float(s[m]) if len(s) % 2 else (s[m - 1] + s[m]) / 2
 
 
-def compare_arms(rows_a: list, rows_b: list, cells: list, eps: list) -> list[ArmComparison]:
+def compare_arms(rows_a: list[PanelRow], rows_b: list[PanelRow], cells: list[tuple[int, int, str]],
+                 eps: Sequence[object]) -> list[ArmComparison]:
     """The paired comparison per tolerance over the requested ``cells`` ((layer, head, source id) triples).
 
     ``rows_a``/``rows_b``: the panel rows of the two arms (``numeric.panel.table.read_rows``).

@@ -137,7 +137,7 @@ def _read_run(out: Path, errors: list) -> PanelRun | None:
 def _records(out: Path, run: PanelRun | None, errors: list) -> list[tuple[str, PanelRow]]:
     """All rows of the records whose identity is the run's, each with its record's key; the others are errors."""
     identity = run.identity if run is not None else None
-    rows = []
+    rows: list[tuple[str, PanelRow]] = []
     try:
         names = list_dir(out / CELLS_DIR, root=out, suffix=".json")
     except SafeIOError as e:
@@ -165,9 +165,10 @@ def _records(out: Path, run: PanelRun | None, errors: list) -> list[tuple[str, P
     return rows
 
 
-def _snapshots(out: Path, snapdir: str, errors: list) -> tuple[dict, dict]:
+def _snapshots(out: Path, snapdir: str, errors: list) -> tuple[dict[str, str], dict[str, str | None]]:
     """({file: snapshot path}, {file: sha256}) of every bracket file; an unreadable one is an error result."""
-    paths, digests = {}, {}
+    paths: dict[str, str] = {}
+    digests: dict[str, str | None] = {}
     try:
         names = list_dir(out / BRACKETS_DIR, root=out, suffix=".safetensors")
     except SafeIOError as e:
@@ -212,7 +213,9 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
         for p, result in verify_files(todo, workers).items():
             f = Path(p).relative_to(out).as_posix()
             results[f] = result
-            vcache.store(out, digests[f], result)     # a refused target (a link, a FIFO) is SafeIOError: exit 2
+            digest = digests[f]
+            assert digest is not None       # an unreadable file has its error result already
+            vcache.store(out, digest, result)     # a refused target (a link, a FIFO) is SafeIOError: exit 2
         second = _independent(results, paths, workers) if independent else None
     return results, from_records, second
 
@@ -432,7 +435,7 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
     ``independent``: also re-derive every bracket with the second checker and list each disagreement
     with the exact pass as an error."""
     out = Path(out)
-    errors = []
+    errors: list[str] = []
     run = _read_run(out, errors)
     rows = _records(out, run, errors)
     verdicts, from_records, second = _exact_pass(out, workers, reverify, errors, independent)

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from exact.cellspec import CellSpec
 import numpy as np
@@ -264,7 +265,7 @@ def run_cell(task: CellTask) -> list[PanelRow]:
     if status != "ok":
         out = Path(task.out)
         _save_head(out / "heads" / f"{task.key}.safetensors", cap, out, task.image_dir, task.model)
-        rows, search = [PanelRow(**base, eps=e, status=status) for e in task.eps], {}
+        rows, search = [PanelRow(**base, eps=e, status=status) for e in task.eps], dict[str, Any]()
     else:
         rows, search = _search_rows(task, lm, cap, base, seed)
     write_record(task.out, task.key, {"schema": ROW_SCHEMA, "signature": task.signature(),

@@ -75,8 +75,9 @@ def _head_weights(attn, head: int, kv_head: int, d: int) -> tuple[np.ndarray, np
 
 def weight_columns(wq: np.ndarray, wk: np.ndarray) -> dict:
     """Spectra of ``W_Q``, ``W_K`` and ``W_Q W_K^T`` (through the R factors: same singular values)."""
-    rq = np.linalg.qr(wq, mode="r")
-    rk = np.linalg.qr(wk, mode="r")
+    # mode "r" returns the R factor alone; numpy's stubs declare the (Q, R) result of every mode
+    rq: np.ndarray = np.linalg.qr(wq, mode="r")  # type: ignore[assignment]
+    rk: np.ndarray = np.linalg.qr(wk, mode="r")  # type: ignore[assignment]
     out = {}
     for name, m in (("wq", rq), ("wk", rk), ("wqk", rq @ rk.T)):
         out.update(_spectrum(f"b1_{name}", np.linalg.svd(m, compute_uv=False)))

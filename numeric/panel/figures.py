@@ -12,6 +12,7 @@ from pathlib import Path
 
 from matplotlib.ticker import LogFormatter, LogLocator
 
+from numeric.panel.schema import PanelRow
 from numeric.runtime import pyplot
 from fileio.safeio import make_dirs, write_bytes
 
@@ -141,7 +142,7 @@ def _u_over_n(plt, rows, eps_values, colours, path, root):
     return _save(fig, path, root)
 
 
-def plot_all(rows: list[dict], figdir: Path, root=None) -> dict:
+def plot_all(rows: list[PanelRow], figdir: Path, root=None) -> dict:
     """Write the four figures of ``rows`` into ``figdir``; ``{name: path}``. ``root``: no symbolic link is
     followed between it (default ``figdir``'s parent) and a figure (``fileio.safeio``)."""
     plt = pyplot()

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from exact.errors import ExitCode, OneLineParser, UserInputError
 import crosscheck
@@ -89,7 +90,8 @@ class Report:
 
 
 def _shown(r: PanelRow) -> PanelRow:
-    return replace(r, **{k: md(r.column(k)) for k in LABELS if isinstance(r.column(k), str)})
+    shown: dict[str, Any] = {k: md(r.column(k)) for k in LABELS if isinstance(r.column(k), str)}
+    return replace(r, **shown)
 
 
 def _fmt(x, digits=2) -> str:
@@ -337,7 +339,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     s = summarise(checked.rows)
     errors = list(checked.errors) + integrity_errors(s)
     checks = check_panel_heads(out, checked, tolerance) if check else None
-    errors += [e for c in checks or [] if (e := c.error()) is not None]
+    errors += [err for c in checks or [] if (err := c.error()) is not None]
     shown = dict(s, verified_rows=[_shown(r) for r in s["verified_rows"]],
                  unverified=[_shown(r) for r in s["unverified"]], capped=[_shown(r) for r in s["capped"]],
                  dropped=[_shown(r) for r in s["dropped"]])
@@ -414,8 +416,8 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {escape(args.dir)}: out of memory reading the panel directory", file=sys.stderr)
         return ExitCode.REFUTED
     print(escape(rep.path, 4096))
-    for e in rep.errors:
-        print(f"{PROG}: error: {escape(e, ERROR_LINE)}", file=sys.stderr)
+    for err in rep.errors:
+        print(f"{PROG}: error: {escape(err, ERROR_LINE)}", file=sys.stderr)
     if rep.verified < rep.brackets:
         print(f"{PROG}: {rep.brackets - rep.verified} of {rep.brackets} brackets not verified", file=sys.stderr)
     return ExitCode.OK if rep.ok else ExitCode.REFUTED

@@ -100,7 +100,7 @@ def _screens(all_rows) -> list:
         if r.cell_kind == NATIVE:
             continue
         cells[(_label(r), r.layer, r.head, str(r.source))] = r.status
-    counts = defaultdict(lambda: defaultdict(int))
+    counts: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
     for (fam, *_), status in cells.items():
         counts[fam][status] += 1
     if not any(_paper_key(fam) == "decoder" for fam in counts):
@@ -141,14 +141,14 @@ def _audit(fams: dict, rng) -> list:
                                                                               else ""),
           "|---|---|---:|---:|---:|---:|" + ("---|" if with_paper else "")]
     for fam, rs in fams.items():
-        shapes = sorted({f"{r.n_rows} x {r.n_cols}" for r in rs})
+        fam_shapes = sorted({f"{r.n_rows} x {r.n_cols}" for r in rs})
         by_src_u, by_src_l = defaultdict(list), defaultdict(list)
         for r in rs:
             n = min(int(r.n_rows), int(r.n_cols))
             by_src_u[str(r.source)].append(r.U / n)
             by_src_l[str(r.source)].append(r.L / n)
         u, l_ = bootstrap_median(by_src_u, rng), bootstrap_median(by_src_l, rng)
-        row = f"| {fam} | {', '.join(shapes)} | {len(rs)} | {len(by_src_u)} | {_ci(u)} | {_ci(l_)} |"
+        row = f"| {fam} | {', '.join(fam_shapes)} | {len(rs)} | {len(by_src_u)} | {_ci(u)} | {_ci(l_)} |"
         if with_paper:
             paper = PAPER_U_OVER_N.get(_paper_key(rs[0].family), "not given") if paper_n[fam] else \
                 f"- (not at n = {PAPER_N})"

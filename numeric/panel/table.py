@@ -107,15 +107,15 @@ def read_rows(out, errors: list | None = None) -> list[PanelRow]:
 
 def table_text(rows: list[PanelRow]) -> str:
     """The CSV text of ``rows``: the base columns, then any extra ones sorted."""
-    rows = [r.to_json() for r in rows]
-    extra = sorted({k for r in rows for k in r} - set(BASE_COLUMNS))
+    records = [r.to_json() for r in rows]
+    extra = sorted({k for r in records for k in r} - set(BASE_COLUMNS))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=BASE_COLUMNS + extra, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:
+    for r in records:
         w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in BASE_COLUMNS + extra})
     return buf.getvalue()
 
 
-def write_table(out, rows) -> Path:
+def write_table(out, rows: list[PanelRow]) -> Path:
     return atomic_write(Path(out) / TABLE_NAME, table_text(rows), root=out)

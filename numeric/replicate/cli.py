@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from exact.errors import ExitCode, OneLineParser
 from numeric.replicate.check import check_run
@@ -73,6 +74,7 @@ def listing(registry: dict, manifests: Path | None = None) -> list[str]:
     lines = []
     for name, rep in registry.items():
         path = (manifests / f"{name}.json") if manifests else manifest_path(name)
+        m: dict[str, Any]
         try:
             m = read_manifest(path, name) if path.exists() else {"status": "missing", "panels": [], "studies": []}
         except ManifestError as e:

@@ -21,6 +21,7 @@ import platform
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 from fractions import Fraction
 from pathlib import Path
 
@@ -161,7 +162,7 @@ def _estimate(e) -> dict:
 
 
 def _comparisons(comps) -> dict:
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for c in comps if isinstance(comps, list) else []:
         if isinstance(c, dict) and isinstance(c.get("name"), str):
             if c.get("reason"):
@@ -176,7 +177,8 @@ def headline(doc) -> dict:
     the boosted check) the estimates of every family and the aggregate."""
     if not isinstance(doc, dict):
         raise ManifestError("study.json is not an object")
-    setup = doc.get("setup") if isinstance(doc.get("setup"), dict) else {}
+    got = doc.get("setup")
+    setup = got if isinstance(got, dict) else {}
     shape = {k: setup[k] for k in ("target", "eps", "cells", "sources", "heads", "families") if k in setup}
     out = {"setup": shape, "reading": doc.get("reading") if isinstance(doc.get("reading"), dict) else {},
            "comparisons": _comparisons(doc.get("comparisons"))}
@@ -267,7 +269,8 @@ def study_entry(out: Path, step_out: str) -> dict:
     path = out / step_out / "study.json"
     raw = read_bytes(path, limit=STUDY_BYTES, root=out)
     doc = read_json(path, limit=STUDY_BYTES, root=out)
-    setup = doc.get("setup") if isinstance(doc, dict) and isinstance(doc.get("setup"), dict) else {}
+    got = doc.get("setup") if isinstance(doc, dict) else None
+    setup = got if isinstance(got, dict) else {}
     return {"out": step_out, "study_sha256": hashlib.sha256(raw).hexdigest(),
             "study_canonical_sha256": study_canonical_sha256(doc) if isinstance(doc, dict) else None,
             "seconds": _number(setup.get("seconds")), "headline": headline(doc)}

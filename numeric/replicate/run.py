@@ -118,7 +118,8 @@ def run_replicate(rep: Replicate, out: Path, *, workers: int | None = None, sche
         rc = _run(step, argv)
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         entry = done if isinstance(done, dict) else {}
-        calls = entry.get("calls") if isinstance(entry.get("calls"), list) else []
+        got = entry.get("calls")
+        calls = got if isinstance(got, list) else []
         calls.append({"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": rc, "slice": list(cells),
                       "scheduler": bool(scheduler), "workers": workers or os.cpu_count()})
         entry.update(calls=calls, inputs=inputs)

@@ -21,8 +21,13 @@ from dataclasses import dataclass, replace
 
 from exact.certificates import (FrobeniusTail, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                                 UpperFactors, check_lower, check_upper)
+import numpy as np
+from flint import fmpq
+
 from exact.matrix import ExactMatrix
+from exact.verdict import Verdict
 from numeric.search.candidate import LowerCandidate
+from numeric.search.upper import UpperResult
 
 __all__ = ["LowerPick", "UpperPick", "exact_lower_witness", "exact_upper_witness", "carry_lower", "carry_upper"]
 
@@ -33,7 +38,7 @@ class LowerPick:
     the tolerance (text) whose search found it (None: this one's)."""
 
     cand: LowerCandidate
-    verdict: object
+    verdict: Verdict
     from_eps: str | None = None
 
 
@@ -44,32 +49,35 @@ class UpperPick:
 
     rank: int
     family: str
-    verdict: object
-    result: object
+    verdict: Verdict
+    result: UpperResult | None
     from_eps: str | None = None
 
 
-def exact_lower_witness(c: LowerCandidate):
+def exact_lower_witness(c: LowerCandidate) -> object:
     """The exact tier's witness object of a float lower candidate (tensors rounded exactly)."""
     t = {k: ExactMatrix.from_float64(v) for k, v in c.tensors.items()}
     if c.kind == "trivial":
         return TrivialLower()
     if c.kind == "frobenius":
+        assert c.k is not None        # a Frobenius candidate has its tail index
         return FrobeniusTail(c.k)
     if c.kind == "reconstruction":
         return ReconstructionWitness(t["R"], t["X"], t["L"])
     return RowReconstructionWitness(t["G"], t["Z"], t["M"])
 
 
-def exact_upper_witness(P, Q) -> UpperFactors:
+def exact_upper_witness(P: np.ndarray, Q: np.ndarray) -> UpperFactors:
     """The exact tier's witness of float factors ``P, Q`` (K.1; every entry rounded exactly)."""
     return UpperFactors(ExactMatrix.from_float64(P), ExactMatrix.from_float64(Q))
 
 
-def carry_lower(A_exact, picks: list, lo_exacts: list, eps_texts: list) -> list:
+def carry_lower(A_exact: ExactMatrix, picks: list[LowerPick], lo_exacts: list[fmpq],
+                eps_texts: list[str]) -> list[LowerPick]:
     """``picks`` (``LowerPick``) of the tolerances largest first, each raised to the strongest
     lower witness of a larger tolerance that the exact tier verifies at its own ``eps + slack``."""
-    out, best = [], None
+    out: list[LowerPick] = []
+    best: LowerPick | None = None
     for pick, lo, text in zip(picks, lo_exacts, eps_texts):
         if best is not None and best.cand.rank > pick.cand.rank:
             v = check_lower(A_exact, exact_lower_witness(best.cand), lo, best.cand.rank)
@@ -81,13 +89,16 @@ def carry_lower(A_exact, picks: list, lo_exacts: list, eps_texts: list) -> list:
     return out
 
 
-def carry_upper(A_exact, picks: list, up_exacts: list, eps_texts: list) -> list:
+def carry_upper(A_exact: ExactMatrix, picks: list[UpperPick], up_exacts: list[fmpq],
+                eps_texts: list[str]) -> list[UpperPick]:
     """``picks`` (``UpperPick``) of the tolerances smallest first, each lowered to the lowest-rank
     factors of a smaller tolerance that the exact tier verifies at its own ``eps - slack``."""
-    out, best = [], None
+    out: list[UpperPick] = []
+    best: UpperPick | None = None
     for pick, up, text in zip(picks, up_exacts, eps_texts):
         if best is not None and best.rank < pick.rank and up > 0:
             u = best.result
+            assert u is not None          # only factors are carried
             v = check_upper(A_exact, exact_upper_witness(u.P, u.Q), up, best.rank)
             if v.verified:
                 pick = UpperPick(best.rank, best.family, v, u, best.from_eps)

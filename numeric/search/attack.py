@@ -13,13 +13,14 @@ soundness bug: ``search_brackets`` records it and warns, and every caller
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from exact.errors import SoundnessError
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, refine
-from numeric.search.starts import compress, svd_factors
+from numeric.search.starts import Factors, Svd, compress, svd_factors
 
 __all__ = ["ATTACK_FRACTION", "AttackResult", "attack_rank", "SoundnessError"]
 
@@ -40,7 +41,7 @@ class AttackResult:
     Q: np.ndarray | None = None
 
 
-def attack_rank(A: np.ndarray, rank: int, eps: float, svd, *, device=None, warm=None,
+def attack_rank(A: np.ndarray, rank: int, eps: float, svd: Svd, *, device: Any = None, warm: Factors | None = None,
                 iters: int = DEFAULT_ITERS) -> AttackResult:
     """Try to find ``||A - P Q^T||_row1 <= eps`` with ``rank`` columns (float).
 
@@ -63,6 +64,7 @@ def attack_rank(A: np.ndarray, rank: int, eps: float, svd, *, device=None, warm=
             break
     assert best is not None
     if best.success:   # re-measure in float64 on the CPU before anyone calls it a success
+        assert best.P is not None and best.Q is not None       # a trial's result has its factors
         err = row_l1_error(A, best.P, best.Q)
         best = AttackResult(rank, eps, err, err <= eps, best.P, best.Q)
     return best

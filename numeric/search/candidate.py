@@ -30,7 +30,7 @@ class LowerCandidate:
     rank: int
     family: str
     kind: str                      # "trivial" | "frobenius" | "reconstruction" | "row_reconstruction"
-    tensors: dict = field(default_factory=dict)   # R, X, L  or  G, Z, M
+    tensors: dict[str, np.ndarray] = field(default_factory=dict)   # R, X, L  or  G, Z, M
     k: int | None = None           # Frobenius tail index
     norm: float | None = None      # ||R|| or ||G|| (float)
 
@@ -69,7 +69,13 @@ def rows_and_map(c: LowerCandidate | None, n: int) -> tuple[list[int], np.ndarra
     return S, c.tensors["G"][:, S]
 
 
+def _strength(c: LowerCandidate) -> tuple[int, float]:
+    """Most rows first, then least norm (a row-side witness always has its norm)."""
+    assert c.norm is not None
+    return c.rank, -c.norm
+
+
 def strongest_rows(candidates: list[LowerCandidate]) -> LowerCandidate | None:
     """The row-side witness with the most rows (ties: least norm), or None."""
     rows = [c for c in candidates if c.kind == "row_reconstruction"]
-    return max(rows, key=lambda c: (c.rank, -c.norm)) if rows else None
+    return max(rows, key=_strength) if rows else None

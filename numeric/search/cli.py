@@ -33,9 +33,12 @@ Ctrl-C after writing what was certified.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from safetensors import safe_open
@@ -45,7 +48,8 @@ from exact.errors import ExitCode, OneLineParser, UserInputError
 from numeric.heads.extract import softmax_rows
 from fileio.safeio import SafeIOError, check_target, escape
 from numeric.search import front
-from numeric.search.effort import available_bytes, effort_budgets, expected_bytes
+from numeric.runtime import StopToken
+from numeric.search.effort import Effort, available_bytes, effort_budgets, expected_bytes
 from numeric.search.inputs import parse_eps_list, validate_matrix
 
 PROG = "python -m numeric bracket"
@@ -64,7 +68,7 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
         raise InputError(f"{path}: no such file")
     if p.suffix == ".npy":
         try:
-            a = np.load(p, allow_pickle=False)
+            a: np.ndarray = np.load(p, allow_pickle=False)
         except Exception as exc:   # pickled object arrays, truncated files, not an .npy at all
             raise InputError(f"{path}: not a readable .npy array ({str(exc).splitlines()[0][:100]})") from None
         return a
@@ -84,7 +88,7 @@ def _load(path: str, tensor: str | None) -> np.ndarray:
     raise InputError(f"{path}: expected a .npy or .safetensors file")
 
 
-def _stored_shape(path: str, tensor: str | None):
+def _stored_shape(path: str, tensor: str | None) -> tuple[int, ...] | None:
     """The shape recorded in an input file's header (nothing loaded), or None when it cannot be read
     (``_load`` then says why)."""
     try:
@@ -92,7 +96,8 @@ def _stored_shape(path: str, tensor: str | None):
             with open(path, "rb") as f:
                 version = np.lib.format.read_magic(f)
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                return read(f)[0]
+                shape: tuple[int, ...] = read(f)[0]
+                return shape
         if path.endswith(".safetensors"):
             with safe_open(path, "np") as f:
                 names = list(f.keys())
@@ -103,7 +108,7 @@ def _stored_shape(path: str, tensor: str | None):
     return None
 
 
-def _check_memory(shape) -> None:
+def _check_memory(shape: tuple[int, ...] | None) -> None:
     """InputError (before any work) when a search of this shape needs more memory than is at hand."""
     if shape is None or len(shape) != 2:
         return
@@ -113,11 +118,11 @@ def _check_memory(shape) -> None:
                          f"(estimate), {room / 2**30:.1f} GiB available: too large for this machine")
 
 
-def _effort(name: str, overrides: list[str]):
+def _effort(name: str, overrides: list[str]) -> Effort:
     """The ``Effort`` of a preset with ``NAME=N`` budget overrides (InputError on a bad name or number)."""
     try:
         effort = effort_budgets(name)
-        budgets = {}
+        budgets: dict[str, int] = {}
         for text in overrides:
             key, sep, value = text.partition("=")
             if not sep or not value.strip().isdigit():
@@ -134,16 +139,16 @@ def _seed(text: str) -> int:
     return int(text)
 
 
-def _clean_stop():
+def _clean_stop() -> contextlib.AbstractContextManager[StopToken]:
     """First Ctrl-C: request the run's stop token (the search ends with what it has); second: abort."""
     return front.clean_stop(PROG)
 
 
-def _announce(effort, shape, tolerances: int) -> None:
+def _announce(effort: Effort, shape: tuple[int, int], tolerances: int) -> None:
     front.announce(PROG, effort, shape, tolerances, stop="Ctrl-C stops cleanly and writes what is certified")
 
 
-def _attack_line(outcomes: list) -> str:
+def _attack_line(outcomes: list[bool | None]) -> str:
     """What the rank-(L-1) attacks did, in words (None: not run; False: no attack succeeded)."""
     ran = [o for o in outcomes if o is not None]
     if not ran:
@@ -181,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 OWN_FILE_WORK = front.OWN_FILE_WORK
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     try:
@@ -225,7 +230,7 @@ def main(argv=None) -> int:
               f"run python -m exact verify {path} --max-work N", file=sys.stderr)
         return ExitCode.REFUTED
     bad = False
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cell, rec in zip(out.cells, out.results):
         rep = reports.get(cell.id)
         ok = bool(rep and rep.verified)

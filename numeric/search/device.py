@@ -5,13 +5,16 @@ other (``upper`` imports ``refine``; ``refine`` needs only the device).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from numeric._optional import require
 
 __all__ = ["pick_device"]
 
 
-def pick_device(device=None):
-    """CUDA when torch sees one and no device is given, else CPU.
+def pick_device(device: Any = None) -> Any:
+    """CUDA when torch sees one and no device is given, else CPU (a ``torch.device``; torch is loaded
+    lazily, so the checker sees it as Any).
 
     >>> str(pick_device("cpu"))
     'cpu'

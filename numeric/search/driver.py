@@ -56,20 +56,26 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
+from flint import fmpq
 
 from exact.cellspec import CellSpec, Claim, TargetSpec
 from exact.certificates import TrivialLower, TrivialUpper, check_lower, check_upper
 from exact.matrix import ExactMatrix
 from exact.rational import format_rational, to_fmpq, to_fraction
+from exact.verdict import Verdict
 from numeric.search.across import (LowerPick, UpperPick, carry_lower, carry_upper, exact_lower_witness,
                                    exact_upper_witness)
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
 from numeric.search.candidate import LowerCandidate, strongest_rows
-from numeric.search.effort import (BASE, DEFAULT_EFFORT, cell_seed, code_version, effort_budgets, package_versions)
+from numeric.search.effort import (BASE, DEFAULT_EFFORT, Effort, cell_seed, code_version, effort_budgets,
+                                   package_versions)
 from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
 from numeric.search.lower import lower_candidates
@@ -78,7 +84,7 @@ from numeric.search.provenance import (CellSearch, CodeVersion, RunOutcome, RunP
 from numeric.runtime import SEARCH_THREADS, pinned_threads
 from numeric.search.device import pick_device
 from numeric.search.slack import target_slack
-from numeric.search.starts import svd_factors
+from numeric.search.starts import Svd, svd_factors
 from numeric.search.upper import UpperResult, first_within, search_upper, svd_baseline
 
 __all__ = ["search_brackets", "svd_budget", "SearchOutput", "BracketResult", "validate_matrix", "parse_eps",
@@ -115,8 +121,8 @@ class SearchOutput:
     """Cells (``exact.cellspec.CellSpec``), their tensors, and one ``BracketResult`` per tolerance."""
 
     cells: list[CellSpec]
-    tensors: dict
-    results: list
+    tensors: dict[str, np.ndarray]
+    results: list[BracketResult]
     #: the run's provenance (effort preset and budgets, seed, package versions, code version), whether a
     #: stop request ended it early, and the cells it capped (``numeric.search.provenance``)
     provenance: RunOutcome
@@ -127,19 +133,20 @@ class _Target:
     """What every tolerance of one matrix shares: the matrix, its exact copy, slack and SVD."""
 
     A: np.ndarray
-    A_exact: object
-    slack_q: object                # flint.fmpq or None (matrix target)
+    A_exact: ExactMatrix
+    slack_q: fmpq | None           # None: matrix target
     slack_f: float
-    svd: tuple
+    svd: Svd
     svd_errs: np.ndarray
     device: str
 
 
-def lower_claim(c: LowerCandidate, names: dict) -> Claim:
+def lower_claim(c: LowerCandidate, names: dict[str, str]) -> Claim:
     """The lower side of a cell from a float-checked candidate; ``names``: its tensors' names in the file."""
     if c.kind == "trivial":
         return Claim.of(int(c.rank), "trivial")
     if c.kind == "frobenius":
+        assert c.k is not None        # a Frobenius candidate has its tail index
         return Claim.of(int(c.rank), "frobenius", k=int(c.k))
     return Claim(int(c.rank), c.kind, dict(names))
 
@@ -154,13 +161,13 @@ class _Tol:
     cid: str
     seed: int
     cap: SafetyCap
-    lo_exact: object               # eps + slack (fmpq)
-    up_exact: object               # eps - slack (fmpq)
+    lo_exact: fmpq                 # eps + slack
+    up_exact: fmpq                 # eps - slack
     eps_lo: float
     eps_up: float
 
 
-def _tol(t: _Target, idx: int, item, eq, id_prefix: str, seed: int) -> _Tol:
+def _tol(t: _Target, idx: int, item: object, eq: Fraction, id_prefix: str, seed: int) -> _Tol:
     e = to_fmpq(eq)
     s = t.slack_q if t.slack_q is not None else e * 0
     text = rational_string(eq)
@@ -168,7 +175,8 @@ def _tol(t: _Target, idx: int, item, eq, id_prefix: str, seed: int) -> _Tol:
                 float(eq) + t.slack_f, float(eq) - t.slack_f)
 
 
-def _lower_side(t: _Target, tol: _Tol, row_start, effort):
+def _lower_side(t: _Target, tol: _Tol, row_start: LowerCandidate | None,
+                effort: Effort) -> tuple[LowerCandidate, Verdict, LowerCandidate | None]:
     """(winning candidate, its exact verdict, strongest row witness) at ``eps + slack``."""
     candidates = lower_candidates(t.A, tol.eps_lo * (1 + LOWER_SAFETY), t.svd, effort, start=row_start,
                                   seed=tol.seed, cap=tol.cap)
@@ -188,7 +196,8 @@ def _svd_rank(t: _Target, tol: _Tol) -> int | None:
     return first_within(t.svd_errs, tol.eps_up * (1 - UPPER_SAFETY)) if tol.up_exact > 0 else None
 
 
-def _first_verified(t: _Target, tol: _Tol, candidates, warm) -> UpperPick | None:
+def _first_verified(t: _Target, tol: _Tol, candidates: list[UpperResult],
+                    warm: UpperPick | None) -> UpperPick | None:
     """The first of the float upper witnesses ``candidates`` (``upper.UpperResult``) that the exact tier
     verifies at ``eps - slack`` below the trivial rank, as an ``UpperPick``; None when none is."""
     p = min(t.A.shape)
@@ -197,6 +206,7 @@ def _first_verified(t: _Target, tol: _Tol, candidates, warm) -> UpperPick | None
         if v.verified and u.rank < p:
             fam = f"factors/{u.family.split('/')[-1]}"
             if fam == "factors/warm":
+                assert warm is not None       # a warm candidate comes from a warm pick
                 return replace(warm, verdict=v)
             return UpperPick(u.rank, fam, v, u)
     return None
@@ -211,23 +221,25 @@ def _trivial_upper(t: _Target, tol: _Tol) -> UpperPick:
     return UpperPick(p, "trivial", v, None)
 
 
-def _upper_side(t: _Target, tol: _Tol, L: int, effort, warm) -> tuple[UpperPick, int | None]:
+def _upper_side(t: _Target, tol: _Tol, L: int, effort: Effort,
+                warm: UpperPick | None) -> tuple[UpperPick, int | None]:
     """(the verified upper side, truncated-SVD rank) at ``eps - slack``; ``warm``: the ``UpperPick``
     of a smaller tolerance (``from_eps`` set) or None (``upper.search_upper(warm=...)``)."""
     svd_rank = _svd_rank(t, tol)
     if tol.up_exact > 0:
-        units = effort.upper_units(*t.A.shape, svd_rank if svd_rank is not None else min(t.A.shape))
+        units = effort.upper_units(t.A.shape[0], t.A.shape[1], svd_rank if svd_rank is not None else min(t.A.shape))
         found = search_upper(t.A, tol.eps_up * (1 - UPPER_SAFETY), Budget(units, tol.cap), lower=L,
                              svd=(t.svd, t.svd_errs), device=t.device, hybrid=bool(effort.upper_hybrid),
                              sharp_trials=effort.upper_sharp_trials,
-                             warm=(warm.result.P, warm.result.Q) if warm is not None else None)
+                             warm=(warm.result.P, warm.result.Q) if warm is not None and warm.result is not None
+                             else None)
         pick = _first_verified(t, tol, found, warm)
         if pick is not None:
             return pick, svd_rank
     return _trivial_upper(t, tol), svd_rank
 
 
-def svd_budget(matrix, eps, *, logits=None, row_tol: float = STOCHASTIC_TOL) -> int:
+def svd_budget(matrix: object, eps: object, *, logits: object = None, row_tol: float = STOCHASTIC_TOL) -> int:
     """The attention-SVD constructive budget of a target at tolerance ``eps`` (paper L.6): the smallest
     rank ``k`` whose truncated SVD of A meets ``eps`` in row-l1 (K.1), found the way a bracket's upper side
     finds its SVD baseline and trivial upper, with no search: the first ``k`` whose float truncation error is
@@ -248,13 +260,14 @@ def svd_budget(matrix, eps, *, logits=None, row_tol: float = STOCHASTIC_TOL) -> 
     return int(pick.rank)
 
 
-def _attack(t: _Target, L: int, tol: _Tol, upper, lower_family: str):
+def _attack(t: _Target, L: int, tol: _Tol, upper: UpperResult | None, lower_family: str) -> tuple[bool, float]:
     """(success, float error) of the rank-(L - 1) attack; a verified success warns (soundness bug)."""
     eps_att = tol.eps_lo * ATTACK_FRACTION
     warm = (upper.P, upper.Q) if upper is not None else None
     ar = attack_rank(t.A, L - 1, eps_att, t.svd, device=t.device, warm=warm)
     if not ar.success:
         return False, ar.error
+    assert ar.P is not None and ar.Q is not None      # a successful attack (rank L - 1 >= 1) has factors
     va = check_upper(t.A_exact, exact_upper_witness(ar.P, ar.Q), tol.lo_exact, L - 1)
     if va.verified:
         warnings.warn(f"SOUNDNESS BUG: rank-{L - 1} attack succeeded on {tol.cid} (error {ar.error!r} "
@@ -263,17 +276,19 @@ def _attack(t: _Target, L: int, tol: _Tol, upper, lower_family: str):
     return bool(va.verified), ar.error
 
 
-def _runs(effort) -> list:
+def _runs(effort: Effort) -> list[Effort]:
     """The presets a search runs at each tolerance: the base preset first (``effort.BASE``), then its own."""
     return ([effort_budgets(BASE[effort.name])] if effort.name in BASE else []) + [effort]
 
 
-def _lower_phase(t: _Target, tols: list, effort, clock: dict, on_step=None) -> dict:
+def _lower_phase(t: _Target, tols: list[_Tol], effort: Effort, clock: dict[int, float],
+                 on_step: Callable[[str], object] | None = None) -> dict[int, list[LowerPick]]:
     """Lower sides, largest tolerance first: {idx: [(LowerPick, ...) per run]}; stops after a stop request.
 
     Each run keeps its own chain of row sets across tolerances (a base run's witnesses are those a
     base search finds); the strongest row witness of a tolerance seeds the next smaller one."""
-    out, row_start = {}, {}
+    out: dict[int, list[LowerPick]] = {}
+    row_start: dict[str, LowerCandidate | None] = {}
     for tol in tols:
         t0 = time.perf_counter()
         out[tol.idx] = []
@@ -289,13 +304,16 @@ def _lower_phase(t: _Target, tols: list, effort, clock: dict, on_step=None) -> d
     return out
 
 
-def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict, on_step=None) -> dict:
+def _upper_phase(t: _Target, tols: list[_Tol], lowers: dict[int, list[LowerPick]], effort: Effort,
+                 clock: dict[int, float], on_step: Callable[[str], object] | None = None
+                 ) -> dict[int, tuple[list[UpperPick], int | None]]:
     """Upper sides, smallest tolerance first: {idx: (UpperPick per run, svd rank)}.
 
     Run i is warm-started (``search_upper(warm=...)``) with the lowest-rank factors that runs
     0..i verified at smaller tolerances, so a base run sees only its own (its witnesses are a
     base search's) and the last run the best of all."""
-    out, chain = {}, [None] * len(_runs(effort))
+    out: dict[int, tuple[list[UpperPick], int | None]] = {}
+    chain: list[UpperPick | None] = [None] * len(_runs(effort))
     for tol in reversed(tols):
         t0 = time.perf_counter()
         picks = []
@@ -304,7 +322,8 @@ def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict, on_s
             picks.append(pick)
         for i in range(len(chain)):
             for pick in picks[:i + 1]:
-                if pick.result is not None and (chain[i] is None or pick.rank < chain[i].rank):
+                held = chain[i]
+                if pick.result is not None and (held is None or pick.rank < held.rank):
                     chain[i] = replace(pick, from_eps=pick.from_eps or tol.text)
         out[tol.idx] = (picks, svd_rank)
         clock[tol.idx] += time.perf_counter() - t0
@@ -313,11 +332,13 @@ def _upper_phase(t: _Target, tols: list, lowers: dict, effort, clock: dict, on_s
     return out
 
 
-def _target(A: np.ndarray, logits, device, id_prefix: str):
+def _target(A: np.ndarray, logits: object, device: Any,
+            id_prefix: str) -> tuple[_Target, dict[str, np.ndarray], TargetSpec]:
     """(shared _Target, tensors, ``TargetSpec``) of a matrix or logit target (K.5 slack for logits)."""
     tensors = {f"{id_prefix}/matrix": A}
     target = TargetSpec(f"{id_prefix}/matrix")
-    slack_q, slack_f = None, 0.0
+    slack_q: fmpq | None = None
+    slack_f = 0.0
     if logits is not None:
         H = validate_matrix(logits, "logits", stochastic=False)
         if H.shape != A.shape:
@@ -330,7 +351,7 @@ def _target(A: np.ndarray, logits, device, id_prefix: str):
     return t, tensors, target
 
 
-def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> RunProvenance:
+def _run_provenance(effort: Effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> RunProvenance:
     """What produced a run: effort preset and budgets, seed, search tolerances, threads, versions."""
     return RunProvenance(effort=effort.name, base_effort=BASE.get(effort.name), budgets=effort.budgets(), seed=seed,
                          tolerances=SearchTolerances(lower_safety=LOWER_SAFETY, upper_safety=UPPER_SAFETY,
@@ -338,14 +359,16 @@ def _run_provenance(effort, seed: int, row_tol: float = STOCHASTIC_TOL) -> RunPr
                          threads=SEARCH_THREADS, versions=package_versions(), code=CodeVersion(**code_version()))
 
 
-def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack: bool, seconds: float):
+def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank: int | None, attack: bool,
+          seconds: float) -> tuple[tuple[Claim, Claim], CellSearch, BracketResult, dict[str, np.ndarray]]:
     """((lower, upper) claims, search provenance, BracketResult, tensors) of one tolerance's chosen sides;
     runs the attack."""
     t0 = time.perf_counter()
     L, U, cid = low.cand.rank, up.rank, tol.cid
     if L > U:
         raise RuntimeError(f"{cid}: verified lower {L} above verified upper {U}: the exact tier is unsound")
-    attack_success, attack_error = None, None
+    attack_success: bool | None = None
+    attack_error: float | None = None
     if attack and L >= 2:
         attack_success, attack_error = _attack(t, L, tol, up.result, low.cand.family)
     tensors = {f"{cid}/{k}": arr for k, arr in low.cand.tensors.items()}
@@ -372,7 +395,9 @@ def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank, attack
     return (lower, upper), search, result, tensors
 
 
-def _chosen(t: _Target, tols: list, lowers: dict, uppers: dict, clock: dict) -> list:
+def _chosen(t: _Target, tols: list[_Tol], lowers: dict[int, list[LowerPick]],
+            uppers: dict[int, tuple[list[UpperPick], int | None]],
+            clock: dict[int, float]) -> list[tuple[LowerPick, UpperPick]]:
     """Per tolerance (largest first), the larger verified L of its runs (first on ties) and the
     smaller verified U, then both carried across tolerances (``across``): [(LowerPick, UpperPick)]."""
     t0 = time.perf_counter()
@@ -385,9 +410,10 @@ def _chosen(t: _Target, tols: list, lowers: dict, uppers: dict, clock: dict) -> 
     return list(zip(low, reversed(up)))
 
 
-def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", device=None,
-                    attack: bool = True, provenance: dict | None = None, effort=DEFAULT_EFFORT,
-                    seed: int = 0, row_tol: float = STOCHASTIC_TOL, on_step=None) -> SearchOutput:
+def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: object = None, id_prefix: str = "cell",
+                    device: Any = None, attack: bool = True, provenance: dict[str, Any] | None = None,
+                    effort: str | Effort = DEFAULT_EFFORT, seed: int = 0, row_tol: float = STOCHASTIC_TOL,
+                    on_step: Callable[[str], object] | None = None) -> SearchOutput:
     """Search, exactly re-check and package brackets for ``matrix`` at each tolerance.
 
     ``matrix``: m x n row-stochastic float64; ``logits``: optional float64 with
@@ -401,23 +427,24 @@ def search_brackets(matrix, eps_list, *, logits=None, id_prefix: str = "cell", d
     tolerance's lower side and each upper side (progress bars; it never
     changes the search). Raises ValueError on bad input.
     """
-    effort = effort_budgets(effort)
+    budgets = effort_budgets(effort)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     A = validate_matrix(matrix, row_tol=row_tol)
     eps_items = list(eps_list)
     eps_q = [parse_eps(e) for e in eps_items]
-    run_prov = _run_provenance(effort, seed, row_tol)
+    run_prov = _run_provenance(budgets, seed, row_tol)
     with pinned_threads():
         t, tensors, target = _target(A, logits, device, id_prefix)
         # lower sides largest tolerance first, upper sides smallest first, then both carried across
         tols = [_tol(t, i, eps_items[i], eps_q[i], id_prefix, seed)
                 for i in sorted(range(len(eps_q)), key=lambda i: -eps_q[i])]
-        clock = {}
-        lowers = _lower_phase(t, tols, effort, clock, on_step)
+        clock: dict[int, float] = {}
+        lowers = _lower_phase(t, tols, budgets, clock, on_step)
         tols = [s for s in tols if s.idx in lowers]
-        uppers = _upper_phase(t, tols, lowers, effort, clock, on_step)
-        cells, results = {}, {}
+        uppers = _upper_phase(t, tols, lowers, budgets, clock, on_step)
+        cells: dict[int, CellSpec] = {}
+        results: dict[int, BracketResult] = {}
         for s, (low, up) in zip(tols, _chosen(t, tols, lowers, uppers, clock)):
             (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack,
                                                                           clock[s.idx])

@@ -20,6 +20,7 @@ import importlib.metadata
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 from numeric.search.refine import FULL_ITERS, step_work
 
@@ -34,14 +35,14 @@ DEFAULT_EFFORT = "default"
 VERSIONED = ("numpy", "torch", "python-flint", "highspy", "scipy", "transformers", "softrank-verify")
 
 
-def parse_effort(text) -> str:
+def parse_effort(text: object) -> str:
     """A known preset name, or ``ValueError`` with a one-line message."""
     if not isinstance(text, str) or text not in EFFORTS:
         raise ValueError(f"unknown effort {text!r}: choose one of {', '.join(EFFORTS)}")
     return text
 
 
-def cell_seed(*identity) -> int:
+def cell_seed(*identity: object) -> int:
     """A 63-bit seed derived from a cell's identity (model, layer, head, source, eps, ...).
 
     The identity's ``repr`` is hashed with SHA-256, so the seed is the same
@@ -51,9 +52,9 @@ def cell_seed(*identity) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def package_versions() -> dict:
+def package_versions() -> dict[str, str | None]:
     """Installed versions of the packages that can change a float result (``None`` if absent)."""
-    out = {}
+    out: dict[str, str | None] = {}
     for name in VERSIONED:
         try:
             out[name] = importlib.metadata.version(name)
@@ -62,10 +63,18 @@ def package_versions() -> dict:
     return out
 
 
-def code_version() -> dict:
+class CodeInfo(TypedDict):
+    """``code_version``'s answer (None where unknown)."""
+
+    version: str | None
+    commit: str | None
+    dirty: bool | None
+
+
+def code_version() -> CodeInfo:
     """The project version and, when the source is a git checkout, its commit and dirtiness."""
     root = Path(__file__).resolve().parents[2]
-    info = {"version": package_versions()["softrank-verify"], "commit": None, "dirty": None}
+    info: CodeInfo = {"version": package_versions()["softrank-verify"], "commit": None, "dirty": None}
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                                 text=True, timeout=10, check=True).stdout.strip()
@@ -137,11 +146,11 @@ class Effort:
             return self.upper_work
         return int(self.upper_work * step_work(m, n, k) / step_work(m, n, self.upper_rank))
 
-    def budgets(self) -> dict:
+    def budgets(self) -> dict[str, int]:
         """Every budget by name (what a bracket file records)."""
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "name"}
 
-    def replace(self, **budgets) -> "Effort":
+    def replace(self, **budgets: Any) -> "Effort":
         """This preset with some budgets overridden (positive integers; ValueError otherwise)."""
         known = set(self.budgets())
         for k, v in budgets.items():
@@ -191,7 +200,7 @@ PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
 BASE = {"thorough": "default"}
 
 
-def effort_budgets(effort) -> Effort:
+def effort_budgets(effort: str | Effort) -> Effort:
     """The ``Effort`` of a preset name (``parse_effort``) or an ``Effort`` itself.
 
     >>> effort_budgets("quick").upper_work < effort_budgets("default").upper_work
@@ -213,7 +222,7 @@ ROW_LP_SECONDS = 15e-3
 SVD_SECONDS_PER_FLOP = 1e-9
 
 
-def expected_seconds(effort, m: int, n: int, tolerances: int = 1) -> float:
+def expected_seconds(effort: str | Effort, m: int, n: int, tolerances: int = 1) -> float:
     """About how long a search of an m x n target takes on one core when every budget is spent
     (the upper budget and the sharp boundary's full trials at the largest rank), for the
     announcement of long runs.

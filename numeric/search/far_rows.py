@@ -71,6 +71,7 @@ def far_rows(A: np.ndarray, eps: float, order: list[int]) -> tuple[LowerCandidat
     if not S:
         return None, S
     GS, _ = voronoi_map(A, S)
+    assert GS is not None          # S was grown one row at a time, each with a finite map
     return row_witness(A, S, GS, "row_reconstruction/far-rows"), S
 
 

@@ -21,20 +21,23 @@ Nothing here reads a clock or changes process state, apart from
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import FrameType
+from typing import Any, TextIO
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from exact.errors import CertificateError
-from exact.verify import verify_file
+from exact.verify import CellReport, verify_file
 from numeric.runtime import StopToken, stop_requested, stop_scope
 from numeric.search.driver import SearchOutput, search_brackets
-from numeric.search.effort import effort_budgets, expected_seconds
+from numeric.search.effort import Effort, effort_budgets, expected_seconds
 from numeric.search.export import write_bracket_file
 from numeric.search.inputs import STOCHASTIC_TOL
 
@@ -60,7 +63,7 @@ class Target:
     matrix: np.ndarray
     logits: np.ndarray | None = None
     id_prefix: str = "cell"
-    provenance: dict = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
     row_tol: float = STOCHASTIC_TOL
 
 
@@ -72,11 +75,12 @@ class CheckedFile:
     re-check stopped (``error`` says why: a resource limit, out of memory)."""
 
     path: Path
-    reports: dict | None
+    reports: dict[str, CellReport] | None
     error: str | None = None
 
 
-def cost_notice(prog: str, effort, shape, tolerances: int, count: int = 1, stop: str = "") -> str | None:
+def cost_notice(prog: str, effort: str | Effort, shape: tuple[int, int], tolerances: int, count: int = 1,
+                stop: str = "") -> str | None:
     """The announcement of a search of ``count`` m x n targets, or None when it is short.
 
     >>> cost_notice("x", "default", (24, 24), 3) is None
@@ -93,7 +97,8 @@ def cost_notice(prog: str, effort, shape, tolerances: int, count: int = 1, stop:
             f"up to about {sec / 60:.0f} min on one core (every budget spent)" + (f"; {stop}" if stop else ""))
 
 
-def announce(prog: str, effort, shape, tolerances: int, count: int = 1, stop: str = "", file=None) -> bool:
+def announce(prog: str, effort: str | Effort, shape: tuple[int, int], tolerances: int, count: int = 1, stop: str = "",
+             file: TextIO | None = None) -> bool:
     """Print ``cost_notice`` on stderr (or ``file``) when there is one; whether it printed."""
     text = cost_notice(prog, effort, shape, tolerances, count, stop)
     if text is not None:
@@ -113,7 +118,7 @@ def clean_stop(prog: str) -> Iterator[StopToken]:
             yield token
             return
 
-        def handler(signum, frame):
+        def handler(signum: int, frame: FrameType | None) -> None:
             if token.requested:
                 raise KeyboardInterrupt
             token.request()
@@ -127,30 +132,33 @@ def clean_stop(prog: str) -> Iterator[StopToken]:
             signal.signal(signal.SIGINT, previous)
 
 
-def search_targets(targets, eps_items, *, effort, seed: int, device=None, attack: bool = True,
-                   on_step=None) -> list[SearchOutput]:
+def search_targets(targets: Iterable[Target], eps_items: Sequence[object], *, effort: str | Effort, seed: int,
+                   device: Any = None, attack: bool = True,
+                   on_step: Callable[[int, str], object] | None = None) -> list[SearchOutput]:
     """``search_brackets`` on each target in order, every one with the same ``seed`` (so a head's
     brackets in a batch are those of the head alone); after a stop request no further target starts.
 
     ``on_step(index, label)`` is called after each side of each tolerance (progress only).
     Raises ValueError on bad input."""
-    outputs = []
+    outputs: list[SearchOutput] = []
     for i, t in enumerate(targets):
         if i and stop_requested():
             break
-        step = None if on_step is None else (lambda label, i=i: on_step(i, label))
+        step: Callable[[str], object] | None = None if on_step is None else \
+            (lambda label, i=i: on_step(i, label))
         outputs.append(search_brackets(t.matrix, eps_items, logits=t.logits, id_prefix=t.id_prefix, device=device,
                                        attack=attack, provenance=t.provenance, effort=effort, seed=seed,
                                        row_tol=t.row_tol, on_step=step))
     return outputs
 
 
-def write_checked(path, outputs, max_work: int = OWN_FILE_WORK) -> CheckedFile:
+def write_checked(path: str | os.PathLike[str], outputs: list[SearchOutput],
+                  max_work: int = OWN_FILE_WORK) -> CheckedFile:
     """Write the cells of ``outputs`` to one bracket file at ``path`` and re-verify it exactly."""
     cells = [c for out in outputs for c in out.cells]
     tensors = {k: v for out in outputs for k, v in out.tensors.items()}
-    path = write_bracket_file(path, cells, tensors)
+    written = write_bracket_file(path, cells, tensors)
     try:
-        return CheckedFile(path, {r.id: r for r in verify_file(path, max_work=max_work)})
+        return CheckedFile(written, {r.id: r for r in verify_file(written, max_work=max_work)})
     except (CertificateError, MemoryError) as exc:
-        return CheckedFile(path, None, str(exc) or type(exc).__name__)
+        return CheckedFile(written, None, str(exc) or type(exc).__name__)

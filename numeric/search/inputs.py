@@ -18,7 +18,7 @@ __all__ = ["STOCHASTIC_TOL", "parse_eps", "parse_eps_list", "validate_matrix"]
 STOCHASTIC_TOL = 1e-6
 
 
-def parse_eps(e) -> Fraction:
+def parse_eps(e: object) -> Fraction:
     """A tolerance as an exact Fraction: floats by their shortest decimal (0.1 -> 1/10).
 
     >>> parse_eps(0.1), parse_eps("1/4"), parse_eps(Fraction(1, 2))
@@ -60,7 +60,7 @@ def parse_eps_list(text: str) -> list[str]:
     return items
 
 
-def validate_matrix(matrix, what: str = "matrix", stochastic: bool = True,
+def validate_matrix(matrix: object, what: str = "matrix", stochastic: bool = True,
                     row_tol: float = STOCHASTIC_TOL) -> np.ndarray:
     """Check a 2-D finite float64 array (row-stochastic within ``row_tol`` unless told otherwise);
     ValueError otherwise. ``row_tol`` is wider only for a matrix stored in half precision

@@ -21,7 +21,7 @@ __all__ = ["pinv", "decoded", "PINV_SLACK"]
 PINV_SLACK = 8
 
 
-def pinv(U, S, Vt, eps: float) -> LowerCandidate | None:
+def pinv(U: np.ndarray, S: np.ndarray, Vt: np.ndarray, eps: float) -> LowerCandidate | None:
     """K.3 truncated pseudo-inverse: the largest d with ``||V_d S_d^-1 U_d^T|| eps < 1``.
 
     >>> c = pinv(*np.linalg.svd(np.eye(3)), 0.5); c.rank, c.norm

@@ -46,7 +46,7 @@ def refit_work(n: int, k: int) -> int:
     return max(1, int(np.ceil(REFIT_UNITS_PER_RANK * k * n / 256)))
 
 
-def l1_row_fit(a: np.ndarray, Q: np.ndarray, iterations: int = REFIT_ITERATIONS):
+def l1_row_fit(a: np.ndarray, Q: np.ndarray, iterations: int = REFIT_ITERATIONS) -> tuple[np.ndarray, float]:
     """``(p, d)``: a minimiser of ``||a - Q p||_1`` and the LP's optimum d (``LPFailed`` if HiGHS fails)."""
     n, k = Q.shape
     _, v, duals = solve_lp(-np.asarray(a, dtype=np.float64), A_eq=sp.csr_matrix(Q.T), b_eq=np.zeros(k),

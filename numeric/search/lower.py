@@ -30,6 +30,7 @@ from numeric.search.frobenius import frobenius, trivial
 from numeric.search.inverse import decoded, pinv
 from numeric.search.lp_subspace import lp_svd
 from numeric.search.row_growth import LP_APPEND_MAX_ROWS, rows_greedy, rows_lp_append
+from numeric.search.starts import Svd
 from numeric.search.swap import SWAP_MAX_ROWS, rows_swap
 
 __all__ = ["lower_candidates"]
@@ -38,7 +39,7 @@ __all__ = ["lower_candidates"]
 KIND_COST = {"trivial": 0, "frobenius": 1, "reconstruction": 2, "row_reconstruction": 3}
 
 
-def _direct(A: np.ndarray, eps: float, svd, start: LowerCandidate | None) -> list[LowerCandidate]:
+def _direct(A: np.ndarray, eps: float, svd: Svd, start: LowerCandidate | None) -> list[LowerCandidate]:
     """The families without a search budget, and the row set handed on from a larger tolerance."""
     U, S, Vt = svd
     out = [c for c in (frobenius(S, A.shape[0], eps), pinv(U, S, Vt, eps), decoded(A, eps)) if c is not None]
@@ -48,7 +49,8 @@ def _direct(A: np.ndarray, eps: float, svd, start: LowerCandidate | None) -> lis
     return out
 
 
-def _row_sets(A: np.ndarray, eps: float, out: list, effort: Effort, lp: bool, seed: int, cap) -> None:
+def _row_sets(A: np.ndarray, eps: float, out: list[LowerCandidate | None], effort: Effort, lp: bool, seed: int,
+              cap: SafetyCap | None) -> None:
     """Append the row-side families' witnesses to ``out``, each grown from the strongest so far."""
     n = A.shape[1]
     its = effort.lp_iterations
@@ -74,7 +76,7 @@ def _row_sets(A: np.ndarray, eps: float, out: list, effort: Effort, lp: bool, se
         out.append(rows_lp_append(A, eps, *rows_and_map(top, n), Budget(effort.lp_append_work, cap), its))
 
 
-def lower_candidates(A: np.ndarray, eps: float, svd, effort: Effort, *, lp: bool = True,
+def lower_candidates(A: np.ndarray, eps: float, svd: Svd, effort: Effort, *, lp: bool = True,
                      start: LowerCandidate | None = None, seed: int = 0,
                      cap: SafetyCap | None = None) -> list[LowerCandidate]:
     """Every family's best float witness at ``eps``, strongest first (ties: cheaper kind first).
@@ -90,8 +92,9 @@ def lower_candidates(A: np.ndarray, eps: float, svd, effort: Effort, *, lp: bool
     if out[0].rank == 0:
         return out
     out += _direct(A, eps, svd, start)
-    _row_sets(A, eps, out, effort, lp, seed, cap)
-    out = [c for c in out if c is not None]
+    grown: list[LowerCandidate | None] = list(out)
+    _row_sets(A, eps, grown, effort, lp, seed, cap)
+    out = [c for c in grown if c is not None]
     if lp and effort.lp_svd_solves:
         # column side last: it has to beat every row-side witness, so its LPs start above them
         # (and its cheap test ``||A x|| / ||x|| <= eps`` on a basis vector usually stops it at once)

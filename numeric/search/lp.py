@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Literal, overload
 
 import numpy as np
 import scipy.sparse as sp
 
 from numeric._optional import require
+from numeric.search.budget import Budget
 
 __all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse", "decoder_work"]
 
@@ -50,7 +52,7 @@ class LPFailed(RuntimeError):
 _BANNER_DONE = False
 
 
-def _quiet_highs():
+def _quiet_highs() -> Any:
     """A silent ``highspy.Highs``: the first one prints a banner on file descriptor 1,
     which would corrupt ``--json`` output, so fd 1 points at /dev/null while it is made."""
     highspy = require("highspy")
@@ -75,8 +77,17 @@ def _quiet_highs():
     return h
 
 
-def solve_lp(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, lb=None, ub=None, iterations=None,
-             solver: str = "choose", row_duals: bool = False):
+@overload
+def solve_lp(c: Any, A_ub: Any = ..., b_ub: Any = ..., A_eq: Any = ..., b_eq: Any = ..., lb: Any = ...,
+             ub: Any = ..., iterations: int | None = ..., solver: str = ...,
+             row_duals: Literal[False] = ...) -> tuple[np.ndarray, float]: ...
+@overload
+def solve_lp(c: Any, A_ub: Any = ..., b_ub: Any = ..., A_eq: Any = ..., b_eq: Any = ..., lb: Any = ...,
+             ub: Any = ..., iterations: int | None = ..., solver: str = ...,
+             *, row_duals: Literal[True]) -> tuple[np.ndarray, float, np.ndarray]: ...
+def solve_lp(c: Any, A_ub: Any = None, b_ub: Any = None, A_eq: Any = None, b_eq: Any = None, lb: Any = None,
+             ub: Any = None, iterations: int | None = None, solver: str = "choose",
+             row_duals: bool = False) -> tuple[np.ndarray, float] | tuple[np.ndarray, float, np.ndarray]:
     """Minimise ``c x`` subject to ``A_ub x <= b_ub``, ``A_eq x = b_eq``, ``lb <= x <= ub``.
 
     A thin wrapper on ``highspy.Highs.passModel`` with sparse CSC constraint
@@ -142,7 +153,14 @@ def decoder_work(n: int, d: int) -> int:
     return int(np.ceil(1000 * (n / DECODER_UNIT_COLS) * (d / DECODER_UNIT_ROWS) ** 3)) + DECODER_OVERHEAD
 
 
-def min_norm_row_decoder(AS: np.ndarray, iterations=None, duals: bool = False):
+@overload
+def min_norm_row_decoder(AS: np.ndarray, iterations: int | None = ...,
+                         duals: Literal[False] = ...) -> tuple[np.ndarray, float]: ...
+@overload
+def min_norm_row_decoder(AS: np.ndarray, iterations: int | None = ..., *,
+                         duals: Literal[True]) -> tuple[np.ndarray, float, np.ndarray]: ...
+def min_norm_row_decoder(AS: np.ndarray, iterations: int | None = None,
+                         duals: bool = False) -> tuple[np.ndarray, float] | tuple[np.ndarray, float, np.ndarray]:
     """G (n x d) of least row-l1 norm with ``AS @ G = I_d`` (AS = A[S, :], d x n).
 
     Row-side reconstruction (MATH.md, transpose of K.3): with Z = I[:, S] the
@@ -185,7 +203,8 @@ def min_norm_row_decoder(AS: np.ndarray, iterations=None, duals: bool = False):
     return G, v
 
 
-def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, iterations=None, budget=None) -> tuple[np.ndarray, float]:
+def min_norm_left_inverse(Y: np.ndarray, X: np.ndarray, iterations: int | None = None,
+                          budget: Budget | None = None) -> tuple[np.ndarray, float]:
     """R (n x m) of least row-l1 norm with ``R @ Y = X`` (Y = A X is m x d, X n x d).
 
     LP-optimal R on the subspace W = range X (K.3): row i of R minimises

@@ -15,6 +15,10 @@ b = 0, -1 when b = 1; ``l ^ 1`` is its antipode.
 from __future__ import annotations
 
 import itertools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, SupportsFloat
 
 import numpy as np
 from scipy.optimize import linprog
@@ -29,19 +33,22 @@ __all__ = ["FACE_TOL", "vertices", "facets", "face_point", "nerve", "budgeted_ne
 #: A label set is a face when its LP margin exceeds this; points are only kept above it.
 FACE_TOL = 1e-9
 
+#: A label set as sorted codes ``2 i + (s < 0)`` of its labels (row i, sign s).
+Codes = tuple[int, ...]
 
-def vertices(d: int) -> list[tuple]:
+
+def vertices(d: int) -> list[tuple[int, ...]]:
     """The nonzero sign vectors of ``{-1, 0, 1}^d`` in ``exact.oddmap``'s order (antipode of k: V - 1 - k)."""
     return [v for v in itertools.product((-1, 0, 1), repeat=d) if any(v)]
 
 
-def facets(d: int) -> list[tuple]:
+def facets(d: int) -> list[tuple[int, ...]]:
     """The maximal chains as tuples of vertex indices (a permutation and a sign per coordinate)."""
     index = {v: k for k, v in enumerate(vertices(d))}
-    out = []
+    out: list[tuple[int, ...]] = []
     for perm in itertools.permutations(range(d)):
         for signs in itertools.product((1, -1), repeat=d):
-            v, chain = [0] * d, []
+            v, chain = [0] * d, list[int]()
             for c in perm:
                 v[c] = signs[c]
                 chain.append(index[tuple(v)])
@@ -49,7 +56,7 @@ def facets(d: int) -> list[tuple]:
     return out
 
 
-def face_point(A: np.ndarray, eps: float, labels) -> tuple[float, np.ndarray]:
+def face_point(A: np.ndarray, eps: float, labels: Sequence[tuple[int, int]]) -> tuple[float, np.ndarray]:
     """max t with ``s a_i . x >= eps + t`` for the labels (i, s), x in [-1,1]^n (LP): (t*, x)."""
     n = A.shape[1]
     rows = np.array([-s * A[i] for i, s in labels], dtype=np.float64).reshape(len(labels), n)
@@ -66,7 +73,7 @@ def _pair(l: int) -> tuple[int, int]:
     return (l >> 1, 1 - 2 * (l & 1))
 
 
-def nerve(A: np.ndarray, eps: float, max_size: int) -> tuple[dict, list]:
+def nerve(A: np.ndarray, eps: float, max_size: int) -> tuple[dict[Codes, np.ndarray], list[Codes]]:
     """(faces, minimal non-faces) of the cover, label sets of size <= max_size as sorted codes.
 
     Downward closed: a set is tried only when its one-smaller subsets are faces.
@@ -75,12 +82,16 @@ def nerve(A: np.ndarray, eps: float, max_size: int) -> tuple[dict, list]:
     return faces, mnf
 
 
-def budgeted_nerve(A: np.ndarray, eps: float, max_size: int, max_lps: int | None = None):
+def budgeted_nerve(A: np.ndarray, eps: float, max_size: int,
+                   max_lps: int | None = None) -> tuple[dict[Codes, np.ndarray], list[Codes], int, bool]:
     """``nerve`` with at most ``max_lps`` LPs: (faces, minimal non-faces, LPs, complete)."""
     nlab = 2 * A.shape[0]
-    faces, mnf, level, lps = {}, [(2 * i, 2 * i + 1) for i in range(A.shape[0])], [()], 0
+    faces: dict[Codes, np.ndarray] = {}
+    mnf: list[Codes] = [(2 * i, 2 * i + 1) for i in range(A.shape[0])]
+    level: list[Codes] = [()]
+    lps = 0
     for _ in range(max_size):
-        nxt = []
+        nxt: list[Codes] = []
         for F in level:
             used = {l >> 1 for l in F}
             for l in range((F[-1] + 1) if F else 0, nlab):
@@ -100,7 +111,7 @@ def budgeted_nerve(A: np.ndarray, eps: float, max_size: int, max_lps: int | None
     return faces, mnf, lps, True
 
 
-def _sat_labels(d: int, nlab: int, mnf: list, conflicts: int):
+def _sat_labels(d: int, nlab: int, mnf: list[Codes], conflicts: int) -> list[int] | str | None:
     """An odd vertex labelling (codes) whose facet label sets avoid every minimal non-face, None or 'unknown'."""
     try:
         from pysat.solvers import Solver  # noqa: PLC0415  (python-sat: the test extra, truly optional)
@@ -113,7 +124,7 @@ def _sat_labels(d: int, nlab: int, mnf: list, conflicts: int):
         return 1 + v * nlab + l if v < half else 1 + (V - 1 - v) * nlab + (l ^ 1)
 
     chains = facets(d)
-    z = lambda a, l: 1 + half * nlab + a * nlab + l  # label l occurs in facet a
+    z: Callable[[int, int], int] = lambda a, l: 1 + half * nlab + a * nlab + l  # label l in facet a
     clauses = [[x(v, l) for l in range(nlab)] for v in range(half)]
     small = [N for N in mnf if len(N) <= d]
     for a, F in enumerate(chains):
@@ -131,7 +142,7 @@ def _sat_labels(d: int, nlab: int, mnf: list, conflicts: int):
     return [next(l for l in range(nlab) if x(v, l) in model) for v in range(V)]
 
 
-def find_odd_map(A, eps: float, d: int, conflicts: int = 100_000):
+def find_odd_map(A: object, eps: float, d: int, conflicts: int = 100_000) -> tuple[np.ndarray, np.ndarray] | None:
     """(labels V x 2, points S x n) of an odd-map certificate for ``r_eps(A) >= d``, or None.
 
     None when the SAT problem is unsatisfiable or its conflict budget is spent:
@@ -142,18 +153,18 @@ def find_odd_map(A, eps: float, d: int, conflicts: int = 100_000):
         raise ValueError(f"d = {d} outside [1, min({MAX_ODDMAP_DIM}, m, n)]")
     faces, mnf = nerve(A, float(eps), d)
     codes = _sat_labels(d, 2 * A.shape[0], mnf, conflicts)
-    if codes is None or codes == "unknown":
+    if codes is None or isinstance(codes, str):      # unsatisfiable, or "unknown"
         return None
     labels = tuple(_pair(l) for l in codes)
-    points = []
+    points: list[np.ndarray] = []
     for S in label_sets(labels, d):
         key = tuple(sorted(2 * i + (s < 0) for i, s in S))
         points.append(faces[key])
     return np.array(labels, dtype=np.float64), np.array(points, dtype=np.float64)
 
 
-def odd_map_cell(cell_id: str, A, eps, d: int, labels: np.ndarray, points: np.ndarray,
-                 upper: dict | None = None, prefix: str = "") -> tuple[CellSpec, dict]:
+def odd_map_cell(cell_id: str, A: object, eps: object, d: int, labels: np.ndarray, points: np.ndarray,
+                 upper: dict[str, Any] | None = None, prefix: str = "") -> tuple[CellSpec, dict[str, np.ndarray]]:
     """A cell (``CellSpec``) with an ``odd_map`` lower side, and its tensors (the target is ``prefix + 'A'``).
 
     ``upper`` is ``{"rank": k, "P": array, "Q": array}`` for a factors upper side (default: trivial).
@@ -170,7 +181,8 @@ def odd_map_cell(cell_id: str, A, eps, d: int, labels: np.ndarray, points: np.nd
     return cell, tensors
 
 
-def export_odd_map(path, A, eps, d: int, upper: dict | None = None, conflicts: int = 100_000):
+def export_odd_map(path: str | os.PathLike[str], A: object, eps: SupportsFloat, d: int,
+                   upper: dict[str, Any] | None = None, conflicts: int = 100_000) -> Path | None:
     """Search an odd-map certificate for ``r_eps(A) >= d`` and write a one-cell bracket file; the path, or None."""
     found = find_odd_map(A, float(eps), d, conflicts)
     if found is None:

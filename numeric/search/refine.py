@@ -38,7 +38,10 @@ Everything here is float: the exact tier re-checks the chosen factors.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +136,7 @@ def step_work(m: int, n: int, k: int) -> int:
     return STEP_OVERHEAD_UNITS + -(-m * n * k // STEP_UNIT_ENTRIES)
 
 
-def schedule(eps: float, m: int, n: int, objective: Objective = Objective()):
+def schedule(eps: float, m: int, n: int, objective: Objective = Objective()) -> tuple[float, float, float, float]:
     """``(T0, T1, d0, d1)``: the temperature and Huber width at the first and the last step
     (without the objective's ``huber``, the width is ``PLAIN_D eps / n`` throughout; with its
     ``hot``, T0 is ``LSE_HOT_EPS`` eps).
@@ -168,12 +171,12 @@ class TrialLog:
 
 
 #: Every ``refine`` call appends its ``TrialLog`` here when this is a list (tests and bench).
-TRIAL_LOG: list | None = None
+TRIAL_LOG: list[TrialLog] | None = None
 
 
 def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int = DEFAULT_ITERS,
-           device=None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None,
-           objective: Objective = Objective()):
+           device: Any = None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None,
+           objective: Objective = Objective()) -> tuple[np.ndarray, np.ndarray, float]:
     """Refine rank-k factors to bring the max row-l1 error to ``eps`` or below (K.1): one trial.
 
     The trial runs ``iters`` Adam steps with its temperature and Huber schedules spread
@@ -193,9 +196,8 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     if margin is None:
         margin = max(MARGIN_MIN, int(MARGIN_FRACTION * iters))
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
-        P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin,
-                                 budget if budget is not None else Budget(iters * step_work(*A.shape, P0.shape[1])),
-                                 objective)
+        spend = budget if budget is not None else Budget(iters * step_work(A.shape[0], A.shape[1], P0.shape[1]))
+        P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, spend, objective)
     if TRIAL_LOG is not None:
         TRIAL_LOG.append(log)
     return P, Q, err
@@ -216,7 +218,7 @@ def _hopeless(s_then: float, s_now: float, T: float, logm: float, eps: float) ->
     return s_then - s_now < STALL_REL * s_now and s_now - T * logm > eps * (1 + HOPELESS_FRACTION)
 
 
-def _surrogate(torch, R, T: float, d: float):
+def _surrogate(torch: ModuleType, R: Any, T: float, d: float) -> tuple[Any, Any]:
     """The trial's surrogate at the residual ``R = P Q^T - A``: ``(s, G)`` with ``s = T logsumexp(h / T)``
     (a 0-d tensor: read only on the steps the hopeless rule judges), ``h_i = sum_j huber_d(R_ij) / d``,
     and ``G = ds/dR``.
@@ -236,7 +238,9 @@ def _surrogate(torch, R, T: float, d: float):
     return T * lse, c.mul_(w[:, None])
 
 
-def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, objective):
+def _refine(torch: ModuleType, A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, iters: int, dev: Any,
+            lr_scale: float, margin: int, budget: Budget,
+            objective: Objective) -> tuple[np.ndarray, np.ndarray, float, TrialLog]:
     dtype = torch.float64
     m, n = A.shape
     At = torch.as_tensor(A, dtype=dtype, device=dev)
@@ -289,7 +293,8 @@ def _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, budget, objecti
     return Pb, Qb, err, TrialLog(it, iters, reason, feasible_at, T, t1, err)
 
 
-def snap_dyadic(A: np.ndarray, P: np.ndarray, Q: np.ndarray, bits=SNAP_BITS):
+def snap_dyadic(A: np.ndarray, P: np.ndarray, Q: np.ndarray,
+                bits: Iterable[int] = SNAP_BITS) -> tuple[np.ndarray, np.ndarray]:
     """Factors rounded to short dyadic rationals, for boundary cells (K.1 with error exactly eps).
 
     Each column pair is rescaled so that ``max |P_ic| = 1`` (``P Q^T`` unchanged), then

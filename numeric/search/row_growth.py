@@ -14,6 +14,8 @@ Both spend counted budgets (descent steps or LP work units, candidate rows).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from numeric.search.budget import Budget
@@ -61,7 +63,8 @@ def append_bounds(A: np.ndarray, S: list[int], GS: np.ndarray) -> tuple[np.ndarr
     return bound, g, C
 
 
-def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, max_rows: int, improve,
+def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, max_rows: int,
+               improve: Callable[[list[int], np.ndarray], np.ndarray | None],
                family: str, work: Budget, rows: Budget | None = None) -> LowerCandidate | None:
     """Grow a certified row set one row at a time, the rows of least ``append_bounds`` first.
 
@@ -75,7 +78,7 @@ def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, max_rows
     G = np.asarray(GS, dtype=np.float64).reshape(A.shape[1], len(S))
     d0 = len(S)
 
-    def spent():
+    def spent() -> bool:
         return work.exhausted or (rows is not None and rows.exhausted)
 
     while len(S) < min(max_rows, *A.shape) and not spent():
@@ -87,9 +90,8 @@ def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, max_rows
             if rows is not None:
                 rows.spend()
             trial = S + [int(i)]
-            Gn = np.hstack([G - np.outer(g[i], C[i]), g[i][:, None]])
-            if not certifies_rows(A, trial, Gn, eps):
-                Gn = improve(trial, Gn)
+            Ga = np.hstack([G - np.outer(g[i], C[i]), g[i][:, None]])
+            Gn = Ga if certifies_rows(A, trial, Ga, eps) else improve(trial, Ga)
             if Gn is not None and certifies_rows(A, trial, Gn, eps):
                 S, G, grown = trial, Gn, True
                 break
@@ -109,7 +111,7 @@ def rows_greedy(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, steps: 
     """
     target = (1 - SAFETY) / eps
 
-    def descend(trial, G):
+    def descend(trial: list[int], G: np.ndarray) -> np.ndarray | None:
         return descend_row_map(A[trial], G, target, steps)[0]
 
     return _grow_rows(A, eps, S, GS, min(A.shape), descend, "row_reconstruction/greedy", steps, rows)
@@ -126,7 +128,7 @@ def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, solv
     (``lp.decoder_work`` per solve);
     returns a witness only if a row was added.
     """
-    def lp(trial, G):
+    def lp(trial: list[int], G: np.ndarray) -> np.ndarray | None:
         if not solves.take(decoder_work(A.shape[1], len(trial))):
             return None
         try:

@@ -10,6 +10,9 @@ of the caller's ``Budget``.
 """
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Any
+
 import numpy as np
 
 from numeric.search.budget import Budget
@@ -32,7 +35,7 @@ DESCENT_LR = 0.01
 DESCENT_SHARPNESS = 30.0
 
 
-def voronoi_map(A: np.ndarray, S: list[int]):
+def voronoi_map(A: np.ndarray, S: list[int]) -> tuple[np.ndarray | None, float]:
     """(G, ||G||) for rows S: columns aggregated into Voronoi cells, ``G = C K^-1`` (None, inf if singular).
 
     Column j goes to the row of S with the largest weight on it (C the cell
@@ -86,7 +89,7 @@ def descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, budget: Budge
     return G, row_l1_norm(G)
 
 
-def _gradient(torch, N, G, r, v: float):
+def _gradient(torch: ModuleType, N: Any, G: Any, r: Any, v: float) -> Any:
     """The gradient in Y of the loss ``logsumexp(beta r) / beta``, ``beta = DESCENT_SHARPNESS / v``, of
     the row norms ``r_i = sum_j |G_ij|`` of ``G = G0 + N Y``: ``N^T (w sgn(G))`` with
     ``w_i = exp(beta r_i - logsumexp(beta r))``.
@@ -101,7 +104,8 @@ def _gradient(torch, N, G, r, v: float):
     return N.T @ G.sgn().mul_(w[:, None])
 
 
-def _adam(torch, Gp, N, Y, opt, best_v, best_G, target, budget, iters):
+def _adam(torch: ModuleType, Gp: Any, N: Any, Y: Any, opt: Any, best_v: float, best_G: np.ndarray, target: float,
+          budget: Budget, iters: int) -> tuple[float, np.ndarray]:
     """The Adam loop of ``descend_row_map``: (best norm, best map)."""
     mark, mark_it = best_v, 0
     for it in range(iters):
@@ -124,7 +128,8 @@ def _adam(torch, Gp, N, Y, opt, best_v, best_G, target, budget, iters):
     return best_v, best_G
 
 
-def initial_row_map(A: np.ndarray, trial: list[int], prev: tuple[list[int], np.ndarray] | None):
+def initial_row_map(A: np.ndarray, trial: list[int],
+                    prev: tuple[list[int], np.ndarray] | None) -> np.ndarray | None:
     """A starting G for ``A[trial] G = I``: the previous map with Voronoi columns appended, else Voronoi."""
     Gv, nv = voronoi_map(A, trial)
     if Gv is None:                       # a Voronoi cell matrix is singular: the least-squares map
@@ -143,7 +148,7 @@ def initial_row_map(A: np.ndarray, trial: list[int], prev: tuple[list[int], np.n
     G0 = Gv.copy()
     G0[:, :d0] = G
     try:
-        G1 = G0 @ np.linalg.inv(A[trial] @ G0)
+        G1: np.ndarray = G0 @ np.linalg.inv(A[trial] @ G0)
     except np.linalg.LinAlgError:
         return Gv
     if not np.isfinite(G1).all() or row_l1_norm(G1) > nv:

@@ -42,7 +42,7 @@ def round_up_short(x: float, bits: int = SLACK_BITS) -> float:
     return math.ldexp(math.ceil(math.ldexp(mantissa, bits)), exponent - bits)
 
 
-def target_slack(logits: np.ndarray, matrix: np.ndarray):
+def target_slack(logits: np.ndarray, matrix: np.ndarray) -> tuple[fmpq, float]:
     """(slack as flint.fmpq that the exact tier proves, the same value as a float).
 
     Raises ValueError when no bound is finite.

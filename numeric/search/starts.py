@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from numeric.search.norms import row_l1_error
+from numeric.search.refine import Objective
 
 __all__ = ["svd_factors", "compress", "hybrid_factors", "perturbed", "PERTURB_SCALE", "PERTURB_SEED"]
 
@@ -17,14 +18,25 @@ __all__ = ["svd_factors", "compress", "hybrid_factors", "perturbed", "PERTURB_SC
 PERTURB_SCALE = 0.05
 PERTURB_SEED = 27
 
+#: Rank-k factors ``(P, Q)`` with ``A ~ P Q^T``.
+Factors = tuple[np.ndarray, np.ndarray]
+#: The thin SVD ``(U, S, Vt)`` of a target.
+Svd = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: A trial's outcome: the factors and their float max row-l1 error.
+Trial = tuple[np.ndarray, np.ndarray, float]
+#: A restart's closest miss: a trial's outcome and the objective (``refine.Objective``) that reached it.
+Miss = tuple[np.ndarray, np.ndarray, float, Objective]
+#: A start already run at a rank: ``(rank, kind, columns of the factors it was compressed from)``.
+Tried = tuple[int, str, int | None]
 
-def svd_factors(U, S, Vt, k: int):
+
+def svd_factors(U: np.ndarray, S: np.ndarray, Vt: np.ndarray, k: int) -> Factors:
     """Balanced truncated-SVD factors ``P = U_k S_k^(1/2)``, ``Q = V_k S_k^(1/2)``."""
     r = np.sqrt(S[:k])
     return U[:, :k] * r, Vt[:k].T * r
 
 
-def compress(P: np.ndarray, Q: np.ndarray, k: int):
+def compress(P: np.ndarray, Q: np.ndarray, k: int) -> Factors:
     """Best Frobenius rank-k factors of ``P Q^T`` (warm start for a lower rank)."""
     qp, rp = np.linalg.qr(P)
     qq, rq = np.linalg.qr(Q)
@@ -32,7 +44,7 @@ def compress(P: np.ndarray, Q: np.ndarray, k: int):
     return svd_factors(qp @ u, s, vt @ qq.T, k)
 
 
-def hybrid_factors(A: np.ndarray, eps: float, k: int):
+def hybrid_factors(A: np.ndarray, eps: float, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Rank-k start for sharp heads: coordinate columns for near-one-hot rows, the SVD for the rest.
 
     A row whose largest entry ``a_ij >= 1 - eps/2`` is within eps of ``e_j`` in l1
@@ -56,7 +68,7 @@ def hybrid_factors(A: np.ndarray, eps: float, k: int):
         return None
     cols, counts = np.unique(arg[sharp], return_counts=True)
     order = cols[np.argsort(-counts, kind="stable")]
-    best = None
+    best: tuple[np.ndarray, np.ndarray, float] | None = None
     for nj in sorted({min(order.size, k), min(order.size, k) * 3 // 4, min(order.size, k) // 2} - {0}):
         J = order[:nj]
         rest = np.setdiff1d(np.arange(A.shape[0]), sharp[np.isin(arg[sharp], J)])
@@ -71,10 +83,12 @@ def hybrid_factors(A: np.ndarray, eps: float, k: int):
         err = row_l1_error(A, P, Q)
         if best is None or err < best[2]:
             best = (P, Q, err)
-    return best[:2]
+    assert best is not None   # the set of column counts is not empty (k >= 1 and a sharp row)
+    return best[0], best[1]
 
 
-def perturbed(P: np.ndarray, Q: np.ndarray, rank: int, round_: int, tag: int = 0):
+def perturbed(P: np.ndarray, Q: np.ndarray, rank: int, round_: int,
+              tag: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(P, Q)`` plus Gaussian noise of ``PERTURB_SCALE`` times their rms entry (deterministic:
     ``default_rng((PERTURB_SEED, rank, round_, tag))``)."""
     rng = np.random.default_rng((PERTURB_SEED, int(rank), int(round_), int(tag)))

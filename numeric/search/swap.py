@@ -13,6 +13,8 @@ seeded by the cell.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from numeric.search.budget import Budget
@@ -31,13 +33,18 @@ SWAP_KICKS = 20
 SWAP_POOL = 40
 
 
+#: An LP-optimal map of a row set: ``(G, norm, duals)`` (``lp.min_norm_row_decoder``).
+_Solution = tuple[np.ndarray, float, np.ndarray]
+_Solve = Callable[[list[int]], "_Solution | None"]
+
+
 class _Solver:
     """LP-optimal maps of row sets, ``lp.decoder_work`` units per solve (None once spent or failed)."""
 
-    def __init__(self, A, budget: Budget, iterations):
+    def __init__(self, A: np.ndarray, budget: Budget, iterations: int | None) -> None:
         self.A, self.budget, self.iterations = A, budget, iterations
 
-    def __call__(self, rows):
+    def __call__(self, rows: list[int]) -> _Solution | None:
         if not self.budget.take(decoder_work(self.A.shape[1], len(rows))):
             return None
         try:
@@ -55,7 +62,8 @@ def _far_from(A: np.ndarray, rows: list[int], exclude: list[int]) -> np.ndarray:
     return d
 
 
-def _exchange(A, cur, sol, solve, tabu):
+def _exchange(A: np.ndarray, cur: list[int], sol: _Solution, solve: _Solve,
+              tabu: set[int]) -> tuple[list[int], _Solution] | None:
     """One deterministic exchange that lowers the norm: (rows, solution) or None."""
     G, v, lam = sol
     for pos in np.argsort(-np.abs(lam).sum(axis=1), kind="stable")[:SWAP_MEMBERS]:
@@ -72,7 +80,8 @@ def _exchange(A, cur, sol, solve, tabu):
     return None
 
 
-def _kick(A, cur, sol, solve, rng):
+def _kick(A: np.ndarray, cur: list[int], sol: _Solution, solve: _Solve,
+          rng: np.random.Generator) -> tuple[list[int], _Solution] | None:
     """A random exchange from the far rows that lowers the norm: (rows, solution) or None."""
     for _ in range(SWAP_KICKS):
         pos = int(rng.integers(len(cur)))
@@ -94,7 +103,7 @@ def rows_swap(A: np.ndarray, eps: float, S: list[int], budget: Budget, *, seed: 
     m, n = A.shape
     rng = np.random.default_rng(seed)
     solve = _Solver(A, budget, iterations)
-    best = None
+    best: LowerCandidate | None = None
     cur = list(S)
     while len(cur) < min(max_rows, m, n) and not budget.exhausted:
         cur = cur + [int(np.argmax(_far_from(A, cur, cur)))]

@@ -44,7 +44,9 @@ Everything here is float: the exact tier re-checks the chosen factors.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -52,7 +54,7 @@ from numeric.search.budget import Budget
 from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
 from numeric.search.refine import DEFAULT_ITERS, FULL_ITERS, NEAR_FRACTION, Objective, refine, snap_dyadic, step_work
-from numeric.search.starts import compress, hybrid_factors, perturbed, svd_factors
+from numeric.search.starts import Factors, Miss, Svd, Tried, Trial, compress, hybrid_factors, perturbed, svd_factors
 
 __all__ = ["UpperResult", "svd_baseline", "first_within", "search_upper", "affordable_steps"]
 
@@ -119,13 +121,13 @@ class UpperResult:
     """A float-feasible upper witness: rank, factors, float error and family name."""
 
     rank: int
-    P: np.ndarray | None
-    Q: np.ndarray | None
+    P: np.ndarray
+    Q: np.ndarray
     error: float
     family: str
 
 
-def svd_baseline(A: np.ndarray):
+def svd_baseline(A: np.ndarray) -> tuple[Svd, np.ndarray]:
     """The SVD of A and the max row-l1 error of every truncation (index k = rank k).
 
     >>> _, errs = svd_baseline(np.eye(2) / 2 + 0.25); errs.round(12).tolist()
@@ -152,10 +154,10 @@ def first_within(errs: np.ndarray, eps: float) -> int | None:
 
 #: Every trial of ``search_upper`` appends ``(phase, start, rank, steps, error)`` here when this is
 #: a list (tests and bench scripts read it; the search never does).
-TRACE: list | None = None
+TRACE: list[tuple[str, str, int, int, float]] | None = None
 
 
-def _rescue(A, eps, P, Q, err, budget):
+def _rescue(A: np.ndarray, eps: float, P: np.ndarray, Q: np.ndarray, err: float, budget: Budget) -> Trial:
     """A near miss (within ``REFIT_WINDOW``) with its rows over eps refitted exactly; else as given."""
     if eps < err <= eps * (1 + REFIT_WINDOW):
         P2, err2 = refit_rows(A, P, Q, eps, budget, REFIT_ROWS)
@@ -164,7 +166,7 @@ def _rescue(A, eps, P, Q, err, budget):
     return P, Q, err
 
 
-def affordable_steps(budget: Budget, shape, k: int, iters: int) -> int:
+def affordable_steps(budget: Budget, shape: tuple[int, ...], k: int, iters: int) -> int:
     """Steps of a rank-``k`` trial of nominal length ``iters``: all of them, or as many as the budget
     affords when that is at least ``MIN_TRIAL_FRACTION`` of them; 0 (no trial) otherwise.
 
@@ -175,12 +177,12 @@ def affordable_steps(budget: Budget, shape, k: int, iters: int) -> int:
     """
     if budget.exhausted:
         return 0
-    steps = min(int(iters), (budget.units - budget.used) // step_work(*shape, max(k, 1)))
+    steps = min(int(iters), (budget.units - budget.used) // step_work(shape[0], shape[1], max(k, 1)))
     return steps if steps >= MIN_TRIAL_FRACTION * iters and steps > 0 else 0
 
 
-def _trial(A, eps, start, iters, budget, device, phase: str, kind: str, lr_scale: float = 1.0,
-           objective: Objective = SMOOTHED):
+def _trial(A: np.ndarray, eps: float, start: Factors, iters: int, budget: Budget, device: Any, phase: str,
+           kind: str, lr_scale: float = 1.0, objective: Objective = SMOOTHED) -> Trial | None:
     """One trial from ``start`` sized to the budget (``affordable_steps``): (P, Q, err), or None."""
     k = start[1].shape[1]
     steps = affordable_steps(budget, A.shape, k, iters)
@@ -193,14 +195,22 @@ def _trial(A, eps, start, iters, budget, device, phase: str, kind: str, lr_scale
     return P, Q, err
 
 
-def _better(a, b):
+_T = TypeVar("_T", Trial, Miss)
+
+
+@overload
+def _better(a: _T | None, b: _T) -> _T: ...
+@overload
+def _better(a: _T, b: _T | None) -> _T: ...
+def _better(a: _T | None, b: _T | None) -> _T | None:
     """The trial result of lower error (``a`` on ties; None stands for no trial)."""
     if a is None:
         return b
     return b if b is not None and b[2] < a[2] else a
 
 
-def _narrow_starts(svd, best, mid: int, best_is_svd: bool, warm):
+def _narrow_starts(svd: Svd, best: Factors, mid: int, best_is_svd: bool,
+                   warm: Factors | None) -> tuple[tuple[Factors, str], tuple[Factors | None, str | None]]:
     """The two starts of a narrowing trial at rank ``mid`` below the best factors ``best``, each as
     ``(factors, kind)``; the second is ``(None, None)`` when it would repeat the first.
 
@@ -212,13 +222,15 @@ def _narrow_starts(svd, best, mid: int, best_is_svd: bool, warm):
     near = best[1].shape[1] - mid < FAR_DROP
     compressed = (compress(*best, mid), "compressed")
     if best_is_svd:
-        other = (compress(*warm, mid), "warm") if warm is not None and warm[1].shape[1] > mid else (None, None)
+        other: tuple[Factors | None, str | None] = \
+            (compress(*warm, mid), "warm") if warm is not None and warm[1].shape[1] > mid else (None, None)
         return compressed, other
     fresh = (svd_factors(*svd, mid), "svd")
     return (compressed, fresh) if near else (fresh, compressed)
 
 
-def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False, warm=None) -> dict:
+def _bisect(A: np.ndarray, eps: float, lo: int, found: list[UpperResult], svd: Svd, budget: Budget, iters: int,
+            device: Any, hybrid: bool = False, warm: Factors | None = None) -> dict[int, Trial]:
     """Rank bisection in ``[lo, found[0].rank)`` with short trials; feasible ranks go to the front of ``found``.
 
     Each trial starts from the compressed best factors, or from the truncated SVD when it drops
@@ -229,7 +241,7 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
     hi = found[0].rank
     best = (found[0].P, found[0].Q)
     best_is_svd = found[0].family == "svd"
-    missed: dict = {}
+    missed: dict[int, Trial] = {}
     while lo < hi:
         mid = (lo + hi) // 2
         (first, kind), (second, kind2) = _narrow_starts(svd, best, mid, best_is_svd, warm)
@@ -237,7 +249,7 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
         if res is None:
             break
         if hybrid and eps < res[2] <= eps * (1 + SECOND_WINDOW):
-            if second is not None:
+            if second is not None and kind2 is not None:     # both None, or neither
                 res = _better(res, _trial(A, eps, second, iters, budget, device, "narrow", kind2))
         start = hybrid_factors(A, eps, mid) if hybrid and res[2] > eps else None
         if start is not None:
@@ -253,7 +265,8 @@ def _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid: bool = False,
     return missed
 
 
-def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool, tried: set, hot: bool = False):
+def _boundary_rank(A: np.ndarray, eps: float, r: int, cur: Factors, svd: Svd, budget: Budget, iters: int, device: Any,
+                   warm: Factors | None, fresh: bool, tried: set[Tried], hot: bool = False) -> Trial | None:
     """The best full trial at rank ``r`` (or None: the budget affords none): from the truncated SVD
     when ``fresh`` (a rank the narrowing missed from every start), else from the compressed
     ``cur``; with ``hot``, the SVD start descends the plain objective from the hot temperature
@@ -268,9 +281,9 @@ def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool
     res = _trial(A, eps, first[2], iters, budget, device, "boundary", first[0], objective=first[1])
     if res is None:
         return None
-    key = lambda kind: (r, kind, cur[1].shape[1] if kind == "compressed" else None)
+    key: Callable[[str], Tried] = lambda kind: (r, kind, cur[1].shape[1] if kind == "compressed" else None)
     tried.add(key(first[0]))
-    close = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)
+    close: Callable[[Trial], bool] = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)
     if close(res):
         res = _better(res, _trial(A, eps, other[2], iters, budget, device, "boundary", other[0], objective=other[1]))
         tried.add(key(other[0]))
@@ -280,14 +293,16 @@ def _boundary_rank(A, eps, r, cur, svd, budget, iters, device, warm, fresh: bool
     return _rescue(A, eps, *res, budget)
 
 
-def _offer_snapped(A, eps, r, P, Q, found) -> None:
+def _offer_snapped(A: np.ndarray, eps: float, r: int, P: np.ndarray, Q: np.ndarray, found: list[UpperResult]) -> None:
     """A miss within ``NEAR_FRACTION`` rounded to dyadic factors, offered when within ``SNAP_WINDOW``."""
     Ps, Qs = snap_dyadic(A, P, Q)
     if row_l1_error(A, Ps, Qs) <= eps * (1 + SNAP_WINDOW):
         found.insert(0, UpperResult(r, Ps, Qs, row_l1_error(A, Ps, Qs), "factors/snapped"))
 
 
-def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried, sharp_trials: int = 0) -> None:
+def _descend(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], missed: dict[int, Trial], svd: Svd,
+             budget: Budget, iters: int, device: Any, warm: Factors | None, tried: set[Tried],
+             sharp_trials: int = 0) -> None:
     """Default's boundary phase: full trials one rank below the best at a time (``_boundary_rank``),
     until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried.
     With ``sharp_trials``, a sharp rank (``SHARP_FRACTION``) starts hot from the SVD, and a first
@@ -301,9 +316,9 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
     rank 94 with 946 of 1,085 steps)."""
     k, cur = found[0].rank, (found[0].P, found[0].Q)
     first = k - 1
-    sharp = lambda r: sharp_trials > 0 and r >= SHARP_FRACTION * min(A.shape)
+    sharp: Callable[[int], bool] = lambda r: sharp_trials > 0 and r >= SHARP_FRACTION * min(A.shape)
     if first >= lower and sharp(first):
-        budget.top_up(sharp_trials * iters * step_work(*A.shape, first))
+        budget.top_up(sharp_trials * iters * step_work(A.shape[0], A.shape[1], first))
     while k - 1 >= lower:
         if k - 1 < first and affordable_steps(budget, A.shape, k - 1, iters) < iters:
             return
@@ -320,11 +335,12 @@ def _descend(A, eps, lower, found, missed, svd, budget, iters, device, warm, tri
         _offer_snapped(A, eps, k, *res[:2], found)
 
 
-def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, tried):
+def _gallop(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], missed: dict[int, Trial], svd: Svd,
+            budget: Budget, iters: int, device: Any, warm: Factors | None, tried: set[Tried]) -> int | None:
     """Thorough's boundary phase: full trials 1, 2, 4, ... ranks below the best, then a bisection
     back between the lowest success and the first miss. Returns the first failing rank (the
     best rank minus one; None when the best is at ``lower`` or the budget ran out)."""
-    def reaches(r):      # one full trial at rank r from the best factors; a success joins ``found``
+    def reaches(r: int) -> bool | None:      # one full trial at rank r from the best factors; a success joins ``found``
         res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
                              r in missed, tried)
         if res is not None and res[2] <= eps:
@@ -356,7 +372,9 @@ def _gallop(A, eps, lower, found, missed, svd, budget, iters, device, warm, trie
     return found[0].rank - 1 if found[0].rank - 1 >= lower else None
 
 
-def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: bool = False):
+def _restart_starts(A: np.ndarray, eps: float, r: int, best: Factors, svd: Svd, warm: Factors | None, round_: int,
+                    near: Miss | None, tried: set[Tried],
+                    polish: bool = False) -> list[tuple[Factors, str, float, Objective]]:
     """``[(start, kind, lr_scale, objective)]`` of one round of restarts at rank ``r`` below the best
     factors ``best``. Round 0: the fresh truncated SVD, the compressed best, the compressed warm
     factors, the hybrid start with a larger step, a perturbed compressed best (starts already run at
@@ -370,8 +388,10 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: boo
     objective that reached it, and of the compressed best. With ``polish``, every round starts
     with ``near`` continued at ``FINE_LR`` times the step, plain (``miss-fine``)."""
     cb = compress(*best, r)
-    out = [(near[:2], "miss-fine", FINE_LR, PLAIN)] if polish and near is not None else []
+    out: list[tuple[Factors, str, float, Objective]] = \
+        [((near[0], near[1]), "miss-fine", FINE_LR, PLAIN)] if polish and near is not None else []
     if round_ > 0:
+        assert near is not None       # a later round follows a round with a close miss
         P, Q, _, objective = near
         return out + [(perturbed(P, Q, r, round_), "perturbed-miss", 1.0, objective),
                       (perturbed(*cb, r, round_, 1), "perturbed", 1.0, SMOOTHED)]
@@ -390,12 +410,13 @@ def _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish: boo
     return out
 
 
-def _smoothed(miss):
+def _smoothed(miss: Trial | None) -> Miss | None:
     """A miss (P, Q, err) of the Huber-smoothed trials as the restarts' (P, Q, err, objective)."""
     return None if miss is None else (*miss, SMOOTHED)
 
 
-def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, missed) -> None:
+def _restarts(A: np.ndarray, eps: float, r: int, lower: int, found: list[UpperResult], svd: Svd, budget: Budget,
+              iters: int, device: Any, warm: Factors | None, tried: set[Tried], missed: dict[int, Trial]) -> None:
     """Full-length restarts at the first failing rank ``r`` (and below, after each success), from
     structurally different starts (``_restart_starts``), round after round while some start of
     the round misses by at most ``CLEAR_MISS`` and the budget affords a trial. ``missed``: the
@@ -405,12 +426,13 @@ def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, 
     polish = near is not None
     while r >= lower:
         best = (found[0].P, found[0].Q)
-        res, close = None, False
+        res: Miss | None = None
+        close = False
         for start, kind, lr, objective in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish):
-            out = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, objective)
-            if out is None:
+            trial = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, objective)
+            if trial is None:
                 return
-            out = (*_rescue(A, eps, *out, budget), objective)
+            out: Miss = (*_rescue(A, eps, *trial, budget), objective)
             close |= out[2] <= eps * (1 + CLEAR_MISS)
             res = _better(res, out)
             if res[2] <= eps:
@@ -432,8 +454,9 @@ def _restarts(A, eps, r, lower, found, svd, budget, iters, device, warm, tried, 
         round_ += 1
 
 
-def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, svd=None, device=None,
-                 iters: int = DEFAULT_ITERS, hybrid: bool = False, warm=None,
+def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0,
+                 svd: tuple[Svd, np.ndarray] | None = None, device: Any = None,
+                 iters: int = DEFAULT_ITERS, hybrid: bool = False, warm: Factors | None = None,
                  full_iters: int = FULL_ITERS, sharp_trials: int = 0) -> list[UpperResult]:
     """Float-feasible upper witnesses at tolerance ``eps``, best (lowest rank) first.
 
@@ -451,26 +474,23 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0, s
     at a sharp rank (``SHARP_FRACTION``), whose SVD starts run hot.
     Rank 0 is returned directly (B = 0) when no singular direction is needed.
     """
-    if svd is None:
-        svd, errs = svd_baseline(A)
-    else:
-        svd, errs = svd
+    usv, errs = svd_baseline(A) if svd is None else svd
     k_svd = first_within(errs, eps)
     if k_svd is None:
         return []
     if k_svd == 0:
         return [UpperResult(0, np.zeros((A.shape[0], 0)), np.zeros((A.shape[1], 0)), errs[0], "zero")]
-    P, Q = svd_factors(*svd, k_svd)
+    P, Q = svd_factors(*usv, k_svd)
     found = [UpperResult(k_svd, P, Q, row_l1_error(A, P, Q), "svd")]
     if warm is not None and 0 < warm[1].shape[1] < k_svd and row_l1_error(A, *warm) <= eps:
         found.insert(0, UpperResult(warm[1].shape[1], *warm, row_l1_error(A, *warm), "factors/warm"))
     lo = max(int(lower), 1)
-    missed = _bisect(A, eps, lo, found, svd, budget, iters, device, hybrid, warm)
-    tried: set = set()
+    missed = _bisect(A, eps, lo, found, usv, budget, iters, device, hybrid, warm)
+    tried: set[Tried] = set()
     if not hybrid:
-        _descend(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried, sharp_trials)
+        _descend(A, eps, lo, found, missed, usv, budget, full_iters, device, warm, tried, sharp_trials)
         return found
-    r = _gallop(A, eps, lo, found, missed, svd, budget, full_iters, device, warm, tried)
+    r = _gallop(A, eps, lo, found, missed, usv, budget, full_iters, device, warm, tried)
     if r is not None:
-        _restarts(A, eps, r, lo, found, svd, budget, full_iters, device, warm, tried, missed)
+        _restarts(A, eps, r, lo, found, usv, budget, full_iters, device, warm, tried, missed)
     return found

@@ -41,7 +41,7 @@ BLOCKS = {"B0": B0, "B1": B0 + B1_EXTRA, "B2": B0 + B1_EXTRA + B2_EXTRA, "G": G,
 
 def block_columns(spec: str) -> tuple:
     """The columns of ``"B1+G+I"``-style specs (blocks joined by ``+``, in order)."""
-    cols = []
+    cols: list[str] = []
     for name in spec.split("+"):
         if name not in BLOCKS:
             raise KeyError(f"unknown block {name!r}")

@@ -173,7 +173,7 @@ def synthetic(shape: Shape, scenario: str, rng_heads: np.random.Generator, rng: 
     cell = [c for c in b1 if c not in shape.head_constant]
     gamma = _gamma(rho) if scenario == "gain" else _gamma(rho, 1) if scenario == "within-head" else 0.0
     shift = {}
-    cols = {c: [] for c in b1 + list(G)}
+    cols: dict[str, list[np.ndarray]] = {c: [] for c in b1 + list(G)}
     y, src, heads, fams, dom = [], [], [], [], []
     for name, n_h, n_s, pool in shape.families:
         F = rng_heads.standard_normal((n_h, 3))

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from exact.errors import ExitCode, OneLineParser
 from fileio.safeio import SafeIOError
-from numeric.search.effort import code_version
+from numeric.search.effort import CodeInfo, code_version
 from numeric.study.calibrate import (FOUR_FAMILY, REDRAWN, SCENARIOS, calibrate, caution_threshold, panel_shape,
                                      parse_shape, report_lines, source_scan)
 from numeric.study.caution import CALIBRATED_SOURCES, COVERAGE_FLOOR, GRID, SE_SD_FLOOR
@@ -247,7 +247,7 @@ def calibrate_main(args) -> int:
     return ExitCode.REFUTED if failed else ExitCode.OK
 
 
-def _code_version() -> dict:
+def _code_version() -> CodeInfo:
     return code_version()
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from numeric.runtime import keep_freed_memory, one_blas_thread
 from numeric.study.data import StudyData
 from numeric.study.caution import CALIBRATED_SOURCES, COVERAGE_FLOOR, SE_SD_FLOOR
-from numeric.study.batch import complete_fits, weighted_cross_fit, weighted_mae
+from numeric.study.batch import FoldFits, complete_fits, weighted_cross_fit, weighted_mae
 from numeric.study.demean import fold_demeaned
 from numeric.study.fit import FOLDS, FastRidgeCV, fold_indices
 from numeric.study.intervals import LEVEL, Estimate, paired_estimates
@@ -97,11 +97,11 @@ class _Cache:
     and the fits of every fold (``fits``), from which a model with more columns is bordered."""
 
     def __init__(self, data: StudyData):
-        self.data, self.mats = data, {}
+        self.data, self.mats = data, dict[tuple[str, ...], np.ndarray]()
         self.new_draw()
 
     def new_draw(self) -> None:
-        self.folds, self.fits = {}, {}
+        self.folds, self.fits = dict[tuple, np.ndarray](), dict[tuple, list[tuple[frozenset[str], FoldFits]]]()
 
     def matrix(self, cols, rows):
         if cols not in self.mats:
@@ -172,8 +172,8 @@ def _held_out(cache, key, cols, design, y, w, fold, k) -> np.ndarray:
 def _gains(base: dict, aug: dict) -> dict:
     """``{family or AGGREGATE: (mae_base, mae_aug, delta, rho)}``; the aggregate is the mean of the
     family values (rho: the mean of the family rhos)."""
-    out = {f: (base[f], aug[f], base[f] - aug[f], (base[f] - aug[f]) / base[f] if base[f] else 0.0)
-           for f in base}
+    out: dict[str, tuple[float, ...]] = {
+        f: (base[f], aug[f], base[f] - aug[f], (base[f] - aug[f]) / base[f] if base[f] else 0.0) for f in base}
     out[AGGREGATE] = tuple(float(np.mean([out[f][j] for f in base])) for j in range(4))
     return out
 
@@ -185,7 +185,7 @@ MAX_REDRAWS = 10_000
 def source_pools(data: StudyData) -> list:
     """The source pools: sets of sources linked by a family (text families share their windows,
     the image family has its own), sorted; a draw resamples each pool to its own size."""
-    parent = {}
+    parent: dict[object, object] = {}
 
     def find(x):
         while parent.setdefault(x, x) != x:
@@ -196,7 +196,7 @@ def source_pools(data: StudyData) -> list:
         srcs = np.unique(data.sources[data.families == f])
         for s in srcs:
             parent[find(s)] = find(srcs[0])
-    pools = {}
+    pools: dict[object, list[str]] = {}
     for s in np.unique(data.sources):
         pools.setdefault(find(s), []).append(s)
     return sorted((np.array(sorted(p)) for p in pools.values()), key=lambda p: p[0])
@@ -320,7 +320,7 @@ def heldout_losses(data: StudyData, r: np.ndarray, cols: tuple, clusters: str, d
             J[:, test] = loss[test]
             for j, p in _deleted(model, Xd[ok], yd[ok], s_idx[ok], Xd[test]):
                 J[j, test] = np.abs(yd[test] - p)
-    if not jackknife:
+    if J is None:                   # no jackknife (with one, J is made at the first fold)
         return loss
     J[s_idx, np.arange(r.size)] = np.nan
     return loss, (labels, J)
@@ -418,11 +418,11 @@ def _point(data: StudyData, c: Comparison, folds: int, rngs: dict, permutations:
     for f in np.unique(data.families):
         r = np.flatnonzero(data.families == f)
         l0[r], j0 = cached(r, f, c.base)
-        if jack:
+        if J0 is not None:              # jack
             J0[:, r] = j0
-        if not c.placebo:
+        if per is None:                 # not c.placebo
             l1[r], j1 = cached(r, f, c.base + c.added)
-            if jack:
+            if J1 is not None:
                 J1[:, r] = j1
             continue
         block = data.matrix(c.added, r)
@@ -431,10 +431,10 @@ def _point(data: StudyData, c: Comparison, folds: int, rngs: dict, permutations:
         for k in range(permutations):
             lk, jk = fit(r, f, c.base, extra=permuted(block, data.heads[r], c.placebo, rng))
             per[k, r] = lk
-            if jack:
+            if acc is not None:         # jack
                 acc += jk
         l1[r] = per[:, r].mean(axis=0)
-        if jack:
+        if J1 is not None and acc is not None:
             J1[:, r] = acc / permutations
     return l0, l1, (labels, J0, J1) if jack else None, per
 

@@ -71,7 +71,7 @@ class StudyData:
 
     def matrix(self, cols, rows=None, replace: dict | None = None) -> np.ndarray:
         """Design matrix of ``cols`` (categoricals one-hot over all levels) at ``rows``."""
-        parts = []
+        parts: list[np.ndarray] = []
         for c in cols:
             if c in self.categorical:
                 v = self.categorical[c]

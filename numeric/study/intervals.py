@@ -188,8 +188,8 @@ def _jackknife(point: dict, families: np.ndarray, ok: np.ndarray, jack, aggregat
     for j, f in enumerate(fams):
         gs = present[:, j]
         out[f] = _jk_var(theta[gs, j]) + (int(gs.sum()) - 1,)
-    gs = present.any(axis=1)
-    out[aggregate] = _jk_var(theta[gs].mean(axis=1)) + (int(gs.sum()) - 1,)
+    ga = present.any(axis=1)
+    out[aggregate] = _jk_var(theta[ga].mean(axis=1)) + (int(ga.sum()) - 1,)
     return out
 
 

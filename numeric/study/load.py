@@ -22,8 +22,9 @@ from numeric.geometry import AUDIT_RATIOS, intrinsic_profile_score
 from numeric.heads.domains import row_domain
 from fileio.safeio import SafeIOError, escape, file_kind, missing_reason, read_json
 from numeric.panel.schema import COLUMNS, PanelRow, SchemaError, check_run
-from numeric.panel.audit import RUN_NAME, audit
+from numeric.panel.audit import audit
 from numeric.panel.provenance import RUN_BYTES
+from numeric.panel.table import RUN_NAME
 from numeric.study.blocks import BLOCKS, CATEGORICAL, gauged_column
 from numeric.study.data import PanelDisagreement, StudyData, StudyError
 
@@ -57,22 +58,28 @@ def study_rows(out, eps, workers: int | None = None, reverify: bool = True) -> l
     a = audit(out, workers, reverify)
     if a.errors:
         raise PanelDisagreement(f"the panel's audit failed ({len(a.errors)} errors), first: {a.errors[0]}")
-    e = _eps(eps)
+    want = _eps(eps)
     run_eps = sorted({Fraction(r.eps) for r in a.rows})
-    rows = [r for r in a.rows if Fraction(r.eps) == e and r.ok]
+    rows = [r for r in a.rows if Fraction(r.eps) == want and r.ok]
     if not rows:
-        raise StudyError(f"the panel did not run eps {e} (it ran {', '.join(map(str, run_eps)) or 'nothing'})")
+        raise StudyError(f"the panel did not run eps {want} (it ran {', '.join(map(str, run_eps)) or 'nothing'})")
     bad = [r.cell_id for r in rows if not r.verified]
     if bad:
-        raise PanelDisagreement(f"{len(bad)} cells at eps {e} are not verified by the exact pass, first: {bad[0]}")
+        raise PanelDisagreement(f"{len(bad)} cells at eps {want} are not verified by the exact pass, first: {bad[0]}")
     return rows
+
+
+def _count(v: int | None) -> float:
+    """A count of a verified row (set on every one) as a float."""
+    assert v is not None
+    return float(v)
 
 
 def target_values(rows: list[PanelRow], target: str) -> np.ndarray:
     """U/n, L/n or log((L + U) / 2) per row (n = the number of keys)."""
-    L = np.array([float(r.L) for r in rows])
-    U = np.array([float(r.U) for r in rows])
-    n = np.array([float(r.n_cols) for r in rows])
+    L = np.array([_count(r.L) for r in rows])
+    U = np.array([_count(r.U) for r in rows])
+    n = np.array([_count(r.n_cols) for r in rows])
     if target == "u_over_n":
         return U / n
     if target == "l_over_n":

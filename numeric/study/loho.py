@@ -76,15 +76,15 @@ def loho_estimates(data: StudyData, base: tuple, aug: tuple, demean: bool, folds
         ok = np.isfinite(l0[r]) & np.isfinite(l1[r])
         point[f] = _family_point(l0[r][ok], l1[r][ok])
         heads = np.unique(data.heads[r])
-        theta = []
+        deleted: list[tuple[float, ...]] = []
         if descriptive is None and heads.size >= 3:
             for h in heads:
                 rr = r[data.heads[r] != h]
                 a = _point(losses, data, rr, base, demean, folds, memo, ("loho", f, base, demean, h))
                 b = _point(losses, data, rr, aug, demean, folds, memo, ("loho", f, aug, demean, h))
                 keep = np.isfinite(a) & np.isfinite(b)
-                theta.append(_family_point(a[keep], b[keep])[2:])
-        theta = np.asarray(theta, dtype=np.float64).reshape(-1, 2)
+                deleted.append(_family_point(a[keep], b[keep])[2:])
+        theta = np.asarray(deleted, dtype=np.float64).reshape(-1, 2)
         H = theta.shape[0]
         if H >= 2:
             var[f] = (H - 1) / H * np.sum((theta - theta.mean(axis=0)) ** 2, axis=0)

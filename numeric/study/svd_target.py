@@ -51,7 +51,7 @@ def recorded_svd_budget(row: PanelRow) -> int | None:
     >>> recorded_svd_budget(replace(row, svd_budget=3)), recorded_svd_budget(row)
     (3, None)
     """
-    v = row.svd_budget
+    v: object = row.svd_budget          # as read: a file may hold anything here
     if v is None or v == "":
         return None
     if isinstance(v, bool) or not isinstance(v, int):
@@ -91,6 +91,7 @@ def head_tensors(panel_dir, row: PanelRow) -> tuple[np.ndarray, np.ndarray]:
         if _sha256(a) != want:
             raise StudyError(f"{row.cell_id}: the {name} of {rel} is not the one the exact pass verified "
                              "(sha256 differs)")
+    assert H is not None and A is not None      # both checked above
     return H, A
 
 

@@ -249,8 +249,8 @@ def _estimates(parts: dict) -> dict:
     src = np.concatenate(clusters)
     vd, g = cluster_variance(np.concatenate(psi_d) / len(fams), src)
     vr, _ = cluster_variance(np.concatenate(psi_r) / len(fams), src)
-    gs = present.any(axis=1)
-    out[AGGREGATE] = _combine(agg, vd, vr, g - 1, _jk_var(theta[gs].mean(axis=1)), int(gs.sum()) - 1)
+    ga = present.any(axis=1)
+    out[AGGREGATE] = _combine(agg, vd, vr, g - 1, _jk_var(theta[ga].mean(axis=1)), int(ga.sum()) - 1)
     return out
 
 
