@@ -284,13 +284,12 @@ def test_study_announces_trust_records(tmp_path, capsys):
 
 
 def test_study_md_first_lines_say_records_were_trusted():
-    from numeric.study.write import _markdown
+    from numeric.study.results import StudyResults
 
     setup = {"panel": "p", "target": "u_over_n", "eps": "1/4", "cells": 3, "sources": 1, "heads": 3,
              "families": ["encoder"], "folds": 2, "replicates": 0, "permutations": 1, "seed": 0, "seconds": 1.0,
              "caution": [], "gbm_replicates": 0}
-    trusted = _markdown({"setup": dict(setup, trusted_records=True), "command": "c", "comparisons": [],
-                         "gauge": [], "reading": {}})
-    plain = _markdown({"setup": setup, "command": "c", "comparisons": [], "gauge": [], "reading": {}})
+    trusted = StudyResults("c", dict(setup, trusted_records=True), {}, [], []).to_markdown()
+    plain = StudyResults("c", setup, {}, [], []).to_markdown()
     assert "**Trusted records**" in "\n".join(trusted.splitlines()[:6]) and "verified cells" not in trusted
     assert "Trusted records" not in plain and "3 verified cells" in plain

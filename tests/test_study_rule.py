@@ -210,7 +210,7 @@ def test_study_md_states_each_reading_beside_its_power(tmp_path):
     """study.md and study.json state the rule's verdict per block, for the aggregate and per family,
     each with its power at rho 0.08 (the old study.md had one line per block, without power)."""
     from numeric.study.protocol import comparisons, readings
-    from numeric.study.write import _markdown
+    from numeric.study.results import StudyResults
 
     data = _synthetic()
     res = compare(data, comparisons()[:5], seed=1, permutations=1)
@@ -221,7 +221,7 @@ def test_study_md_states_each_reading_beside_its_power(tmp_path):
            "setup": {"panel": "p", "target": "u_over_n", "eps": "1/4", "cells": len(data), "sources": 8, "heads": 8,
                      "families": ["fa", "fb"], "folds": 4, "replicates": 0, "permutations": 1, "seed": 1,
                      "seconds": 0.0, "caution": []}}
-    md = _markdown(doc)
+    md = StudyResults.from_dict(doc).to_markdown()
     assert "power at rho 0.08" in md
     for f in ("fa", "fb"):
         assert f"| G | {f} | {r['G']['families'][f]['verdict']} |" in md

@@ -45,6 +45,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from exact.errors import ExitCode, OneLineParser
@@ -62,8 +63,9 @@ from numeric.study.protocol import PRIMARY, comparisons, readings
 from numeric.study.table import BANNER, read_table, write_table
 from numeric.study.robust import gbm_check
 from numeric.study.targets import other_targets
-from numeric.study.transfer import transfer_markdown, transfer_rows, transfer_section
+from numeric.study.transfer import transfer_rows, transfer_section
 from numeric.study.write import check_outputs, write_outputs
+from numeric.study.results import StudyResults, comparison_records
 
 __all__ = ["DEFAULT_REPLICATES", "DEFAULT_SEED", "DEFAULT_CALIBRATIONS", "main"]
 
@@ -195,8 +197,13 @@ def run(args, command: str) -> dict:
              "seconds": round(time.perf_counter() - t0, 1), "banner": BANNER if args.table else None}
     verdicts = readings(results)
     transfer = transfer_section(transfer_rows(data, folds=args.folds))   # the domain-transfer rows (L.6)
-    return write_outputs(out, data, results, gauge, setup, command, gbm, verdicts, targets,
-                         sections={"transfer": (transfer, transfer_markdown(transfer))}) | {"out": str(out)}
+    record = StudyResults(command, setup, verdicts, comparison_records(results), [asdict(g) for g in gauge],
+                          gbm=comparison_records(gbm) if gbm is not None else None,
+                          targets=None if targets is None else [
+                              {k: v for k, v in t.items() if k != "results"}
+                              | {"comparisons": comparison_records(t["results"])} for t in targets],
+                          transfer=transfer)
+    return write_outputs(out, data, record).to_dict() | {"out": str(out)}
 
 
 def calibrate_main(args) -> int:
