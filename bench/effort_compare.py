@@ -10,12 +10,13 @@ rerun writes the same file; its CPU time is the one recorded in ``DIR/SIDE.jsonl
 bracket file is re-verified with the working tree's exact tier and only verified brackets are
 compared. Prints per head and tolerance the four brackets, flags
 
-- ``T>D``: a thorough U above the default U of the same code (the thorough preset must never be
-  worse than default);
-- ``wider``: an after bracket wider than the before bracket of the same preset, on either side;
+- ``T>D``: a thorough U above the default U of the same code, ``T<D L``: a thorough L below the default
+  L of the same code (the thorough preset must never be worse than default, on either side);
+- ``wider (L lost)``, ``wider (U lost)``: an after bracket wider than the before bracket of the same
+  preset, on the lower or the upper side;
 
 and per preset and group (the head name's prefix up to ``_``) the median U/L before and after,
-and the CPU seconds of each side. Exit status 1 when a ``T>D`` or ``wider`` cell is found.
+and the CPU seconds of each side. Exit status 1 when any of these flags is raised.
 
     python -m bench.effort_compare --ref 5d20121 --heads-npz HEADS.npz --heads q256_l4h2,demo0_l3h8 --out DIR
 """
@@ -99,10 +100,14 @@ def compare(got: dict, heads: list[str]) -> tuple[list, dict]:
             d, t = b.get(_name(code, "default")), b.get(_name(code, "thorough"))
             if d and t and t[1] > d[1]:
                 flags.append(f"T>D {code}")
+            if d and t and t[0] < d[0]:
+                flags.append(f"T<D L {code}")
         for effort in ("default", "thorough"):
             x, y = b.get(_name("before", effort)), b.get(_name("after", effort))
-            if x and y and (y[0] < x[0] or y[1] > x[1]):
-                flags.append(f"wider {effort}")
+            if x and y and y[0] < x[0]:
+                flags.append(f"wider {effort} (L lost)")
+            if x and y and y[1] > x[1]:
+                flags.append(f"wider {effort} (U lost)")
         rows.append({"head": k[0], "eps": k[1], "brackets": b, "flags": flags})
     med = {}
     for name, side in got.items():
@@ -153,7 +158,7 @@ def main(argv=None) -> int:
         c = cpu.get(n, {})
         total = f"{sum(c.values()):.1f}" if len(c) == len(heads) else "-"
         print(f"  {n:<16} total {total:>8}  " + ", ".join(f"{h} {c[h]:.1f}" for h in heads if h in c))
-    print(f"\n{len(rows)} cells, {len(bad)} flagged (T>D: thorough U above default U; wider: after wider than before)")
+    print(f"\n{len(rows)} cells, {len(bad)} flagged (T>D / T<D L: thorough U above / L below default; wider: after wider than before, the side lost named)")
     return 1 if bad else 0
 
 

@@ -39,3 +39,15 @@ def test_report_time_smoke(tmp_path):
     assert rec["bracket_files"] == 1
     assert [x["rc"] for x in rec["reports"].values()] == [0, 0] and all(x["cpu_s"] > 0 for x in rec["reports"].values())
     assert "numeric report" in load("commands").tables([r])["times"]
+
+
+def test_lower_smoke(tmp_path):
+    """The lower side beside the plain row-side LP: every L is exactly verified (a banded 12 x 12 head has
+    L >= 1 at every tolerance), non-increasing in eps, and the table counts the cells behind the LP."""
+    (r,) = _smoke("lower", tmp_path)
+    rec = r["record"]
+    for key in ("default", "thorough", "reference"):
+        assert all(1 <= x <= 12 for x in rec[key]) and rec[key] == sorted(rec[key])
+    assert all(s >= 0 for s in rec["spread"])
+    tables = load("lower").tables([r])
+    assert "plain row-side LP" in tables["side_by_side"] and "below the plain row-side LP" in tables["behind"]

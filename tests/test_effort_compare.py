@@ -1,5 +1,5 @@
-"""``bench/effort_compare.py``'s flags: a thorough U above default's and an after bracket wider than
-before are flagged; equal or tighter brackets are not (each case is the other's control)."""
+"""``bench/effort_compare.py``'s flags: a thorough U above default's, a thorough L below default's and an
+after bracket wider than before on either side are flagged; equal or tighter brackets are not (each case is the other's control)."""
 from __future__ import annotations
 
 from bench.effort_compare import compare
@@ -22,5 +22,10 @@ def test_thorough_above_default_is_flagged():
 
 
 def test_a_wider_after_bracket_is_flagged_on_either_side():
-    assert compare(_sides((3, 9), (3, 9), (2, 9), (3, 9)), ["h_a"])[0][0]["flags"] == ["wider default"]
-    assert compare(_sides((3, 9), (3, 8), (3, 9), (3, 9)), ["h_a"])[0][0]["flags"] == ["wider thorough"]
+    assert compare(_sides((3, 9), (3, 9), (2, 9), (3, 9)), ["h_a"])[0][0]["flags"] == ["wider default (L lost)"]
+    assert compare(_sides((3, 9), (3, 8), (3, 9), (3, 9)), ["h_a"])[0][0]["flags"] == ["wider thorough (U lost)"]
+
+
+def test_thorough_below_default_on_the_lower_side_is_flagged():
+    rows, _ = compare(_sides((3, 9), (3, 9), (4, 9), (3, 9)), ["h_a"])
+    assert rows[0]["flags"] == ["T<D L after"]

@@ -132,6 +132,8 @@ class Effort:
     lp_append_work: int
     #: Row LPs of the LP on singular subspaces (was 1.5 s).
     lp_svd_solves: int
+    #: LP work units of the backward elimination of row sets (``row_backward.rows_backward``); 0: none.
+    backward_work: int = 0
 
     def upper_units(self, m: int, n: int, svd_rank: int) -> int:
         """The upper search's work units on an m x n cell whose truncated-SVD rank is ``svd_rank``.
@@ -158,7 +160,7 @@ class Effort:
                 raise ValueError(f"unknown budget {k!r}: choose one of {', '.join(sorted(known))}")
             if k == "upper_hybrid" and v in (0, 1) and not isinstance(v, bool):
                 continue
-            if k == "upper_sharp_trials":
+            if k in ("upper_sharp_trials", "backward_work"):
                 if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                     raise ValueError(f"budget {k} must be a non-negative integer, got {v!r}")
                 continue
@@ -190,7 +192,7 @@ PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
     swap_work=875, lp_append_work=750, lp_svd_solves=25), name="quick")
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000,
-    greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400), name="thorough")
+    greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400, backward_work=120000), name="thorough")
 
 
 #: Presets that keep another preset's witnesses (thorough is never wider than default):
@@ -236,7 +238,7 @@ def expected_seconds(effort: str | Effort, m: int, n: int, tolerances: int = 1) 
     cols = n / 256
     per_tol = ((e.upper_units(m, n, min(m, n)) + e.upper_sharp_trials * FULL_ITERS * step_work(m, n, min(m, n)))
                * ADAM_UNIT_SECONDS
-               + (e.far_lp_work + e.swap_work + e.lp_append_work) * LP_UNIT_SECONDS
+               + (e.far_lp_work + e.swap_work + e.lp_append_work + e.backward_work) * LP_UNIT_SECONDS
                + (e.descent_steps + e.greedy_steps) * MAP_STEP_SECONDS * cols
                + e.lp_svd_solves * ROW_LP_SECONDS * cols)
     base = expected_seconds(BASE[e.name], m, n, tolerances) - SVD_SECONDS_PER_FLOP * m * n * min(m, n) \

@@ -9,6 +9,7 @@ own module, and returns their witnesses strongest first:
   descent maps);
 - ``row_growth``: the screened greedy growth and the LP growth of row sets;
 - ``swap``: the LP swap search on small row sets;
+- ``row_backward``: backward elimination from a pool larger than the best set (thorough);
 - ``lp_subspace``: K.3 with the LP-optimal map on singular subspaces.
 
 The far-rows order suits large tolerances (the rows must be nearly
@@ -29,6 +30,7 @@ from numeric.search.far_rows import LP_MAX_ROWS, far_order, far_rows, far_rows_d
 from numeric.search.frobenius import frobenius, trivial
 from numeric.search.inverse import decoded, pinv
 from numeric.search.lp_subspace import lp_svd
+from numeric.search.row_backward import rows_backward
 from numeric.search.row_growth import LP_APPEND_MAX_ROWS, rows_greedy, rows_lp_append
 from numeric.search.starts import Svd
 from numeric.search.swap import SWAP_MAX_ROWS, rows_swap
@@ -74,6 +76,10 @@ def _row_sets(A: np.ndarray, eps: float, out: list[LowerCandidate | None], effor
     top = strongest_rows([c for c in out if c is not None])
     if lp and effort.lp_append_work and top is not None and SWAP_MAX_ROWS <= top.rank < LP_APPEND_MAX_ROWS - 1:
         out.append(rows_lp_append(A, eps, *rows_and_map(top, n), Budget(effort.lp_append_work, cap), its))
+    top = strongest_rows([c for c in out if c is not None])
+    if lp and effort.backward_work:
+        out.append(rows_backward(A, eps, rows_of(top) if top is not None else [], order,
+                                 Budget(effort.backward_work, cap), its))
 
 
 def lower_candidates(A: np.ndarray, eps: float, svd: Svd, effort: Effort, *, lp: bool = True,
