@@ -1,5 +1,6 @@
 """``bench/effort_compare.py``'s flags: a thorough U above default's, a thorough L below default's and an
-after bracket wider than before on either side are flagged; equal or tighter brackets are not (each case is the other's control)."""
+after bracket wider than before on either side are flagged; equal or tighter brackets are not (each case is
+the other's control)."""
 from __future__ import annotations
 
 from bench.effort_compare import compare
