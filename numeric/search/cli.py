@@ -49,6 +49,8 @@ from numeric.heads.extract import softmax_rows
 from fileio.safeio import SafeIOError, check_target, escape
 from numeric.search import front
 from numeric.runtime import StopToken
+from numeric.search.candidate import LowerCandidate
+from numeric.search.hints import read_hints
 from numeric.search.effort import Effort, available_bytes, effort_budgets, expected_bytes
 from numeric.search.inputs import parse_eps_list, validate_matrix
 
@@ -178,12 +180,26 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget", action="append", default=[], metavar="NAME=N",
                     help="override one budget of the preset (positive integer; upper_hybrid 0 or 1, upper_sharp_trials "
                          "0 or more; repeatable), e.g. upper_work=2560000")
+    ap.add_argument("--hints", metavar="FILE",
+                    help="an earlier bracket file (e.g. of the same head extracted elsewhere): its lower witnesses "
+                         "are re-checked exactly on this matrix beside the search's own, so an L found once is "
+                         "not lost to a tiny change of the input")
     ap.add_argument("--seed", default="0", help="seed of the random choices (non-negative integer, default 0)")
     return ap
 
 
 #: Work limit of the re-check of the file this command has just written (``front.OWN_FILE_WORK``).
 OWN_FILE_WORK = front.OWN_FILE_WORK
+
+
+def _hints(path: str | None) -> tuple[LowerCandidate, ...]:
+    """The lower witnesses of ``--hints FILE`` (none without it); ``InputError`` naming the file if it is bad."""
+    if path is None:
+        return ()
+    try:
+        return read_hints(path)
+    except ValueError as exc:                 # exact.errors.MalformedInput and LimitExceeded are ValueErrors
+        raise InputError(f"--hints {path}: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -195,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # refused before the search: a link, a directory, a FIFO, a device (docs/panel.md, trust model)
         check_target(args.out)
         _check_memory(_stored_shape(args.logits or args.matrix, args.tensor))
+        hints = _hints(args.hints)
         raw = _load(args.logits or args.matrix, args.tensor)
         if args.logits:
             H = validate_matrix(raw, "logits", stochastic=False)
@@ -211,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _clean_stop():
             (out,) = front.search_targets([target], eps_items, effort=effort, seed=seed, device=args.device,
-                                          attack=not args.no_attack)
+                                          attack=not args.no_attack, hints=hints)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return ExitCode.MALFORMED

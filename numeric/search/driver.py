@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -78,6 +78,7 @@ from numeric.search.effort import (BASE, DEFAULT_EFFORT, Effort, cell_seed, code
                                    package_versions)
 from numeric.search.export import rational_string
 from numeric.search.inputs import STOCHASTIC_TOL, parse_eps, validate_matrix
+from numeric.search.hints import hints_for
 from numeric.search.lower import lower_candidates
 from numeric.search.provenance import (CellSearch, CodeVersion, RunOutcome, RunProvenance, SearchTolerances,
                                        cell_provenance)
@@ -139,6 +140,7 @@ class _Target:
     svd: Svd
     svd_errs: np.ndarray
     device: str
+    hints: tuple[LowerCandidate, ...] = ()   # lower witnesses of an earlier file (``hints``), checked first
 
 
 def lower_claim(c: LowerCandidate, names: dict[str, str]) -> Claim:
@@ -180,7 +182,8 @@ def _lower_side(t: _Target, tol: _Tol, row_start: LowerCandidate | None,
     """(winning candidate, its exact verdict, strongest row witness) at ``eps + slack``."""
     candidates = lower_candidates(t.A, tol.eps_lo * (1 + LOWER_SAFETY), t.svd, effort, start=row_start,
                                   seed=tol.seed, cap=tol.cap)
-    for c in candidates:
+    # hints join by rank (stable: the search's own candidate wins a tie); only the exact verdict counts
+    for c in sorted(candidates + list(t.hints), key=lambda c: -c.rank):
         if c.rank == 0:
             continue
         v = check_lower(t.A_exact, exact_lower_witness(c), tol.lo_exact, c.rank)
@@ -413,7 +416,8 @@ def _chosen(t: _Target, tols: list[_Tol], lowers: dict[int, list[LowerPick]],
 def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: object = None, id_prefix: str = "cell",
                     device: Any = None, attack: bool = True, provenance: dict[str, Any] | None = None,
                     effort: str | Effort = DEFAULT_EFFORT, seed: int = 0, row_tol: float = STOCHASTIC_TOL,
-                    on_step: Callable[[str], object] | None = None) -> SearchOutput:
+                    on_step: Callable[[str], object] | None = None,
+                    hints: Sequence[LowerCandidate] = ()) -> SearchOutput:
     """Search, exactly re-check and package brackets for ``matrix`` at each tolerance.
 
     ``matrix``: m x n row-stochastic float64; ``logits``: optional float64 with
@@ -425,7 +429,9 @@ def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: objec
     ``row_tol``: the row-sum tolerance of ``validate_matrix`` (wider only for
     half-precision inputs); ``on_step``: called with a short label after each
     tolerance's lower side and each upper side (progress bars; it never
-    changes the search). Raises ValueError on bad input.
+    changes the search). ``hints``: lower witnesses of an earlier file (``numeric.search.hints``), each
+    re-checked exactly on this matrix beside the search's own candidates (those that do not fit its shape
+    are dropped). Raises ValueError on bad input.
     """
     budgets = effort_budgets(effort)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -436,6 +442,7 @@ def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: objec
     run_prov = _run_provenance(budgets, seed, row_tol)
     with pinned_threads():
         t, tensors, target = _target(A, logits, device, id_prefix)
+        t = replace(t, hints=hints_for(hints, A.shape))
         # lower sides largest tolerance first, upper sides smallest first, then both carried across
         tols = [_tol(t, i, eps_items[i], eps_q[i], id_prefix, seed)
                 for i in sorted(range(len(eps_q)), key=lambda i: -eps_q[i])]

@@ -36,6 +36,7 @@ import numpy as np
 from exact.errors import CertificateError
 from exact.verify import CellReport, verify_file
 from numeric.runtime import StopToken, stop_requested, stop_scope
+from numeric.search.candidate import LowerCandidate
 from numeric.search.driver import SearchOutput, search_brackets
 from numeric.search.effort import Effort, effort_budgets, expected_seconds
 from numeric.search.export import write_bracket_file
@@ -134,11 +135,13 @@ def clean_stop(prog: str) -> Iterator[StopToken]:
 
 def search_targets(targets: Iterable[Target], eps_items: Sequence[object], *, effort: str | Effort, seed: int,
                    device: Any = None, attack: bool = True,
-                   on_step: Callable[[int, str], object] | None = None) -> list[SearchOutput]:
+                   on_step: Callable[[int, str], object] | None = None,
+                   hints: Sequence[LowerCandidate] = ()) -> list[SearchOutput]:
     """``search_brackets`` on each target in order, every one with the same ``seed`` (so a head's
     brackets in a batch are those of the head alone); after a stop request no further target starts.
 
-    ``on_step(index, label)`` is called after each side of each tolerance (progress only).
+    ``on_step(index, label)`` is called after each side of each tolerance (progress only); ``hints``:
+    lower witnesses of an earlier file, re-checked exactly on each target they fit (``numeric.search.hints``).
     Raises ValueError on bad input."""
     outputs: list[SearchOutput] = []
     for i, t in enumerate(targets):
@@ -148,7 +151,7 @@ def search_targets(targets: Iterable[Target], eps_items: Sequence[object], *, ef
             (lambda label, i=i: on_step(i, label))
         outputs.append(search_brackets(t.matrix, eps_items, logits=t.logits, id_prefix=t.id_prefix, device=device,
                                        attack=attack, provenance=t.provenance, effort=effort, seed=seed,
-                                       row_tol=t.row_tol, on_step=step))
+                                       row_tol=t.row_tol, on_step=step, hints=hints))
     return outputs
 
 
