@@ -38,8 +38,8 @@ def _nudged(A: np.ndarray) -> np.ndarray:
 
 #: A search too small to find much: one LP growth unit, no descent, no swap (what a hint must make up for),
 #: and a small upper search (the upper side is not what these tests look at).
-TINY = PRESETS["quick"].replace(upper_work=1000, far_lp_work=1, descent_steps=1, greedy_steps=1, greedy_rows=1, swap_work=1,
-                                lp_append_work=1, lp_svd_solves=1)
+TINY = PRESETS["quick"].replace(upper_work=1000, far_lp_work=1, descent_steps=1, greedy_steps=1, greedy_rows=1,
+                                swap_work=1, lp_append_work=1, lp_svd_solves=1)
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +81,9 @@ def test_the_file_written_with_hints_verifies_exactly(earlier, tmp_path, capsys)
     np.save(tmp_path / "B.npy", _nudged(_head()))
     out = tmp_path / "B.safetensors"
     assert bracket_main(["--matrix", str(tmp_path / "B.npy"), "--eps", ",".join(EPS), "--out", str(out),
-                         "--no-attack", "--json", "--hints", str(earlier), "--effort", "quick", "--budget", "upper_work=1000",
-                         "--budget", "descent_steps=1", "--budget", "greedy_steps=1", "--budget", "swap_work=1",
-                         "--budget", "far_lp_work=1", "--budget", "lp_append_work=1"]) == 0
+                         "--no-attack", "--json", "--hints", str(earlier), "--effort", "quick",
+                         *[a for b in ("upper_work=1000", "descent_steps=1", "greedy_steps=1", "swap_work=1",
+                                       "far_lp_work=1", "lp_append_work=1") for a in ("--budget", b)]]) == 0
     row = json.loads(capsys.readouterr().out.splitlines()[0])
     assert row["verified"] and row["lower"] >= read_hints(earlier)[0].rank
     (report,) = verify_file(str(out))
