@@ -28,6 +28,16 @@ def counted(A, e, budget, **kw):
     used.append(budget.used)
     return r
 drv.search_upper = counted
+lower_cpu = []
+real_lower = drv.lower_candidates
+def timed_lower(*a, **kw):
+    import time as _t
+    t0 = _t.process_time()
+    try:
+        return real_lower(*a, **kw)
+    finally:
+        lower_cpu.append(_t.process_time() - t0)
+drv.lower_candidates = timed_lower
 """
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}

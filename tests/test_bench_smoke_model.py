@@ -20,6 +20,7 @@ def test_scaling_smoke(tmp_path):
     (r,) = _smoke("scaling", tmp_path)
     rec = r["record"]
     assert rec["rc"] == 0 and rec["verified"] and rec["upper_units"] > 0
+    assert 0 < rec["lower_cpu_s"] < rec["cpu_s"]                     # the lower search's CPU, inside the run's
     (cell,) = rec["cells"]
     assert 1 <= cell["L"] <= cell["U"] <= 16
     assert "n^" not in load("scaling").tables([r])["growth"]       # one n: no exponent is fitted

@@ -2,7 +2,8 @@
 
 Each case is the bracket command (``numeric.search.cli.main``: search, export, exact re-check) on one
 n x n head at one preset and one tolerance, in its own process with one BLAS thread: its CPU seconds
-(user + system of that process, imports included: about 3 s), the upper search's Adam work units
+(user + system of that process, imports included: about 3 s), the CPU seconds of the lower families
+(``lower.lower_candidates``, timed by wrapping it) and their share, the upper search's Adam work units
 (``refine.step_work``, counted by wrapping ``driver.search_upper``), its peak RSS, and the verified
 bracket. Heads: ``sharp`` (softmax of ``8 q k^T / 4``, q and k standard normal with 16 columns:
 near-one-hot rows), ``diffuse`` (the same at 0.5: rows near uniform) and ``minilm`` (all-MiniLM-L6-v2
@@ -25,7 +26,7 @@ CHILD = COUNT_UPPER + r"""
 import json, sys
 from numeric.search import cli
 rc = cli.main(sys.argv[1:])
-print(json.dumps({"rc": rc, "upper_units": sum(used)}))
+print(json.dumps({"rc": rc, "upper_units": sum(used), "lower_cpu_s": sum(lower_cpu)}))
 """
 EPS = "1/2"
 FAMILIES = ("sharp", "diffuse", "minilm")
@@ -82,18 +83,19 @@ def _in_process(args: list[str]) -> dict:
     import numeric.search.driver as drv
     from numeric.search import cli
 
-    real = drv.search_upper
+    real, real_lower = drv.search_upper, drv.lower_candidates
     counter: dict = {}
-    exec(COUNT_UPPER, counter)               # the child's counter, in this process (it wraps drv.search_upper)
+    exec(COUNT_UPPER, counter)               # the child's counters, in this process (they wrap the driver's two searches)
     out = io.StringIO()
     t0 = time.process_time()
     try:
         with contextlib.redirect_stdout(out):
             rc = cli.main(args)
     finally:
-        drv.search_upper = real
+        drv.search_upper, drv.lower_candidates = real, real_lower
     return {"rc": rc, "cpu_s": time.process_time() - t0, "peak_rss_bytes": 0, "stderr_tail": [],
-            "stdout": out.getvalue() + "\n" + json.dumps({"rc": rc, "upper_units": sum(counter["used"])})}
+            "stdout": out.getvalue() + "\n" + json.dumps({"rc": rc, "upper_units": sum(counter["used"]),
+                                                           "lower_cpu_s": sum(counter["lower_cpu"])})}
 
 
 def run(case: Case, tmp: Path) -> dict:
@@ -109,8 +111,9 @@ def run(case: Case, tmp: Path) -> dict:
     lines = [json.loads(x) for x in res["stdout"].splitlines() if x.startswith("{")]
     cells = [x for x in lines if "eps" in x]
     units = lines[-1].get("upper_units") if lines else None
+    lower = lines[-1].get("lower_cpu_s") if lines else None
     return {"rc": res["rc"], "cpu_s": round(res["cpu_s"], 2), "peak_rss_gib": round(res["peak_rss_bytes"] / 2**30, 3),
-            "upper_units": units, "verified": bool(cells) and all(c["verified"] for c in cells),
+            "upper_units": units, "lower_cpu_s": None if lower is None else round(lower, 2), "verified": bool(cells) and all(c["verified"] for c in cells),
             "cells": [{"eps": c["eps"], "L": c["lower"], "U": c["upper"]} for c in cells],
             "error": res["stderr_tail"] if res["rc"] not in (0,) else None}
 
@@ -131,10 +134,12 @@ def tables(results: list[dict]) -> dict[str, str]:
         p, rec = r["params"], r["record"]
         br = "; ".join(f"[{c['L']}, {c['U']}]" for c in rec["cells"]) or "none"
         ratio = "; ".join(fmt(c["U"] / c["L"]) if c["L"] else "-" for c in rec["cells"]) or "-"
-        rows.append([p["effort"], p["family"], p["n"], fmt(rec["cpu_s"], 1), f"{rec['upper_units'] or 0:,}",
+        share = (f"{100 * rec['lower_cpu_s'] / rec['cpu_s']:.0f}%" if rec.get("lower_cpu_s") is not None
+                 and rec["cpu_s"] else "-")
+        rows.append([p["effort"], p["family"], p["n"], fmt(rec["cpu_s"], 1), share, f"{rec['upper_units'] or 0:,}",
                      fmt(rec["peak_rss_gib"]), "yes" if rec["verified"] else f"no (exit {rec['rc']})", br, ratio])
-    cost = table(["preset", "head", "n", "CPU s", "upper units", "peak RSS GiB", "verified", "[L, U]", "U/L"], rows,
-                 "llrrrrlll")
+    cost = table(["preset", "head", "n", "CPU s", "lower search's share", "upper units", "peak RSS GiB", "verified",
+                  "[L, U]", "U/L"], rows, "llrrrrrlll")
     fits = []
     for effort in order:
         for fam in FAMILIES:
