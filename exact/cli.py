@@ -36,7 +36,7 @@ from flint import arb, fmpq
 from .bracketfile import header_facts, read_bracket_file
 from .errors import ExitCode, MalformedInput, OneLineParser
 from .limits import MAX_TENSOR_BYTES, MAX_WORK
-from .slack import arb_precision
+from .precision import arb_precision
 from .verify import judge_file
 
 __all__ = ["main"]

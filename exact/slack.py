@@ -31,16 +31,15 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import threading
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from flint import arb, ctx, fmpq, fmpz
+from flint import arb, fmpq, fmpz
 
 from .limits import charge
+from .precision import arb_precision
 from .matrix import check_float64_matrix
 from .floats import FAST, TINY, pairwise_row_sums
 
@@ -59,18 +58,9 @@ PRECISE_BITS = 256
 FLOAT_EXP_UNITS, FLOAT_DEV_UNITS, ARB_EXP_UNITS, ARB_DEV_UNITS = 40, 8, 512, 256
 #: Entries of an arb deviation sum between two comparisons with the slack.
 ARB_CHUNK = 64
-_PRECISION = threading.RLock()
 #: One row of the arb pass: ``(True, s)`` (the distance is above the stop s, an fmpq) or ``(False, the
 #: upper endpoint of the distance)`` (an fmpq, None where not finite).
 _ArbRow = tuple[bool, Any]
-
-
-@contextmanager
-def arb_precision(bits: int) -> Iterator[None]:
-    """arb's working precision set to ``bits`` for the block and restored after it. FLINT keeps one
-    precision per process: the lock keeps the threads that use this block from changing it under each other."""
-    with _PRECISION, ctx.workprec(bits):
-        yield
 
 
 def _arb_upper_to_fmpq(x: arb) -> fmpq | None:

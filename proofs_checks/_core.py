@@ -8,16 +8,17 @@ and an exception inside a check is a failure (fail closed, see ``run_check``).
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable
 
-from flint import arb, ctx, fmpq, fmpq_mat, fmpz
+from flint import arb, fmpq, fmpq_mat, fmpz
+
+from exact.precision import arb_precision
 
 __all__ = ["CheckResult", "Recorder", "register", "REGISTRY", "run_check",
            "Q", "qmat", "row1", "centring", "qstr", "arb_upper_fmpq", "arb_lower_fmpq",
-           "arb_mid_fmpq", "workprec", "ARB_PREC"]
+           "arb_mid_fmpq", "arb_precision", "ARB_PREC"]
 
 #: Default arb working precision (bits) for the enclosures in these checks:
 #: 128 bits leaves every ball about 2^-120 wide, far below the gaps decided.
@@ -173,10 +174,3 @@ def arb_lower_fmpq(a: arb) -> fmpq:
 def arb_mid_fmpq(a: arb) -> fmpq:
     """The exact rational midpoint of an arb ball (a hint, never a bound)."""
     return _dyadic(a.mid())
-
-
-@contextmanager
-def workprec(bits: int = ARB_PREC):
-    """Scoped arb precision: ``ctx.prec`` is restored on exit, whatever happens."""
-    with ctx.workprec(bits):
-        yield

@@ -18,7 +18,7 @@ import numpy as np
 import sympy as sp
 from flint import arb, fmpq, fmpq_mat
 
-from ._core import Recorder, arb_upper_fmpq, centring, qmat, qstr, register, workprec
+from ._core import Recorder, arb_upper_fmpq, centring, qmat, qstr, register, arb_precision
 from ._residual import residual
 
 __all__ = ["symmetric_radius", "meb_sq", "compress_factorisation", "rowspace_projector"]
@@ -477,7 +477,7 @@ def check_j2():
         T = Xk * Yk.transpose()
         D = C - T
         cert = residual(_rows(D))
-        with workprec(128):
+        with arb_precision(128):
             tau = 2 * (arb(cert.q) / J2_TANH_DIV).tanh()
             mx = lambda M: max(_dot(_sub(row, [sum(c) / len(c) for c in zip(*_rows(M))]),
                                     _sub(row, [sum(c) / len(c) for c in zip(*_rows(M))])) for row in _rows(M))

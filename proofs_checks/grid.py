@@ -16,7 +16,7 @@ from flint import arb, fmpq, fmpq_mat
 
 from exact.cellspec import CellSpec
 
-from ._core import Q, Recorder, centring, qstr, register, workprec
+from ._core import Q, Recorder, centring, qstr, register, arb_precision
 from ._export import neumann_cell, write_and_verify
 from .laws import disc_bracket_cells, disc_cells
 
@@ -50,7 +50,7 @@ def _sqdist(pts) -> list[list[int]]:
 def neumann_gap(pts, beta: int, prec: int = 128) -> arb:
     """An arb enclosure of ``||A - I||_row1 = max_i 2 (1 - 1/S_i)`` for the Gaussian logits."""
     D = _sqdist(pts)
-    with workprec(prec):
+    with arb_precision(prec):
         cache: dict[int, arb] = {}
         worst = arb(0)
         for row in D:
@@ -146,7 +146,7 @@ def check_g1():
             # and bounded below by its limit (2/(beta r))^(r/2): r_eps = Theta(kappa^(r/2)).
             floor_sq = fmpq(2, BETA * r) ** r
             rec.require(ratio_sq >= floor_sq, f"r={r} N={N}: ratio^2 {ratio_sq} below {floor_sq}")
-            with workprec(64):
+            with arb_precision(64):
                 ratio = arb(ratio_sq).sqrt()
             table.append({"r": r, "N": N, "n": n, "kappa": qstr(formula),
                           "neumann_gap_upper": f"{float(gap.mid()) + float(gap.rad()):.6f}",

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from flint import arb, fmpq
 
-from ._core import workprec
+from ._core import arb_precision
 
 __all__ = ["GrowthLaw", "prove_law", "m_bounds", "p_inf_lower", "p_mid_upper", "IN_OFFSETS",
            "ROUND_RHO", "SCALE"]
@@ -95,14 +95,14 @@ def _terms(s: fmpq) -> int:
 
 def p_inf_lower(s: fmpq, prec: int = 192) -> arb:
     """arb lower bound on the own-cell mass on the infinite odd lattice, ``g(s) / G(s)``."""
-    with workprec(prec):
+    with arb_precision(prec):
         a = arb(s)
         return _g(a) / lattice_upper(a, _terms(s))
 
 
 def p_mid_upper(s: fmpq, M0: int, prec: int = 192) -> arb:
     """arb upper bound on the middle row's own-cell mass for every M >= M0: ``g / W(s, 4 M0 - 5)``."""
-    with workprec(prec):
+    with arb_precision(prec):
         a = arb(s)
         return _g(a) / window_sum(a, 4 * M0 - 5)
 
@@ -169,7 +169,7 @@ def prove_law(r: int, delta: fmpq, rel: fmpq = REL, max_m0: int = 64):
     facts.append((all(d % 2 == 1 or d % 2 == -1 for d in IN_OFFSETS) and len(IN_OFFSETS) == 4,
                   "own cell: the four odd offsets -3, -1, 1, 3"))
     one_minus = arb(1 - delta)
-    with workprec(192):
+    with arb_precision(192):
         rho2 = (arb(2 * r) * arb(ROUND_RHO)).exp()
         cert = p_inf_lower(s_hi) ** r / rho2
         facts.append((cert >= one_minus,

@@ -37,7 +37,7 @@ import numpy as np
 import sympy as sp
 from flint import arb, fmpq, fmpq_mat
 
-from ._core import Recorder, qstr, register, workprec
+from ._core import Recorder, qstr, register, arb_precision
 from ._export import float_softmax, slack_bound, write_and_verify
 from .growth import GrowthLaw, m_bounds, prove_law, round_error_ok
 from exact.cellspec import CellSpec, Claim, TargetSpec
@@ -101,7 +101,7 @@ def hard_core(beta, M: int, c: int = CELLS) -> HardCore:
 def channel_1d(core: HardCore, prec: int = 128):
     """arb ``C1`` (M x M, mass of row k in cell l) and the row sums of ``C1``."""
     M, c = core.M, core.c
-    with workprec(prec):
+    with arb_precision(prec):
         C1, S = [], []
         for row in core.h:
             top = max(row)
@@ -118,7 +118,7 @@ def channel_bound(core: HardCore, r: int, lam: fmpq = fmpq(1), prec: int = 128) 
     if lam <= 0:
         raise ValueError("the decoder scale must be positive")
     C1, S = channel_1d(core, prec)
-    with workprec(prec):
+    with arb_precision(prec):
         smax = S[0]
         dmin = dmax = C1[0][0]
         for k in range(core.M):
@@ -447,7 +447,7 @@ def _g3_instance(rec: Recorder, law: GrowthLaw, r: int, d: int, beta, eps, alpha
         row = [H_pert[a][b] - beta * sum((xs[a][t] * Frows[b][t] for t in range(r)), fmpq(0)) - c_shift[b]
                for b in range(len(keys))]
         q_up = max(q_up, max(row) - min(row))
-    with workprec(128):
+    with arb_precision(128):
         tau = 2 * (arb(q_up) / 4).tanh()
         # (7): ||A_pert - A_core|| <= 2 tanh(osc(w_i z)/4) row by row (every beta)
         osc_z = max(z) - min(z)
@@ -455,7 +455,7 @@ def _g3_instance(rec: Recorder, law: GrowthLaw, r: int, d: int, beta, eps, alpha
     rec.require(q_up < alpha and tau < alpha, f"{where}: residual bound {q_up} (tau {tau}) not below alpha")
     rec.require(dist7 <= alpha, f"{where}: ||A_pert - A_core|| <= 2 tanh(osc/4) = {dist7} not <= alpha")
     if r == 1:      # the direct arb distance as well (small)
-        with workprec(128):
+        with arb_precision(128):
             Ac, Ap = _row_softmax_arb(Hq), _row_softmax_arb(H_pert)
             dist = arb(0)
             for a_, b_ in zip(Ac, Ap):
@@ -464,7 +464,7 @@ def _g3_instance(rec: Recorder, law: GrowthLaw, r: int, d: int, beta, eps, alpha
     # the zero-dimensional subspace is not feasible: tau(0) >= 2 tanh(contrast/8) > eps
     i0, i1, j0, j1 = 0, len(msgs) - 1, 0, len(keys) - 1
     contrast = abs(H_pert[i0][j0] - H_pert[i0][j1] - H_pert[i1][j0] + H_pert[i1][j1]) / 2
-    with workprec(128):
+    with arb_precision(128):
         tau0 = 2 * (arb(contrast) / 4).tanh()
     rec.require(tau0 > eps, f"{where}: tau(0) lower bound {tau0} not above eps")
     Hf = np.array([[float(v.p) / float(v.q) for v in row] for row in H_pert])
@@ -508,7 +508,7 @@ def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, scale_bits=G3_SCALE_BITS, d=G
         # every beta: the stencils' oscillation bounds the perturbation by (7) and the residual,
         # up to the rounding (at most 2 * 2^-31 more oscillation per row)
         osc = 6 * scale
-        with workprec(128):
+        with arb_precision(128):
             uniform = 2 * (arb(osc + fmpq(2, 2 ** 31)) / 4).tanh()
         rec.require(osc + fmpq(2, 2 ** 31) < alpha and uniform < alpha,
                     f"r={r_} d={d_}: the uniform perturbation/residual bound {uniform} is not below alpha")

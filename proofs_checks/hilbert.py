@@ -12,7 +12,7 @@ import random
 import sympy as sp
 from flint import arb, fmpq
 
-from ._core import Recorder, arb_mid_fmpq, register, workprec
+from ._core import Recorder, arb_mid_fmpq, register, arb_precision
 
 __all__ = ["hilbert_sides"]
 
@@ -28,7 +28,7 @@ NEAR_PREC = 256
 
 def hilbert_sides(w, h, hp, prec: int = 128):
     """arb enclosures of ``(||p - p'||_1, 2 tanh(osc(h - h')/4))`` from exact rationals."""
-    with workprec(prec):
+    with arb_precision(prec):
         h_max, hp_max = max(h), max(hp)
         e = [arb(wj) * (arb(hj - h_max)).exp() for wj, hj in zip(w, h)]
         ep = [arb(wj) * (arb(hj - hp_max)).exp() for wj, hj in zip(w, hp)]
@@ -69,7 +69,7 @@ def check_hilbert():
         D = _rq(rng, 1, 12)
         h = [_rq(rng, -3, 3) for _ in range(n)]
         w = [fmpq(1)] * n
-        with workprec(NEAR_PREC):
+        with arb_precision(NEAR_PREC):
             # shift group S so that its mass ratio to S^c is exp(D/2) up to a 2^-40 nudge
             sS = sum((arb(hj).exp() for hj in h[:k]), arb(0))
             sC = sum((arb(hj).exp() for hj in h[k:]), arb(0))
@@ -81,7 +81,7 @@ def check_hilbert():
         hp = [hj - D for hj in h[:k]] + h[k:]
         lhs, rhs = hilbert_sides(w, h, hp, prec=NEAR_PREC)
         rec.require(lhs <= rhs, f"near-equality case {t}: {lhs} not certainly <= {rhs}")
-        with workprec(NEAR_PREC):
+        with arb_precision(NEAR_PREC):
             ratio = lhs / rhs
         worst_ratio = max(worst_ratio, arb_mid_fmpq(ratio))
     # Equality, symbolically: two atoms, h = (d/2, -d/2), h' = -h, osc(h - h') = 2d.

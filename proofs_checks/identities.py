@@ -12,7 +12,7 @@ import random
 import sympy as sp
 from flint import arb, fmpq, fmpq_mat
 
-from ._core import Recorder, centring, qmat, qstr, register, row1, workprec
+from ._core import Recorder, centring, qmat, qstr, register, row1, arb_precision
 from ._residual import contrast_bound, residual
 from .geometry import meb_sq, rowspace_projector
 from .grid import grid_points, neumann_gap
@@ -41,7 +41,7 @@ def theta_upper(beta, terms: int = THETA_TERMS, prec: int = 128) -> arb:
     tail is at most ``exp(-beta (T+1)^2) / (1 - exp(-beta (T+1)))`` (a geometric series).
     """
     b = arb(fmpq(beta)) if not isinstance(beta, arb) else beta
-    with workprec(prec):
+    with arb_precision(prec):
         head = sum(((-b * t * t).exp() for t in range(1, terms + 1)), arb(0))
         T1 = terms + 1
         tail = (-b * T1 * T1).exp() / (1 - (-b * T1).exp())
@@ -52,7 +52,7 @@ def all_n_bound(beta, r: int) -> arb:
     """``2 (1 - theta(beta)^-r)``: every row of every grid ``{0..N-1}^r`` has
     ``S_i = sum_j exp(-beta |x_i - x_j|^2) <= theta^r`` (a sub-sum of the lattice sum), so
     ``||A - I||_row1 = max_i 2 (1 - 1/S_i) <= 2 (1 - theta^-r)`` for every N."""
-    with workprec(128):
+    with arb_precision(128):
         return 2 * (1 - 1 / theta_upper(beta) ** r)
 
 
@@ -91,7 +91,7 @@ def all_n_run(beta=ALL_N_BETA, eps=ALL_N_EPS, rs=ALL_N_R):
     lower, upper, formula = kappa_closed_form()
     rec.require(sp.simplify(lower - formula) == 0 and sp.simplify(upper - formula) == 0,
                 f"kappa bounds {lower}, {upper} != beta r (N-1)^2/2")
-    with workprec(128):
+    with arb_precision(128):
         th = theta_upper(beta)
     return (f"every N: ||A - I|| <= 2(1 - theta(beta)^-r) < (1-eps)/2 for r = {list(rs)} (arb, tail bound); "
             "kappa closed form symbolic",
@@ -188,7 +188,7 @@ def enclosure_misses(H: fmpq_mat, C: fmpq_mat, prec: int = 128) -> list:
     the exact rational ``C_ij`` certainly, or is wider than 2^-100 (empty: all contained)."""
     m, n = H.nrows(), H.ncols()
     bad = []
-    with workprec(prec):
+    with arb_precision(prec):
         logA = []
         for i in range(m):
             e = [arb(H[i, j]).exp() for j in range(n)]

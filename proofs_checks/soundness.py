@@ -22,7 +22,7 @@ from exact.cellspec import CellSpec
 from exact.certificates import FrobeniusTail, ReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
 
-from ._core import Recorder, qmat, qstr, register, row1, workprec
+from ._core import Recorder, qmat, qstr, register, row1, arb_precision
 from ._export import neumann_cell, write_and_verify
 from ._export import float_softmax
 from .hardcore import hard_core, logits_nd
@@ -265,7 +265,7 @@ SPHERE_EPS = fmpq(1, 4)
 
 def circle_gap(N: int, beta: int, prec: int = 128) -> arb:
     """``||A - I||_row1 = 2 (1 - 1/S)`` for the circulant circle matrix, S = sum_k exp(beta (cos(2 pi k/N) - 1))."""
-    with workprec(prec):
+    with arb_precision(prec):
         S = sum(((arb(beta) * (arb.cos_pi_fmpq(fmpq(2 * k, N)) - 1)).exp() for k in range(N)), arb(0))
         return 2 * (S - 1) / S
 

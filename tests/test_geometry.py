@@ -544,9 +544,9 @@ def test_one_blas_thread_restores_the_previous_limit():
 def test_float_rounding_of_balls_is_outward(p, q):
     """For an arb ball (a square root here) float_down / float_up bound the
     ball's exact endpoints, and no float lies strictly between (tightness)."""
-    from flint import ctx
+    from exact.precision import arb_precision
 
-    with ctx.workprec(128):
+    with arb_precision(128):
         ball = arb(fmpq(p, q)).sqrt()
     a, b = _arb_ends(ball)
     lo, hi = float_down(ball), float_up(ball)

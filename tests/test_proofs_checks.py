@@ -12,7 +12,7 @@ import pytest
 from flint import arb, fmpq
 
 from proofs_checks import all_checks
-from proofs_checks._core import Recorder, _Entry, run_check, workprec
+from proofs_checks._core import Recorder, _Entry, arb_precision, run_check
 from proofs_checks._export import neumann_cell, write_and_verify
 from proofs_checks._residual import contrast_bound, residual, row_osc_bound
 from proofs_checks.geometry import compress_factorisation, meb_sq
@@ -121,7 +121,7 @@ def test_check_that_checks_nothing_fails():
 
 def test_undecided_interval_is_a_failure():
     rec = Recorder()
-    with workprec(64):
+    with arb_precision(64):
         a = arb(1) / 3
     rec.require(a < a, "undecided")
     rec.require(a <= a, "undecided too")      # overlapping balls: not certainly <=

@@ -4,7 +4,9 @@ These are descriptor bounds, not rank certificates: ranks only ever come from
 the exact tier. The arithmetic is the exact tier's own: a float64 array enters
 as an :class:`exact.matrix.ExactMatrix` (integers over one power-of-two
 denominator, FLINT ``fmpz_mat``), rationals are ``fmpq``, and square roots and
-``tanh`` are arb balls at ``ARB_PREC`` bits. A float column is the ball (or
+``tanh`` are arb balls at ``ARB_PREC`` bits, each precision set by
+:func:`exact.precision.arb_precision` (one lock for FLINT's process-wide
+precision). A float column is the ball (or
 rational) rounded outward: ``float_down`` and ``float_up`` round the ball's
 lower or upper endpoint, so they never cross the exact value; a ball that is
 not finite rounds to an infinite bound (never a false one).
@@ -29,9 +31,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from flint import arb, ctx, fmpq, fmpz, fmpz_mat
+from flint import arb, fmpq, fmpz, fmpz_mat
 
 from exact.matrix import ExactMatrix
+from exact.precision import arb_precision
 
 __all__ = [
     "ARB_PREC", "exact_image", "double_centre", "cycle_mean", "osc_upper", "double_difference_exact",
@@ -131,12 +134,12 @@ def tau_enclosure(q_lo: fmpq, q_hi: fmpq) -> tuple[arb, arb]:
     >>> lo.is_zero() and hi.is_zero()
     True
     """
-    with ctx.workprec(ARB_PREC):
+    with arb_precision(ARB_PREC):
         return 2 * (arb(q_lo) / 4).tanh(), 2 * (arb(q_hi) / 4).tanh()
 
 
 def _sqrt(q: fmpq) -> arb:
-    with ctx.workprec(ARB_PREC):
+    with arb_precision(ARB_PREC):
         return arb(q).sqrt()
 
 
@@ -188,7 +191,7 @@ def kappa_upper(X0: np.ndarray, Y0: np.ndarray, kb, tail: arb) -> arb:
     ry2 = _rowsq_max(_minus_row(Y0x @ Wih, kb.cy))
     D = ExactMatrix.identity(r) - Wh @ Wih
     defect = _sqrt(_rowsq_max(X0x @ D) * _rowsq_max(Y0x))
-    with ctx.workprec(ARB_PREC):
+    with arb_precision(ARB_PREC):
         return _sqrt(rx2 * ry2) + defect + tail
 
 
@@ -197,7 +200,7 @@ def _ball(x) -> arb:
     if isinstance(x, arb):
         return x
     x = fmpq(x)
-    with ctx.workprec(x.p.bit_length() + x.q.bit_length() + _RATIONAL_GUARD):
+    with arb_precision(x.p.bit_length() + x.q.bit_length() + _RATIONAL_GUARD):
         return arb(x)
 
 
@@ -228,7 +231,7 @@ def float_down(x) -> float:
     >>> float_down(fmpq(1, 10)) == math.nextafter(0.1, 0.0)  # 0.1 is above 1/10
     True
     """
-    with ctx.workprec(_FLOAT_BITS):
+    with arb_precision(_FLOAT_BITS):
         return _to_float(_ball(x).lower(), up=False)
 
 
@@ -239,5 +242,5 @@ def float_up(x) -> float:
     >>> float_up(fmpq(1, 10)) == 0.1, float_up(fmpq(1, 2)) == 0.5
     (True, True)
     """
-    with ctx.workprec(_FLOAT_BITS):
+    with arb_precision(_FLOAT_BITS):
         return _to_float(_ball(x).upper(), up=True)
