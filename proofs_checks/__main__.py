@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,8 +16,8 @@ from exact.errors import ExitCode, OneLineParser
 from fileio.safeio import SafeIOError, check_target
 
 from . import all_checks
-from . import grid, hardcore, soundness
-from ._core import run_check
+from ._core import run_check, thorough
+from ._export import export_to
 
 __all__ = ["main"]
 
@@ -86,11 +85,8 @@ def main(argv=None, prog: str = "python -m proofs_checks") -> int:
         except SafeIOError as exc:
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return ExitCode.MALFORMED
-        os.environ["PROOFS_CHECKS_OUT"] = str(out.resolve())
-    if args.thorough:
-        hardcore.THOROUGH = grid.THOROUGH = soundness.THOROUGH = True
-
-    results = [run_check(e) for e in entries]
+    with export_to(None if args.export is None else out.resolve()), thorough(args.thorough):
+        results = [run_check(e) for e in entries]
     ok = all(r.passed for r in results)
     if args.json:
         json.dump([r.to_json() for r in results], sys.stdout, indent=1)

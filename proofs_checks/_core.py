@@ -8,6 +8,9 @@ and an exception inside a check is a failure (fail closed, see ``run_check``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable
@@ -18,7 +21,7 @@ from exact.precision import arb_precision
 
 __all__ = ["CheckResult", "Recorder", "register", "REGISTRY", "run_check",
            "Q", "qmat", "row1", "centring", "qstr", "arb_upper_fmpq", "arb_lower_fmpq",
-           "arb_mid_fmpq", "arb_precision", "ARB_PREC"]
+           "arb_mid_fmpq", "arb_precision", "ARB_PREC", "thorough", "is_thorough"]
 
 #: Default arb working precision (bits) for the enclosures in these checks:
 #: 128 bits leaves every ball about 2^-120 wide, far below the gaps decided.
@@ -174,3 +177,22 @@ def arb_lower_fmpq(a: arb) -> fmpq:
 def arb_mid_fmpq(a: arb) -> fmpq:
     """The exact rational midpoint of an arb ball (a hint, never a bound)."""
     return _dyadic(a.mid())
+
+
+_THOROUGH: ContextVar[bool] = ContextVar("proofs_checks_thorough", default=False)
+
+
+@contextmanager
+def thorough(on: bool = True) -> Iterator[None]:
+    """Run the checks of the block on their larger instances (``--thorough``) when ``on``; the default
+    instances outside it. Held in a ``ContextVar``: another thread, or code after the block, is unchanged."""
+    reset = _THOROUGH.set(on)
+    try:
+        yield
+    finally:
+        _THOROUGH.reset(reset)
+
+
+def is_thorough() -> bool:
+    """Whether the current ``thorough`` block asks for the larger instances."""
+    return _THOROUGH.get()

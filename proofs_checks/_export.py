@@ -22,6 +22,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +34,7 @@ from exact.cellspec import CellSpec, Claim, TargetSpec
 from fileio.bracketwriter import rational_string, write_bracket_file
 from exact.slack import _float_row_bounds, softmax_slack_bound
 
-__all__ = ["neumann_cell", "verify_with_exact", "export_dir", "SLACK_GRID"]
+__all__ = ["neumann_cell", "verify_with_exact", "export_dir", "export_to", "SLACK_GRID"]
 
 #: Slacks are rounded up to a multiple of 2^-40: far above the ~1e-16 float64
 #: rounding of a softmax row, far below any tolerance used here.
@@ -40,9 +43,32 @@ SLACK_GRID = fmpq(1, 2 ** 40)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+_EXPORT: ContextVar[Path | None] = ContextVar("proofs_checks_export", default=None)
+
+
+@contextmanager
+def export_to(directory: Path | None) -> Iterator[None]:
+    """Keep the bracket files written in the block in ``directory`` (``--export DIR``); ``None`` changes
+    nothing. Held in a ``ContextVar`` (the process's environment is left alone); outside every block,
+    ``$PROOFS_CHECKS_OUT`` is read as before."""
+    reset = _EXPORT.set(directory) if directory is not None else None
+    try:
+        yield
+    finally:
+        if reset is not None:
+            _EXPORT.reset(reset)
+
+
+def _kept() -> str | None:
+    """The directory kept bracket files go to: the current ``export_to``'s, else $PROOFS_CHECKS_OUT, else None."""
+    directory = _EXPORT.get()
+    return str(directory) if directory is not None else (os.environ.get("PROOFS_CHECKS_OUT") or None)
+
+
 def export_dir() -> Path:
-    """Where kept bracket files go: $PROOFS_CHECKS_OUT if set, else a fresh temp dir (not removed)."""
-    out = os.environ.get("PROOFS_CHECKS_OUT")
+    """Where kept bracket files go: ``export_to``'s directory or $PROOFS_CHECKS_OUT if set, else a fresh
+    temp dir (not removed)."""
+    out = _kept()
     if out:
         p = Path(out)
         p.mkdir(parents=True, exist_ok=True)
@@ -108,10 +134,10 @@ def verify_with_exact(path: Path, timeout: float = 120) -> dict:
 def write_and_verify(name: str, cells: list, tensors: dict) -> tuple[Path, dict]:
     """Write one bracket file ``NAME.safetensors`` and re-verify it with the exact tier.
 
-    Into ``$PROOFS_CHECKS_OUT`` (``--export DIR``) when set, where it is kept; else into a
-    temporary directory removed after the verification (only the path's name is reported).
+    Into ``export_to``'s directory (``--export DIR``) or ``$PROOFS_CHECKS_OUT`` when set, where it is kept;
+    else into a temporary directory removed after the verification (only the path's name is reported).
     """
-    if os.environ.get("PROOFS_CHECKS_OUT"):
+    if _kept():
         path = export_dir() / f"{name}.safetensors"
         write_bracket_file(path, cells, tensors)
         return path, verify_with_exact(path)

@@ -16,7 +16,7 @@ from flint import arb, fmpq, fmpq_mat
 
 from exact.cellspec import CellSpec
 
-from ._core import Q, Recorder, centring, qstr, register, arb_precision
+from ._core import Q, Recorder, centring, qstr, is_thorough, register, arb_precision
 from ._export import neumann_cell, write_and_verify
 from .laws import disc_bracket_cells, disc_cells
 
@@ -227,7 +227,7 @@ def check_i2():
         table.append({"disc": f"rho={rho} (integer points)", "beta_unit": BETA * rho * rho, "eps": qstr(EPS),
                       "n": n, "id": cid})
     uppers: dict[int, list[int]] = {}
-    for beta, Gs in (I2_FINE_THOROUGH if THOROUGH else I2_FINE).items():
+    for beta, Gs in (I2_FINE_THOROUGH if is_thorough() else I2_FINE).items():
         for cid, n, M, U, cell in disc_bracket_cells(Gs, beta, I2_FINE_EPS, tensors):
             rec.require(U is not None and U <= 8 * beta and U < n,
                         f"{cid}: representative upper rank {U} not <= 8 beta")
@@ -254,7 +254,6 @@ def check_i2():
 #: I.3: keys filling the unit disc with spacing 1/G (G >> sqrt(beta) / 4), queries = keys.
 I3_G, I3_BETAS = 16, (16, 36)
 I3_G_THOROUGH, I3_BETAS_THOROUGH = 20, (16, 36, 64)
-THOROUGH = False
 
 
 @register("I.3", "finite full-ball lower certificate")
@@ -268,7 +267,7 @@ def check_i3():
     cells: list[CellSpec] = []
     expect: dict[str, Any] = {}
     table: list[dict[str, Any]] = []
-    G, betas = (I3_G_THOROUGH, I3_BETAS_THOROUGH) if THOROUGH else (I3_G, I3_BETAS)
+    G, betas = (I3_G_THOROUGH, I3_BETAS_THOROUGH) if is_thorough() else (I3_G, I3_BETAS)
     for cid, n, M, cell in disc_cells(G, betas, EPS, tensors):
         rec.require(M is not None, f"{cid}: no separated subset passes the float test")
         cells.append(cell)

@@ -37,7 +37,7 @@ import numpy as np
 import sympy as sp
 from flint import arb, fmpq, fmpq_mat
 
-from ._core import Recorder, qstr, register, arb_precision
+from ._core import Recorder, qstr, is_thorough, register, arb_precision
 from ._export import float_softmax, slack_bound, write_and_verify
 from .growth import GrowthLaw, m_bounds, prove_law, round_error_ok
 from exact.cellspec import CellSpec, Claim, TargetSpec
@@ -260,7 +260,6 @@ def law_numbers(law: GrowthLaw) -> dict:
                          f"proved rank M^{law.r}"}
 
 
-THOROUGH = False
 
 
 def i4_run(betas: dict, eps: fmpq = I4_EPS, lam: fmpq = fmpq(1), name: str = "I.4"):
@@ -313,7 +312,7 @@ def check_i4():
     """I.4 (project's reading, MATH.md section 5): for each beta the largest M with
     ``||D A X - I|| <= 2 delta`` (arb) and M+1 refuted; the decoded witness exported and
     verified [M^r, M^r] by ``python -m exact verify``; M^r grows like beta^(r/2)."""
-    return i4_run(I4_BETAS_THOROUGH if THOROUGH else I4_BETAS)
+    return i4_run(I4_BETAS_THOROUGH if is_thorough() else I4_BETAS)
 
 
 # ------------------------------------------------------------------ G.3
@@ -489,7 +488,7 @@ def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, scale_bits=G3_SCALE_BITS, d=G
     """The G.3 check body (parametrised for the negative controls): ``instances`` is a tuple of
     (r, d, betas); without it, ``betas`` (with ``r`` and ``d``) or the default instances."""
     if instances is None:
-        instances = ((r, d, betas),) if betas is not None else (G3_INSTANCES_THOROUGH if THOROUGH
+        instances = ((r, d, betas),) if betas is not None else (G3_INSTANCES_THOROUGH if is_thorough()
                                                                   else G3_INSTANCES)
     rec = Recorder()
     delta = leakage_budget(eps + alpha)

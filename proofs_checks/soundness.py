@@ -22,7 +22,7 @@ from exact.cellspec import CellSpec
 from exact.certificates import FrobeniusTail, ReconstructionWitness, check_lower
 from exact.matrix import ExactMatrix
 
-from ._core import Recorder, qmat, qstr, register, row1, arb_precision
+from ._core import Recorder, qmat, qstr, is_thorough, register, row1, arb_precision
 from ._export import neumann_cell, write_and_verify
 from ._export import float_softmax
 from .hardcore import hard_core, logits_nd
@@ -273,7 +273,6 @@ def circle_gap(N: int, beta: int, prec: int = 128) -> arb:
 #: Fine circles (N >> sqrt(beta)) for both halves of the law; more under --thorough.
 SPHERE_FINE = {64: (128, 256, 512)}
 SPHERE_FINE_THOROUGH = {64: (128, 256, 512), 256: (256, 512)}
-THOROUGH = False
 
 
 @register("I.1", "sharp spherical law (finite instances)")
@@ -301,7 +300,7 @@ def check_i1():
         cells.append(neumann_cell(cid, beta * np.cos(ang), SPHERE_EPS, tensors, {"check": "I.1", "beta": beta}))
         expect[cid] = (N, N)
         table.append({"beta": beta, "N": N, "witnesses": "Neumann R=X=L=I / trivial", "id": cid})
-    fine = SPHERE_FINE_THOROUGH if THOROUGH else SPHERE_FINE
+    fine = SPHERE_FINE_THOROUGH if is_thorough() else SPHERE_FINE
     uppers: dict[int, list[int]] = {}
     for beta, Ns in fine.items():
         for cid, N, M, U, cell in circle_cells(beta, Ns, SPHERE_EPS, tensors):
