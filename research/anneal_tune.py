@@ -28,6 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from numeric.runtime import trial_trace
 from numeric.heads.extract import softmax_rows
 from numeric.search import refine as rf
 from numeric.search import upper as up
@@ -104,11 +105,11 @@ def main(argv=None) -> int:
             cols = []
             for n in names:
                 b = Budget(10**12)
-                rf.TRIAL_LOG = []
                 t = time.process_time()
-                _, _, err = runs[n](A, *start, eps, b)
+                with trial_trace() as trace:
+                    _, _, err = runs[n](A, *start, eps, b)
                 cpu = time.process_time() - t
-                why = rf.TRIAL_LOG[0].reason[:4] if rf.TRIAL_LOG else "-"
+                why = trace.refines[0].reason[:4] if trace.refines else "-"
                 cols.append(f"{err / eps:.4f} {b.used // 1000:>5}k {why:<4} {cpu:4.1f}s")
             print(f"{name:<12} {eps:>5} {k:>5} " + " ".join(f"{c:>22}" for c in cols), flush=True)
     return 0

@@ -21,6 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from numeric.heads.extract import softmax_rows
+from numeric.runtime import trial_trace
 from numeric.search import driver
 from numeric.search import refine as rf
 from numeric.search import upper as up
@@ -51,14 +52,14 @@ def main(argv=None) -> int:
             raise _Probed
         P, Q, err = missed[r]
         print(f"first failing rank {r} (best {found[0].rank}), closest earlier miss {err / eps:.4f} eps")
-        rf.TRIAL_LOG = []
         runs = [(f"miss, step x{lr:g}, {'smoothed' if hub else 'plain'}", (P, Q), lr, hub)
                 for lr in (1.0, 0.3, up.FINE_LR) for hub in (True, False)]
         runs.append((f"truncated SVD, step x{up.FINE_LR:g}, plain", svd_factors(*svd, r), up.FINE_LR, False))
         for name, start, lr, hub in runs:
-            e = rf.refine(A, *start, eps, iters=iters, budget=Budget(10**12), lr_scale=lr,
-                          objective=rf.Objective(huber=hub))[2]
-            log = rf.TRIAL_LOG[-1]
+            with trial_trace() as trace:
+                e = rf.refine(A, *start, eps, iters=iters, budget=Budget(10**12), lr_scale=lr,
+                              objective=rf.Objective(huber=hub))[2]
+            log = trace.refines[-1]
             print(f"  {name:<32} {e / eps:.4f}  {log.steps:>5} of {log.iters} steps, {log.reason}", flush=True)
         raise _Probed
 

@@ -4,8 +4,8 @@ Runs ``search_brackets`` on heads saved with ``np.savez`` (read without pickle) 
 for each call of ``search_upper`` (thorough calls it twice per tolerance: its base preset's
 run, then its own), the budget, the units spent and one line per trial: phase, start,
 rank, steps run out of the trial's length, how it ended and its error / eps. The code
-traced is whichever ``numeric`` is first on ``PYTHONPATH``: code with ``upper.TRACE`` and
-``refine.TRIAL_LOG`` (the annealed trials) is traced through them; older code (such as
+traced is whichever ``numeric`` is first on ``PYTHONPATH``: code with
+``numeric.runtime.trial_trace`` (the annealed trials) is traced through it; older code (such as
 ``5d20121``, before the annealing change) through a wrapper of ``upper.refine``, which
 gives rank, length, steps and error (no phase or start).
 
@@ -16,6 +16,7 @@ gives rank, length, steps and error (no phase or start).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import numpy as np
@@ -38,7 +39,9 @@ def main(argv=None) -> int:
     import numeric.search.upper as up
     from numeric.heads.extract import softmax_rows
 
-    new = hasattr(up, "TRACE")
+    import numeric.runtime as runtime
+
+    new = hasattr(runtime, "trial_trace")
     if not new:
         real_refine = up.refine
 
@@ -56,14 +59,14 @@ def main(argv=None) -> int:
     used = []
 
     def traced(A, e, budget, **kw):
-        if new:
-            up.TRACE, rf.TRIAL_LOG = [], []
+        trace = runtime.trial_trace() if new else contextlib.nullcontext()
         print(f"  search_upper eps={e:.6g} budget={budget.units:,} hybrid={kw.get('hybrid')} "
               f"warm={kw.get('warm') is not None}", flush=True)
-        r = real(A, e, budget, **kw)
+        with trace as record:
+            r = real(A, e, budget, **kw)
         used.append(budget.used)
         if new:
-            for t, log in zip(up.TRACE, rf.TRIAL_LOG):
+            for t, log in zip(record.trials, record.refines):
                 print(f"    {t[0]:9s} {t[1]:15s} k={t[2]:4d} steps={log.steps:5d}/{t[3]:5d} {log.reason:9s} "
                       f"err/eps={t[4] / e:.4f}")
         print(f"   used={budget.used:,} found {[(x.rank, x.family) for x in r[:3]]}", flush=True)

@@ -4,6 +4,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from numeric.runtime import trial_trace
 from numeric.search import refine as rf
 from numeric.search import upper as up
 from numeric.search.attack import attack_rank
@@ -59,7 +60,6 @@ def test_boundary_retries_a_rank_the_narrowing_missed_from_the_svd_with_full_tri
     svd, errs = up.svd_baseline(head)
     eps, short, full = 0.25, 150, 400
     real = up.refine
-    trace = []
 
     def short_misses(A, P0, Q0, e, *, iters=rf.DEFAULT_ITERS, **kw):
         P, Q, err = real(A, P0, Q0, e, iters=iters, **kw)
@@ -70,8 +70,9 @@ def test_boundary_retries_a_rank_the_narrowing_missed_from_the_svd_with_full_tri
     # the lowest rank the real descent reaches: the boundary phase must get there on its own
     target = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), iters=short, full_iters=full)[0].rank
     monkeypatch.setattr(up, "refine", short_misses)
-    monkeypatch.setattr(up, "TRACE", trace)
-    found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), iters=short, full_iters=full)
+    with trial_trace() as record:
+        found = up.search_upper(head, eps, Budget(STEPS), svd=(svd, errs), iters=short, full_iters=full)
+    trace = record.trials
     assert found[0].rank <= target
     missed = {k for phase, _, k, _, _ in trace if phase == "narrow" and k <= target}
     first = {}

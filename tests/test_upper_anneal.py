@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from numeric.runtime import trial_trace
 from numeric.search import refine as rf
 from numeric.search import upper as up
 from numeric.search.budget import Budget
@@ -23,12 +24,10 @@ def head():
 
 
 @pytest.fixture
-def trials(monkeypatch):
-    """The ``TrialLog`` of every refine call and the ``TRACE`` of every search trial."""
-    logs, trace = [], []
-    monkeypatch.setattr(rf, "TRIAL_LOG", logs)
-    monkeypatch.setattr(up, "TRACE", trace)
-    return logs, trace
+def trials():
+    """The ``TrialLog`` of every refine call and the record of every search trial (``numeric.runtime.trial_trace``)."""
+    with trial_trace() as trace:
+        yield trace.refines, trace.trials
 
 
 def _missing_trials(head, iters):

@@ -48,7 +48,7 @@ import numpy as np
 from numeric.search.budget import Budget
 from numeric.search.device import pick_device
 from numeric.search.norms import row_l1_error
-from numeric.runtime import torch_threads
+from numeric.runtime import record_refine, torch_threads
 from numeric._optional import require
 
 __all__ = ["DEFAULT_ITERS", "FULL_ITERS", "Objective", "TrialLog", "refine", "schedule", "snap_dyadic", "step_work"]
@@ -170,10 +170,6 @@ class TrialLog:
     error: float
 
 
-#: Every ``refine`` call appends its ``TrialLog`` here when this is a list (tests and bench).
-TRIAL_LOG: list[TrialLog] | None = None
-
-
 def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int = DEFAULT_ITERS,
            device: Any = None, budget: Budget | None = None, lr_scale: float = 1.0, margin: int | None = None,
            objective: Objective = Objective()) -> tuple[np.ndarray, np.ndarray, float]:
@@ -198,8 +194,7 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         spend = budget if budget is not None else Budget(iters * step_work(A.shape[0], A.shape[1], P0.shape[1]))
         P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, spend, objective)
-    if TRIAL_LOG is not None:
-        TRIAL_LOG.append(log)
+    record_refine(log)                                   # into numeric.runtime.trial_trace, when one is open
     return P, Q, err
 
 

@@ -50,6 +50,7 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
+from numeric.runtime import record_trial
 from numeric.search.budget import Budget
 from numeric.search.l1fit import refit_rows
 from numeric.search.norms import row_l1_error, row_l1_norm
@@ -152,11 +153,6 @@ def first_within(errs: np.ndarray, eps: float) -> int | None:
     return int(ok[0]) if ok.size else None
 
 
-#: Every trial of ``search_upper`` appends ``(phase, start, rank, steps, error)`` here when this is
-#: a list (tests and bench scripts read it; the search never does).
-TRACE: list[tuple[str, str, int, int, float]] | None = None
-
-
 def _rescue(A: np.ndarray, eps: float, P: np.ndarray, Q: np.ndarray, err: float, budget: Budget) -> Trial:
     """A near miss (within ``REFIT_WINDOW``) with its rows over eps refitted exactly; else as given."""
     if eps < err <= eps * (1 + REFIT_WINDOW):
@@ -190,8 +186,7 @@ def _trial(A: np.ndarray, eps: float, start: Factors, iters: int, budget: Budget
         return None
     P, Q, err = refine(A, *start, eps, iters=steps, device=device, budget=budget, lr_scale=lr_scale,
                        objective=objective)
-    if TRACE is not None:
-        TRACE.append((phase, kind, k, steps, err))
+    record_trial((phase, kind, k, steps, err))         # into numeric.runtime.trial_trace, when one is open
     return P, Q, err
 
 
