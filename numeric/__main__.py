@@ -13,7 +13,7 @@ import importlib
 import sys
 
 from exact.errors import ExitCode, one_line_error
-from numeric.runtime import pinned_threads
+from numeric.runtime import offline_hub, pinned_threads
 
 #: Commands that never use torch: their threads are pinned without importing it.
 NO_TORCH = ("study",)
@@ -27,8 +27,9 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    """Dispatch to a command; its process state (threads) is set here, once,
-    and restored when it returns (``numeric.runtime.pinned_threads``)."""
+    """Dispatch to a command; its process state is set here, once: threads pinned
+    and restored when it returns (``numeric.runtime.pinned_threads``), Hugging
+    Face offline for the process (``numeric.runtime.offline_hub``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
@@ -37,6 +38,7 @@ def main(argv=None) -> int:
         return one_line_error("python -m numeric", f"a command is required: {', '.join(COMMANDS)}")
     if argv[0] not in COMMANDS:
         return one_line_error("python -m numeric", f"unknown command {argv[0][:40]!a}; commands: {', '.join(COMMANDS)}")
+    offline_hub()
     module = importlib.import_module(COMMANDS[argv[0]])
     with pinned_threads(torch=argv[0] not in NO_TORCH):
         return module.main(argv[1:])

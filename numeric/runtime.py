@@ -16,7 +16,16 @@ and stdout). What must change process state does it through this module, scoped 
   sent to stderr, exit when the parent dies);
 - **the allocator**: ``keep_freed_memory`` (glibc ``mallopt``) for the study's bootstrap;
 - **figures**: ``pyplot()``, matplotlib's pyplot on the off-screen Agg backend (a backend is
-  chosen once per process, so it is loaded only when a figure is drawn).
+  chosen once per process, so it is loaded only when a figure is drawn);
+- **Ctrl-C**: ``sigint_stop``, the bracket command's SIGINT handler (first Ctrl-C requests the stop
+  token, the second aborts), restored when the command's block ends;
+- **file descriptor 1**: ``stdout_silenced``, fd 1 on /dev/null for a block (a C library's banner);
+- **the environment**: ``offline_hub`` (Hugging Face offline, for the process: the entry points call
+  it), ``environment`` (variables set for a block);
+- **torch's determinism**: ``deterministic_torch``, seed, threads and deterministic kernels for a
+  training block, restored after it;
+- **the trial trace**: ``trial_trace``, the searches' record of their trials and descents for a
+  block (tests and probes read it), a ``ContextVar`` like the stop token.
 
 >>> import os
 >>> before = os.environ.get("OMP_NUM_THREADS")
@@ -35,9 +44,11 @@ import os
 import sys
 import threading
 import time
+import signal
 from collections.abc import Iterator
 from contextvars import ContextVar
-from types import ModuleType
+from dataclasses import dataclass, field
+from types import FrameType, ModuleType
 from typing import Any
 
 from threadpoolctl import threadpool_limits
@@ -47,7 +58,9 @@ from numeric._optional import loaded, require
 __all__ = ["THREADS", "SEARCH_THREADS", "WORKER_THREADS", "THREAD_VARIABLES", "PARENT_POLL_S", "ORPHAN_EXIT",
            "pinned_threads", "torch_threads", "one_blas_thread", "one_native_thread", "StopToken",
            "stop_scope", "current_stop_token", "stop_requested", "worker_init", "stdout_to_stderr",
-           "keep_freed_memory", "pyplot"]
+           "keep_freed_memory", "pyplot", "sigint_stop", "stdout_silenced", "offline_hub", "OFFLINE_VARIABLES",
+           "environment", "deterministic_torch", "TrialRecord", "TrialTrace", "trial_trace", "record_trial",
+           "record_refine"]
 
 #: One torch/BLAS thread: N panel workers fill N cores without oversubscription, and a float result
 #: never depends on a thread count.
@@ -227,6 +240,159 @@ def stop_requested() -> bool:
     return token is not None and token.requested
 
 
+@contextlib.contextmanager
+def sigint_stop(message: str) -> Iterator[StopToken]:
+    """Run the block in a fresh ``stop_scope`` with a SIGINT handler; yield its token. First Ctrl-C:
+    request the token (the searches holding it end with what they have) and print ``message`` on
+    stderr; second: ``KeyboardInterrupt`` (abort). The previous handler is restored when the block ends.
+
+    For a command's main function: signal handlers belong to the main thread, so elsewhere the
+    block runs without one (the token can still be requested by the caller)."""
+    with stop_scope() as token:
+        if threading.current_thread() is not threading.main_thread():
+            yield token
+            return
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            if token.requested:
+                raise KeyboardInterrupt
+            token.request()
+            print(message, file=sys.stderr, flush=True)
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield token
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+# ---- file descriptors and the environment -------------------------------------------------------
+
+@contextlib.contextmanager
+def stdout_silenced() -> Iterator[None]:
+    """File descriptor 1 on /dev/null for the block, the original restored after it (also on an
+    exception). For C code that prints on fd 1 where ``--json`` output goes (HiGHS's banner, printed
+    by its first ``Highs()``); Python's ``sys.stdout`` is flushed first so nothing of ours is lost."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+#: Hugging Face's offline switches: huggingface_hub and transformers read them (some at import).
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def offline_hub() -> None:
+    """Make the process offline for Hugging Face, for the rest of its life (not restored: the hub
+    library reads the variables when it is imported, and the float tier never downloads; every load
+    also passes ``local_files_only=True``). Called by the entry points (``python -m numeric``, the
+    ``softrank`` front door) and by a panel worker's ``worker_init``, before a model is loaded."""
+    for v in OFFLINE_VARIABLES:
+        os.environ[v] = "1"
+
+
+@contextlib.contextmanager
+def environment(**variables: str) -> Iterator[None]:
+    """The environment variables ``variables`` set for the block; each restored (or removed) after it.
+
+    >>> with environment(SOFTRANK_PROBE="1"):
+    ...     os.environ["SOFTRANK_PROBE"]
+    '1'
+    >>> "SOFTRANK_PROBE" in os.environ
+    False
+    """
+    before = {v: os.environ.get(v) for v in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for v, value in before.items():
+            if value is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = value
+
+
+# ---- torch's determinism --------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def deterministic_torch(seed: int, threads: int) -> Iterator[Any]:
+    """A training block: torch's global generator seeded with ``seed``, ``threads`` intra-op threads,
+    nondeterministic kernels forbidden; yields a fresh ``torch.Generator`` seeded with ``seed`` (the
+    batches' draws). torch's generator state, thread count and kernel setting are restored after the
+    block. Same seed, same threads: the same weights, on the same torch build."""
+    torch = require("torch")
+    state, before, strict = torch.get_rng_state(), torch.get_num_threads(), \
+        torch.are_deterministic_algorithms_enabled()
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield torch.Generator().manual_seed(seed)
+    finally:
+        torch.use_deterministic_algorithms(strict)
+        torch.set_num_threads(before)
+        torch.set_rng_state(state)
+
+
+# ---- the trial trace ------------------------------------------------------------------------------
+
+#: One trial of the upper search: ``(phase, start, rank, steps, error)``.
+TrialRecord = tuple[str, str, int, int, float]
+
+
+@dataclass
+class TrialTrace:
+    """What the searches run inside one ``trial_trace`` did: ``trials``, one ``TrialRecord`` per trial of
+    the upper search; ``refines``, the ``numeric.search.refine.TrialLog`` of every descent."""
+
+    trials: list[TrialRecord] = field(default_factory=list)
+    refines: list[Any] = field(default_factory=list)
+
+
+_TRACE: ContextVar[TrialTrace | None] = ContextVar("numeric_trial_trace", default=None)
+
+
+@contextlib.contextmanager
+def trial_trace() -> Iterator[TrialTrace]:
+    """Record every trial and descent of the searches run in the block (this context: the thread, or
+    the ``contextvars`` copy a thread was started with); yield the record. The searches never read it
+    (tests and probes do), so a result is the same with or without it.
+
+    >>> with trial_trace() as trace:
+    ...     record_trial(("fit", "svd", 2, 10, 0.5))
+    >>> trace.trials
+    [('fit', 'svd', 2, 10, 0.5)]
+    """
+    trace = TrialTrace()
+    reset = _TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _TRACE.reset(reset)
+
+
+def record_trial(record: TrialRecord) -> None:
+    """Append ``record`` to the current ``trial_trace``'s trials (nothing outside one)."""
+    trace = _TRACE.get()
+    if trace is not None:
+        trace.trials.append(record)
+
+
+def record_refine(log: Any) -> None:
+    """Append a descent's ``TrialLog`` to the current ``trial_trace``'s refines (nothing outside one)."""
+    trace = _TRACE.get()
+    if trace is not None:
+        trace.refines.append(log)
+
+
 # ---- worker processes ---------------------------------------------------------------------------
 
 def stdout_to_stderr() -> None:
@@ -248,9 +414,11 @@ def _exit_with(parent: int) -> None:
 def worker_init(silence_stdout: bool = False, parent: int | None = None) -> None:
     """Initialiser of a panel worker process: state for the worker's whole life.
 
-    Threads pinned to ``WORKER_THREADS`` (never restored: the process is the worker's);
+    Hugging Face offline (``offline_hub``); threads pinned to ``WORKER_THREADS`` (never restored:
+    the process is the worker's);
     ``silence_stdout``: ``stdout_to_stderr``; ``parent``: the parent's pid, the worker exits when
     that process dies (a record half-written is never left: records are atomic)."""
+    offline_hub()
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="panel-parent-watch").start()
     for v in THREAD_VARIABLES:

@@ -8,8 +8,9 @@ standard-library docstrings; ``digitvit``: a ViT trained on scikit-learn's
 digits; ``digitvit-rot90``: ``digitvit`` fine-tuned on rotated digits, the
 second ViT arm of Appendix L.3; see docs/models.md). A directory with a ``manifest.json`` (every zoo
 model has one) is checked file by file against its sha256 before anything is
-loaded: stale or damaged weights are refused, never loaded. Nothing is ever downloaded: ``HF_HUB_OFFLINE`` is
-set and every load passes ``local_files_only=True``. Models are loaded with
+loaded: stale or damaged weights are refused, never loaded. Nothing is ever downloaded: every load passes
+``local_files_only=True``, and the entry points set ``HF_HUB_OFFLINE``
+(``numeric.runtime.offline_hub``). Models are loaded with
 the eager attention implementation, the one whose attention function
 :mod:`numeric.heads.extract` intercepts.
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,14 +140,6 @@ def _state_sha256(model) -> str:
     return h.hexdigest()
 
 
-def _offline():
-    """Make the process offline for Hugging Face (deliberately process-wide and
-    not restored: huggingface_hub reads these at import, and the float tier
-    never downloads)."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-
 def _counts(config) -> tuple[int, int]:
     layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None)
     heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", None)
@@ -179,7 +171,6 @@ def load_model(spec: str) -> LoadedModel:
     missing, has no config or weights, a file differs from its manifest, or the
     architecture is unsupported. ``extra["manifest"]`` holds the manifest.
     """
-    _offline()
     if spec in PRESETS:
         path, name = preset_path(spec), ("all-MiniLM-L6-v2" if spec == "minilm" else spec)
     else:
@@ -194,7 +185,7 @@ def load_model(spec: str) -> LoadedModel:
     transformers = require("transformers")
     AutoConfig = transformers.AutoConfig
 
-    # Process-wide, like _offline: the CLIs promise one line on stderr for bad
+    # Process-wide: the CLIs promise one line on stderr for bad
     # input, and transformers' warnings would otherwise add lines later on.
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars on stderr

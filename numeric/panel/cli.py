@@ -48,6 +48,7 @@ from numeric.panel.provenance import PanelError, check_resume, run_identity, wri
 from numeric.panel.report import ReportError, write_report
 from numeric.panel.runner import run_panel
 from numeric.panel.table import RecordError, read_rows, write_table
+from numeric.runtime import offline_hub
 from fileio.safeio import SafeIOError, escape
 from numeric.search import parse_eps as parse_one
 from numeric.search.attack import SoundnessError
@@ -278,6 +279,8 @@ def _seeds(rows) -> dict:
 
 
 def main(argv=None) -> int:
+    """The panel command; Hugging Face offline for the process (``numeric.runtime.offline_hub``)."""
+    offline_hub()
     args = build_parser().parse_args(argv)
     argv = sys.argv if argv is None else list(argv)
     try:

@@ -48,7 +48,7 @@ from exact.errors import ExitCode, OneLineParser, UserInputError
 from numeric.heads.extract import softmax_rows
 from fileio.safeio import SafeIOError, check_target, escape
 from numeric.search import front
-from numeric.runtime import StopToken
+from numeric.runtime import StopToken, sigint_stop
 from numeric.search.candidate import LowerCandidate
 from numeric.search.hints import read_hints
 from numeric.search.effort import Effort, available_bytes, effort_budgets, expected_bytes
@@ -143,7 +143,8 @@ def _seed(text: str) -> int:
 
 def _clean_stop() -> contextlib.AbstractContextManager[StopToken]:
     """First Ctrl-C: request the run's stop token (the search ends with what it has); second: abort."""
-    return front.clean_stop(PROG)
+    return sigint_stop(f"{PROG}: stopping: finishing the tolerances started with the witnesses they have "
+                       "(Ctrl-C again aborts without writing)")
 
 
 def _announce(effort: Effort, shape: tuple[int, int], tolerances: int) -> None:

@@ -14,19 +14,14 @@ run the same three steps, in this module, so there is one path:
    v1), then the exact tier (``exact.verify.verify_file``) re-verifies that
    file as written, with the raised work limit ``OWN_FILE_WORK``.
 
-Nothing here reads a clock or changes process state, apart from
-``clean_stop``, the command line's Ctrl-C handler (it requests the stop token of its
-``numeric.runtime.stop_scope``).
+Nothing here reads a clock or changes process state: the command line's Ctrl-C handler is
+``numeric.runtime.sigint_stop``, entered by the command (``numeric.search.cli``).
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from types import FrameType
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +30,7 @@ import numpy as np
 
 from exact.errors import CertificateError
 from exact.verify import CellReport, verify_file
-from numeric.runtime import StopToken, stop_requested, stop_scope
+from numeric.runtime import stop_requested
 from numeric.search.candidate import LowerCandidate
 from numeric.search.driver import SearchOutput, search_brackets
 from numeric.search.effort import Effort, effort_budgets, expected_seconds
@@ -43,7 +38,7 @@ from numeric.search.export import write_bracket_file
 from numeric.search.inputs import STOCHASTIC_TOL
 
 __all__ = ["ANNOUNCE_SECONDS", "ANNOUNCE_ENTRIES", "OWN_FILE_WORK", "Target", "CheckedFile", "cost_notice",
-           "announce", "clean_stop", "search_targets", "write_checked"]
+           "announce", "search_targets", "write_checked"]
 
 #: Runs whose budgets could take longer than this (seconds), or targets of at least
 #: ``ANNOUNCE_ENTRIES`` entries, announce their expected cost first.
@@ -105,32 +100,6 @@ def announce(prog: str, effort: str | Effort, shape: tuple[int, int], tolerances
     if text is not None:
         print(text, file=file or sys.stderr, flush=True)
     return text is not None
-
-
-@contextlib.contextmanager
-def clean_stop(prog: str) -> Iterator[StopToken]:
-    """Run the block in a fresh ``stop_scope``; yield its token. First Ctrl-C: request the token (the
-    search ends with what it has); second: abort.
-
-    Signal handlers belong to the main thread: elsewhere the block runs without one (the token can
-    still be requested by the caller)."""
-    with stop_scope() as token:
-        if threading.current_thread() is not threading.main_thread():
-            yield token
-            return
-
-        def handler(signum: int, frame: FrameType | None) -> None:
-            if token.requested:
-                raise KeyboardInterrupt
-            token.request()
-            print(f"{prog}: stopping: finishing the tolerances started with the witnesses they have "
-                  "(Ctrl-C again aborts without writing)", file=sys.stderr, flush=True)
-
-        previous = signal.signal(signal.SIGINT, handler)
-        try:
-            yield token
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
 
 def search_targets(targets: Iterable[Target], eps_items: Sequence[object], *, effort: str | Effort, seed: int,

@@ -21,14 +21,13 @@ re-checks, never claims on their own.
 """
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any, Literal, overload
 
 import numpy as np
 import scipy.sparse as sp
 
 from numeric._optional import require
+from numeric.runtime import stdout_silenced
 from numeric.search.budget import Budget
 
 __all__ = ["LPFailed", "solve_lp", "min_norm_row_decoder", "min_norm_left_inverse", "decoder_work"]
@@ -54,24 +53,17 @@ _BANNER_DONE = False
 
 def _quiet_highs() -> Any:
     """A silent ``highspy.Highs``: the first one prints a banner on file descriptor 1,
-    which would corrupt ``--json`` output, so fd 1 points at /dev/null while it is made."""
+    which would corrupt ``--json`` output, so fd 1 points at /dev/null while it is made
+    (``numeric.runtime.stdout_silenced``)."""
     highspy = require("highspy")
 
     global _BANNER_DONE
     if _BANNER_DONE:
         h = highspy.Highs()
     else:
-        sys.stdout.flush()
-        saved = os.dup(1)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 1)
+        with stdout_silenced():
             h = highspy.Highs()
             h.setOptionValue("output_flag", False)
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-            os.close(devnull)
         _BANNER_DONE = True
     h.setOptionValue("output_flag", False)
     return h

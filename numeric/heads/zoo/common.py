@@ -16,7 +16,7 @@ from exact.errors import UserInputError
 from numeric._optional import require
 
 __all__ = ["THREADS", "MANIFEST", "WEIGHTS_DIR", "quiet_transformers",
-           "TrainingError", "ManifestError", "verify_manifest", "deterministic", "lr_at",
+           "TrainingError", "ManifestError", "verify_manifest", "lr_at",
            "make_optimizer",
            "train_step", "file_sha256", "write_manifest"]
 
@@ -45,16 +45,6 @@ class TrainingError(UserInputError):
 
 class ManifestError(UserInputError):
     """Shipped files that do not match their manifest (exit 2)."""
-
-
-def deterministic(seed: int, threads: int = THREADS):
-    """Seed torch, fix its thread count and forbid nondeterministic kernels."""
-    torch = require("torch")
-
-    torch.manual_seed(seed)
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-    return torch.Generator().manual_seed(seed)
 
 
 def lr_at(step: int, steps: int, warmup: int, peak: float) -> float:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from numeric.heads.zoo.common import TrainingError, deterministic, lr_at, make_optimizer, train_step
+from numeric.heads.zoo.common import THREADS, TrainingError, lr_at, make_optimizer, train_step
 from numeric._optional import require
+from numeric.runtime import deterministic_torch
 
 __all__ = ["LMRecipe", "RECIPES", "tiny_recipe", "build_lm", "unigram_entropy", "heldout_loss", "train_lm"]
 
@@ -106,10 +107,17 @@ def _batch(ids, r: LMRecipe, gen):
 
 
 def train_lm(r: LMRecipe, tokenizer, train_text: str, held_text: str, *, log=None):
-    """Train recipe ``r``; returns (model, metrics). ``log(step, loss)`` sees every 50th step."""
+    """Train recipe ``r``; returns (model, metrics). ``log(step, loss)`` sees every 50th step.
+
+    Deterministic: seed ``r.seed``, ``THREADS`` torch threads, deterministic kernels
+    (``numeric.runtime.deterministic_torch``, restored after the training)."""
+    with deterministic_torch(r.seed, THREADS) as gen:
+        return _train_lm(r, gen, tokenizer, train_text, held_text, log=log)
+
+
+def _train_lm(r: LMRecipe, gen, tokenizer, train_text: str, held_text: str, *, log=None):
     torch = require("torch")
 
-    gen = deterministic(r.seed)
     tr = np.asarray(tokenizer(train_text)["input_ids"], dtype=np.int64)
     held = np.asarray(tokenizer(held_text)["input_ids"], dtype=np.int64)
     if len(tr) <= r.context:

@@ -6,9 +6,8 @@ beside the weights and loaded by ``AutoTokenizer`` offline.
 """
 from __future__ import annotations
 
-import os
-
 from numeric._optional import require
+from numeric.runtime import environment
 
 __all__ = ["EOS", "VOCAB_SIZE", "train_tokenizer"]
 
@@ -19,7 +18,11 @@ MIN_FREQUENCY = 2   # a merge must occur twice in the training text
 
 def train_tokenizer(text: str, vocab_size: int = VOCAB_SIZE):
     """Train byte-level BPE on ``text`` (single-threaded, so merge ties break the same way)."""
-    os.environ["RAYON_NUM_THREADS"] = "1"  # read when tokenizers starts its pool
+    with environment(RAYON_NUM_THREADS="1"):   # read when tokenizers starts its pool: one thread
+        return _train(text, vocab_size)
+
+
+def _train(text: str, vocab_size: int):
     tokenizers = require("tokenizers")
     Tokenizer = tokenizers.Tokenizer
     decoders = tokenizers.decoders

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from numeric.heads.zoo.common import (THREADS, deterministic, lr_at, make_optimizer, quiet_transformers, train_step,
+from numeric.heads.zoo.common import (THREADS, lr_at, make_optimizer, quiet_transformers, train_step,
                                       write_manifest)
 from numeric.heads.zoo import digits as D
 from numeric._optional import require
+from numeric.runtime import deterministic_torch
 
 __all__ = ["ViTRecipe", "RECIPE", "tiny_recipe", "build_vit", "evaluate", "train_vit", "train_digit_vit"]
 
@@ -68,10 +69,17 @@ def evaluate(model, px: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 
 def train_vit(r: ViTRecipe, *, log=None):
-    """Train recipe ``r`` on the digits; returns (model, metrics)."""
+    """Train recipe ``r`` on the digits; returns (model, metrics).
+
+    Deterministic: seed ``r.seed``, ``THREADS`` torch threads, deterministic kernels
+    (``numeric.runtime.deterministic_torch``, restored after the training)."""
+    with deterministic_torch(r.seed, THREADS) as gen:
+        return _train_vit(r, gen, log=log)
+
+
+def _train_vit(r: ViTRecipe, gen, *, log=None):
     torch = require("torch")
 
-    gen = deterministic(r.seed)
     x, y = D.digits()
     tr, held = D.split()
     held_px = D.pixels(x[held], r.image_size)

@@ -27,9 +27,10 @@ import numpy as np
 
 from numeric.heads.zoo import common
 from numeric.heads.zoo import digits as D
-from numeric.heads.zoo.common import (ManifestError, TrainingError, deterministic, lr_at, make_optimizer,
+from numeric.heads.zoo.common import (ManifestError, TrainingError, lr_at, make_optimizer,
                                       train_step, verify_manifest, write_manifest)
 from numeric._optional import require
+from numeric.runtime import deterministic_torch
 from numeric.heads.zoo.vit import evaluate
 
 __all__ = ["NAME", "BASE", "THREADS_SHIFT", "SHIFTS", "ShiftRecipe", "RECIPE", "tiny_recipe", "shifted",
@@ -91,10 +92,17 @@ def _base_model(base_dir: Path):
 
 
 def train_shift(r: ShiftRecipe, base_dir: Path, *, log=None):
-    """Fine-tune the base on shifted digits; returns (model, metrics, base manifest)."""
+    """Fine-tune the base on shifted digits; returns (model, metrics, base manifest).
+
+    Deterministic: seed ``r.seed``, ``THREADS_SHIFT`` torch threads, deterministic kernels
+    (``numeric.runtime.deterministic_torch``, restored after the training)."""
+    with deterministic_torch(r.seed, THREADS_SHIFT) as gen:
+        return _train_shift(r, gen, base_dir, log=log)
+
+
+def _train_shift(r: ShiftRecipe, gen, base_dir: Path, *, log=None):
     torch = require("torch")
 
-    gen = deterministic(r.seed, THREADS_SHIFT)
     model, base_doc = _base_model(base_dir)
     x, y = D.digits()
     tr, held = D.split()
