@@ -21,7 +21,7 @@ and stdout). What must change process state does it through this module, scoped 
   token, the second aborts), restored when the command's block ends;
 - **file descriptor 1**: ``stdout_silenced``, fd 1 on /dev/null for a block (a C library's banner);
 - **the environment**: ``offline_hub`` (Hugging Face offline, for the process: the entry points call
-  it), ``environment`` (variables set for a block);
+  it), ``environment`` (variables set for a block), ``quiet_transformers`` (its process-wide logger);
 - **torch's determinism**: ``deterministic_torch``, seed, threads and deterministic kernels for a
   training block, restored after it;
 - **the trial trace**: ``trial_trace``, the searches' record of their trials and descents for a
@@ -59,8 +59,8 @@ __all__ = ["THREADS", "SEARCH_THREADS", "WORKER_THREADS", "THREAD_VARIABLES", "P
            "pinned_threads", "torch_threads", "one_blas_thread", "one_native_thread", "StopToken",
            "stop_scope", "current_stop_token", "stop_requested", "worker_init", "stdout_to_stderr",
            "keep_freed_memory", "pyplot", "sigint_stop", "stdout_silenced", "offline_hub", "OFFLINE_VARIABLES",
-           "environment", "deterministic_torch", "TrialRecord", "TrialTrace", "trial_trace", "record_trial",
-           "record_refine"]
+           "environment", "quiet_transformers", "deterministic_torch", "TrialRecord", "TrialTrace", "trial_trace",
+           "record_trial", "record_refine"]
 
 #: One torch/BLAS thread: N panel workers fill N cores without oversubscription, and a float result
 #: never depends on a thread count.
@@ -318,6 +318,14 @@ def environment(**variables: str) -> Iterator[None]:
                 os.environ.pop(v, None)
             else:
                 os.environ[v] = value
+
+
+def quiet_transformers() -> None:
+    """No warnings, notices or progress bars from transformers on stderr, for the rest of the process
+    (its logger is process-wide): a command's stderr carries its own log and one-line errors."""
+    transformers = require("transformers")
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
 
 
 # ---- torch's determinism --------------------------------------------------------------------------

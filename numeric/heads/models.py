@@ -29,6 +29,7 @@ from typing import Any
 
 from exact.errors import UserInputError
 from numeric._optional import require
+from numeric.runtime import quiet_transformers
 from numeric.heads.zoo import common
 from numeric.heads.zoo.common import ManifestError, verify_manifest, MANIFEST
 
@@ -185,10 +186,8 @@ def load_model(spec: str) -> LoadedModel:
     transformers = require("transformers")
     AutoConfig = transformers.AutoConfig
 
-    # Process-wide: the CLIs promise one line on stderr for bad
-    # input, and transformers' warnings would otherwise add lines later on.
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars on stderr
+    # the CLIs promise one line on stderr for bad input: no warnings or "Loading weights" bars
+    quiet_transformers()
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
     except Exception as e:  # any loader failure is bad input

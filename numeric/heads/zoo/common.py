@@ -14,6 +14,7 @@ from pathlib import Path
 
 from exact.errors import UserInputError
 from numeric._optional import require
+from numeric.runtime import quiet_transformers
 
 __all__ = ["THREADS", "MANIFEST", "WEIGHTS_DIR", "quiet_transformers",
            "TrainingError", "ManifestError", "verify_manifest", "lr_at",
@@ -29,14 +30,6 @@ WEIGHT_DECAY = 0.01         # AdamW's usual small decay
 ADAM_BETAS = (0.9, 0.95)    # GPT-style betas for short runs
 GRAD_CLIP = 1.0             # clip the global gradient norm (the usual transformer setting)
 HASH_CHUNK = 1 << 20
-
-
-def quiet_transformers() -> None:
-    """No progress bars or notices on stderr (the CLI's stderr carries the step log and errors)."""
-    transformers = require("transformers")
-
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
 
 
 class TrainingError(UserInputError):
