@@ -1,0 +1,256 @@
+"""The convex cap of an open cell: the float search for a column-block witness (``exact.cap``).
+
+For a width ``w`` the columns, in one of a few orders, are cut into
+contiguous blocks of ``w`` columns, and one LP asks whether amounts ``e_iJ``
+exist with (the common row ``mu`` is 0)::
+
+    minimise  sum_J c_J   over c_J >= 0, 0 <= e_iJ <= a_iJ
+    subject to  c_J >= a_iJ - e_iJ,   sum_J e_iJ <= eps - slack  (every row i)
+
+where ``a_iJ`` is the l1 mass of row i on block J; the witness proves the cap
+``r = w`` when the optimum is at most ``R = ||A0||_row1 + slack + eps``.
+``mu = 0`` loses nothing for given blocks: by the triangle inequality
+``max_i (p_iJ - e_iJ) + ||mu_J||_1 >= max_i (a_iJ - e_iJ)``, so a common row
+never lowers ``||mu||_1 + sum_J c_J``, and it takes one column of each block.
+Only pairs with ``a_iJ > max_i' a_i'J - (eps - slack)`` can need ``e_iJ > 0``
+(every ``c_J`` is at least ``max_i a_iJ - (eps - slack)``), so the LP has a
+variable for those pairs only; before any LP, ``e = 0`` is tried (no LP), and
+``sum_J max(0, max_i a_iJ - (eps - slack)) > R`` refutes a width (no LP).
+
+Orders: natural (keys are token positions: local and QK^T-shaped heads are
+banded), columns by the row of their largest entry, and by the second right
+singular vector of the centred matrix (a spectral order). Width ``n`` (one
+block) always works with ``e = 0``. The widths are searched by doubling, then
+by bisection between the last width that failed and the first that worked.
+This relies on feasibility being monotone in ``w``, which holds for nested
+partitions (a coarser partition of the same order never needs more: merge
+the blocks' ``e``) but only roughly between widths that do not divide each
+other, so the cap found is *a* width that verified, not always the least
+one: every witness is sound on its own, a smaller one would only be a
+stronger diagnostic.
+
+The budget counts LPs (``max_lps``), never seconds. Every witness is rounded
+(``e`` shrunk by a relative 1e-9 and clipped) and checked with ``exact.cap``
+before it is returned: a witness that does not verify exactly is never
+returned. Float tier: the exact tier re-checks the witness in the bracket file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+from flint import fmpq
+
+from exact.cap import CAP_KIND, check_cap
+
+from .lp import LPFailed, solve_lp
+
+__all__ = ["CapWitness", "convex_cap", "ORDERS", "MAX_CAP_LPS"]
+
+#: LPs one cell may spend on its convex cap (each is one HiGHS solve).
+MAX_CAP_LPS = 24
+#: HiGHS iteration limit of one cap LP.
+CAP_LP_ITERATIONS = 20_000
+#: Relative safety margins of the float witness: ``e`` is shrunk by ``SHRINK``; a width counts as feasible in
+#: floats when its objective is at most ``R (1 - FEAS)``.
+SHRINK, FEAS = 1e-9, 1e-7
+#: The most amounts ``e_iJ`` one LP may have (the LP restricted to the pairs above a floor is still a
+#: valid witness: the other pairs keep ``e_iJ = 0`` below ``c_J``).
+MAX_PAIRS = 20_000
+#: The LP's floors, as fractions of the proportional guess of ``_guess``: tried in turn.
+FLOORS = (0.5,)
+ORDERS = ("natural", "argmax", "spectral")
+
+
+@dataclass(frozen=True)
+class CapWitness:
+    """A column-block witness that verified exactly: cap ``rank``, block ``labels`` (1 x n), ``mu`` (1 x n),
+    amounts ``e`` (m x k), the column ``order`` it used, the ``lps`` spent and the exact ``margin``."""
+
+    rank: int
+    labels: np.ndarray
+    mu: np.ndarray
+    e: np.ndarray
+    order: str
+    lps: int
+    margin: Fraction
+
+    @property
+    def kind(self) -> str:
+        return CAP_KIND
+
+
+def _order(A: np.ndarray, name: str) -> np.ndarray:
+    """A permutation of the columns (stable, deterministic)."""
+    n = A.shape[1]
+    if name == "natural":
+        return np.arange(n)
+    if name == "argmax":
+        return np.lexsort((np.arange(n), A.argmax(axis=0)))
+    C = A - A.mean(axis=0, keepdims=True)
+    _, _, vt = np.linalg.svd(C, full_matrices=False)
+    v = vt[1] if vt.shape[0] > 1 else vt[0]
+    v = v if v[np.argmax(np.abs(v))] >= 0 else -v        # a sign convention: the same order every time
+    return np.lexsort((np.arange(n), v))
+
+
+def _labels(order: np.ndarray, width: int) -> np.ndarray:
+    labels = np.empty(order.size, dtype=np.float64)
+    labels[order] = np.arange(order.size) // width
+    return labels
+
+
+def _refuted(a: np.ndarray, budget: float, R: float) -> bool:
+    """True when the LP's dual proves its optimum above ``R``: with ``z_i = 1/t`` and ``y_iJ = 1/t`` on the
+    ``t`` largest ``a_iJ`` of each block, ``sum_J mean of the top t - budget m / t`` is a lower bound."""
+    m = a.shape[0]
+    top = -np.sort(-a, axis=0).cumsum(axis=0)                     # top[t-1, J] = sum of the t largest
+    t = np.unique(np.minimum(m, 2 ** np.arange(int(np.log2(m)) + 1)))
+    bounds = top[t - 1].sum(axis=1) / t - budget * m / t
+    return bool(bounds.max() > R * (1 + FEAS))
+
+
+def _guess(a: np.ndarray, budget: float, R: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Levels ``c`` with ``sum c = R (1 - FEAS)``, proportional to the block maxima or a common water level
+    (no LP), and ``e = (a - c)_+``: the first whose rows stay within ``budget``, or None."""
+    top, goal = a.max(axis=0), R * (1 - FEAS)
+    if top.sum() <= goal:
+        return top, np.zeros_like(a)
+    levels = [top * goal / top.sum()]
+    lo, hi = 0.0, float(top.max())                                # water level: sum min(top, lam) = goal
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.minimum(top, mid).sum() < goal else (lo, mid)
+    levels.append(np.minimum(top, lo))
+    for c in levels:
+        e = np.maximum(a - c[None, :], 0.0)
+        if e.sum(axis=1).max() <= budget * (1 - FEAS):
+            return c, e
+    return None
+
+
+def _lp(a: np.ndarray, budget: float, floor: np.ndarray) -> np.ndarray:
+    """The LP of the module docstring on the block masses ``a`` (m x k), with a variable ``e_iJ`` only where
+    ``a_iJ > floor_J`` (and ``c_J >= floor_J``): its optimal ``e`` (``LPFailed`` when HiGHS fails)."""
+    m, k = a.shape
+    floor = np.maximum(floor, a.max(axis=0) - budget)
+    pairs = np.argwhere(a > floor[None, :])               # (i, J) that may need e_iJ > 0
+    if len(pairs) > MAX_PAIRS:
+        raise LPFailed(f"{len(pairs)} amounts, limit {MAX_PAIRS}")
+    lb_c = np.maximum(floor, 0.0)
+    P = len(pairs)
+    nv = k + P
+    cost = np.concatenate([np.ones(k), np.zeros(P)])
+    rows = np.arange(P)
+    # -c_J - e_p <= -a_p for every pair p; sum_{p in row i} e_p <= budget
+    A1 = sp.csr_matrix((np.concatenate([-np.ones(P), -np.ones(P)]),
+                        (np.concatenate([rows, rows]), np.concatenate([pairs[:, 1], k + rows]))), shape=(P, nv))
+    A2 = sp.csr_matrix((np.ones(P), (pairs[:, 0], k + rows)), shape=(m, nv))
+    values = a[pairs[:, 0], pairs[:, 1]]
+    x, _ = solve_lp(cost, A_ub=sp.vstack([A1, A2]), b_ub=np.concatenate([-values, np.full(m, budget)]),
+                    lb=np.concatenate([lb_c, np.zeros(P)]), ub=np.concatenate([np.full(k, np.inf), values]),
+                    iterations=CAP_LP_ITERATIONS)
+    e = np.zeros((m, k))
+    e[pairs[:, 0], pairs[:, 1]] = x[k:]
+    return e
+
+
+def _rounded(a: np.ndarray, e: np.ndarray, budget: float) -> np.ndarray:
+    """``e`` shrunk into the exact conditions: ``0 <= e <= a (1 - SHRINK)``, row sums ``<= budget (1 - SHRINK)``."""
+    e = np.clip(e * (1 - SHRINK), 0.0, a * (1 - SHRINK))
+    sums = e.sum(axis=1)
+    over = sums > budget * (1 - SHRINK)
+    if over.any():
+        e[over] *= (budget * (1 - 2 * SHRINK) / sums[over])[:, None]
+    return e
+
+
+class _Search:
+    def __init__(self, A: np.ndarray, eps: Fraction, slack: Fraction, max_lps: int):
+        self.A, self.eps, self.slack, self.max_lps = A, eps, slack, max_lps
+        self.budget = float(eps - slack)
+        self.R = float(np.abs(A).sum(axis=1).max()) + float(slack) + float(eps)
+        self.orders: dict[str, np.ndarray] = {}
+        self.lps = 0
+
+    def order(self, name: str) -> np.ndarray:
+        if name not in self.orders:
+            self.orders[name] = _order(self.A, name)
+        return self.orders[name]
+
+    def width(self, w: int) -> CapWitness | None:
+        """A verified witness of blocks of ``w`` columns in some order, or None."""
+        n = self.A.shape[1]
+        names = ORDERS if 1 < w < n else ORDERS[:1]      # one block per column, or one block: any order
+        tries = []
+        for name in names:
+            labels = _labels(self.order(name), w)
+            a = np.zeros((self.A.shape[0], int(labels.max()) + 1))
+            np.add.at(a.T, labels.astype(np.int64), np.abs(self.A).T)
+            if not _refuted(a, self.budget, self.R):      # else the LP's dual is above R: no LP needed
+                tries.append((name, labels, a))
+        for lp in (False, True):                          # the guesses of every order first, then LPs
+            for name, labels, a in tries:
+                e = self.amounts(a, lp)
+                witness = None if e is None else self.verify(w, labels, e, name)
+                if witness is not None:
+                    return witness
+        return None
+
+    def amounts(self, a: np.ndarray, lp: bool) -> np.ndarray | None:
+        """Rounded amounts ``e`` whose float objective is within ``R``: from a guess, or (``lp``) from LPs."""
+        if not lp:
+            guess = _guess(a, self.budget, self.R)
+            return None if guess is None else _rounded(a, guess[1], self.budget)
+        top = a.max(axis=0)
+        for f in FLOORS:
+            if self.lps >= self.max_lps:
+                return None
+            self.lps += 1
+            try:
+                e = _rounded(a, _lp(a, self.budget, f * top * self.R / top.sum()), self.budget)
+            except LPFailed:
+                continue
+            if (a - e).max(axis=0).sum() <= self.R * (1 - FEAS):
+                return e
+        return None
+
+    def verify(self, w: int, labels: np.ndarray, e: np.ndarray, name: str) -> CapWitness | None:
+        mu = np.zeros((1, labels.size))
+        verdict = check_cap(self.A, labels[None, :], mu, e, fmpq(self.eps.numerator, self.eps.denominator),
+                            fmpq(self.slack.numerator, self.slack.denominator), w)
+        if not verdict.verified or verdict.margin is None:
+            return None
+        margin = Fraction(int(verdict.margin.p), int(verdict.margin.q))
+        return CapWitness(w, labels[None, :], mu, e, name, self.lps, margin)
+
+
+def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
+               max_lps: int = MAX_CAP_LPS, below: int | None = None) -> CapWitness | None:
+    """The smallest width the search verifies (module docstring), or None (eps < slack, or no witness below
+    ``below`` within ``max_lps`` LPs). ``A0`` is the checked float64 matrix, ``slack`` its proved slack."""
+    A = np.ascontiguousarray(A0, dtype=np.float64)
+    eps, slack = Fraction(eps), Fraction(slack)
+    if eps < slack or A.ndim != 2 or 0 in A.shape:
+        return None
+    n = A.shape[1]
+    top = n if below is None else max(1, min(n, below - 1))
+    s = _Search(A, eps, slack, max_lps)
+    best, failed, w = None, 0, 1                          # failed: the largest width known to fail
+    while best is None:
+        best = s.width(w)
+        if best is None:
+            if w >= top:
+                return None
+            failed, w = w, min(2 * w, top)               # once the LPs are spent, only the guesses are tried
+    hi = best.rank
+    while hi - failed > 1:
+        mid = (failed + hi) // 2
+        found = s.width(mid)
+        if found is None:
+            failed = mid
+        else:
+            best, hi = found, mid
+    return CapWitness(best.rank, best.labels, best.mu, best.e, best.order, s.lps, best.margin)
