@@ -218,6 +218,17 @@ def _slack(c: dict[str, Any]) -> str:
     return f" slack {_approx(fmpq(c['slack']))} ({'proved' if proved else 'NOT proved'}: {shown})"
 
 
+def cap_line(c: dict[str, Any]) -> str:
+    """The convex cap of a cell's JSON (``exact.cap``): what it proves, or that it is not verified."""
+    r0, L, U = c["convex_cap"], c["lower"], c["upper"]
+    if not c["convex_cap_verified"]:
+        return f"convex cap {r0} NOT verified ({c['convex_cap_reason']}): no conclusion"
+    margin = _approx(fmpq(c["convex_cap_margin"])) if c["convex_cap_margin"] else "-"
+    passes = f"L passes it by {L - r0}" if L > r0 else f"L is {r0 - L} below it"
+    return (f"convex cap {r0} (verified, margin {margin}): no convex certificate can prove r_eps > {r0}; "
+            f"the lower families reached L = {L} ({passes}; U - cap = {U - r0})")
+
+
 def _short_id(text: str) -> str:
     """A cell id as ``ascii()`` shows it, cut to ``ID_CHARS`` characters (a cut one ends in "...")."""
     shown = ascii(text)
@@ -237,6 +248,8 @@ def _print_table(cells: list[dict[str, Any]], refused: int) -> None:
         print(_clean(f"  {_short_id(c['id'])}  eps={eps}{_slack(c)}  [{c['lower']}, {c['upper']}]  "
                      f"lower: {_side(c, 'lower')}  upper: {_side(c, 'upper')}  "
                      f"target sha256 {c['target_sha256'][:16]}"))
+        if c.get("convex_cap") is not None:
+            print(_clean(f"    {cap_line(c)}"))
     if not cells:
         print(f"0 cells: nothing to verify ({refused} file(s) refused)")
         return

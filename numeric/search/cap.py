@@ -44,10 +44,11 @@ import scipy.sparse as sp
 from flint import fmpq
 
 from exact.cap import CAP_KIND, check_cap
+from exact.cellspec import Claim
 
 from .lp import LPFailed, solve_lp
 
-__all__ = ["CapWitness", "convex_cap", "ORDERS", "MAX_CAP_LPS"]
+__all__ = ["CapWitness", "convex_cap", "cap_claim", "ORDERS", "MAX_CAP_LPS"]
 
 #: LPs one cell may spend on its convex cap (each is one HiGHS solve).
 MAX_CAP_LPS = 24
@@ -254,3 +255,18 @@ def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
         else:
             best, hi = found, mid
     return CapWitness(best.rank, best.labels, best.mu, best.e, best.order, s.lps, best.margin)
+
+
+def cap_claim(A0: np.ndarray, eps_text: str, slack: object, cid: str, lower: int, upper: int,
+              max_lps: int = MAX_CAP_LPS) -> tuple[Claim | None, dict[str, np.ndarray]]:
+    """The ``convex_cap`` of a cell (``exact.cellspec``) and its tensors, for an open cell (``lower < upper``)
+    where the search verifies a witness; ``(None, {})`` otherwise. ``slack``: an fmpq, a Fraction or None."""
+    if lower >= upper:
+        return None, {}
+    delta = Fraction(0) if slack is None else Fraction(str(slack))
+    found = convex_cap(A0, Fraction(eps_text), delta, max_lps=max_lps)
+    if found is None:
+        return None, {}
+    names = {key: f"{cid}/cap_{key}" for key in ("blocks", "mu", "e")}
+    tensors = {names["blocks"]: found.labels, names["mu"]: found.mu, names["e"]: found.e}
+    return Claim.of(found.rank, CAP_KIND, **names), tensors

@@ -73,6 +73,7 @@ from numeric.search.across import (LowerPick, UpperPick, carry_lower, carry_uppe
                                    exact_upper_witness)
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
+from numeric.search.cap import cap_claim
 from numeric.search.candidate import LowerCandidate, strongest_rows
 from numeric.search.effort import (BASE, DEFAULT_EFFORT, Effort, cell_seed, code_version, effort_budgets,
                                    package_versions)
@@ -456,7 +457,10 @@ def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: objec
             (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack,
                                                                           clock[s.idx])
             tensors.update(cell_tensors)
-            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, cell_provenance(search, run_prov, provenance))
+            cap, cap_tensors = cap_claim(t.A, s.text, t.slack_q, s.cid, lower.rank, upper.rank)   # open cells only
+            tensors.update(cap_tensors)
+            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, cell_provenance(search, run_prov, provenance),
+                                    cap)
     order = [i for i in range(len(eps_q)) if i in cells]
     outcome = RunOutcome(run=run_prov, stopped=len(order) < len(eps_q) or stop_requested(),
                          capped=tuple(cells[i].id for i in order if results[i].capped))
