@@ -1,0 +1,214 @@
+"""The convex cap of a cell (``exact.cap``, ``crosscheck._cap``, ``numeric.search.cap``).
+
+Known answers (near-uniform rows: cap 1; a diagonal-heavy matrix: cap n; a
+hand-made witness with its exact margin, with and without a common row),
+every condition of the lemma violated once and refused by both checkers,
+malformed fields refused as malformed by both readers, a failed cap that
+leaves the verdicts on L and U alone, and the two checkers agreeing on
+searched witnesses and their exact margins.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import crosscheck
+from crosscheck._errors import Malformed
+from exact.cap import check_cap
+from exact.errors import MalformedInput
+from exact.verify import verify_file
+from flint import fmpq
+from numeric.bracketwriter import write_bracket_file
+from numeric.search.cap import cap_claim, convex_cap
+
+HALF = np.full((2, 2), 0.5)
+
+
+def _softmax(H: np.ndarray) -> np.ndarray:
+    E = np.exp(H - H.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def _cell(A, eps, rank, labels, mu, e, kind="column_blocks"):
+    """A raw cell with trivial sides and a convex cap, and its tensors."""
+    A = np.asarray(A, dtype=np.float64)
+    tensors = {"A": A, "b": np.asarray(labels, dtype=np.float64).reshape(1, -1),
+               "mu": np.asarray(mu, dtype=np.float64).reshape(1, -1), "e": np.asarray(e, dtype=np.float64)}
+    cell = {"id": "c", "eps": eps, "target": {"matrix": "A"}, "lower": {"rank": 0, "witness": {"kind": "trivial"}},
+            "upper": {"rank": min(A.shape), "witness": {"kind": "trivial"}},
+            "convex_cap": {"rank": rank, "witness": {"kind": kind, "blocks": "b", "mu": "mu", "e": "e"}}}
+    return cell, tensors
+
+
+def _both(tmp_path, cell, tensors):
+    """(exact report, crosscheck result) of a one-cell file."""
+    path = tmp_path / "cap.safetensors"
+    write_bracket_file(path, [cell], tensors)
+    (exact,) = verify_file(path)
+    (second,) = crosscheck.verify_file(path)
+    return exact, second
+
+
+def _margins(exact, second):
+    return Fraction(str(exact.convex_cap.margin)), second.cap.margin
+
+
+def test_a_hand_made_witness_has_its_exact_margin(tmp_path):
+    exact, second = _both(tmp_path, *_cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2))))
+    assert exact.convex_cap.verified and second.cap.verified
+    assert _margins(exact, second) == (Fraction(1, 4), Fraction(1, 4))      # R = 1 + 1/4, sum_J c_J = 1
+    assert exact.verified and second.verified                                  # the sides are judged as before
+
+
+def test_a_common_row_takes_one_column_of_each_block(tmp_path):
+    ok = _both(tmp_path, *_cell(HALF, "1/4", 2, [0, 1], [0.5, 0.5], np.zeros((2, 2))))
+    assert ok[0].convex_cap.verified and ok[1].cap.verified
+    assert _margins(*ok) == (Fraction(1, 4), Fraction(1, 4))                  # ||mu||_1 = 1, every p_iJ = 0
+    wide = _both(tmp_path, *_cell(HALF, "1/4", 1, [0, 1], [0.5, 0.5], np.zeros((2, 2))))
+    assert not wide[0].convex_cap.verified and not wide[1].cap.verified
+    assert "nonzero mu" in wide[0].convex_cap.reason
+
+
+def test_near_uniform_rows_have_cap_one(tmp_path):
+    A = _softmax(np.random.default_rng(0).normal(size=(12, 12)) * 0.05)
+    found = convex_cap(A, Fraction(1, 4))
+    assert found is not None and found.rank == 1
+    claim, tensors = cap_claim(A, "1/4", None, "c", 0, 12)
+    assert claim is not None and claim.rank == 1
+    names = claim.fields
+    exact, second = _both(tmp_path, *_cell(A, "1/4", 1, tensors[names["blocks"]], tensors[names["mu"]],
+                                           tensors[names["e"]]))
+    assert exact.convex_cap.verified and second.cap.verified
+    assert _margins(exact, second)[0] == _margins(exact, second)[1] > 0
+
+
+def test_a_diagonal_heavy_matrix_has_cap_n():
+    n = 8
+    A = 0.9 * np.eye(n) + 0.1 / n
+    found = convex_cap(A, Fraction(1, 10))
+    assert found is not None and found.rank == n
+    # blocks of 4: each block's largest row mass is 0.95, at most 0.1 shaved: sum_J c_J >= 1.7 > R = 1.1
+    labels = (np.arange(n) // 4).astype(np.float64)[None, :]
+    a = np.stack([A[:, :4].sum(axis=1), A[:, 4:].sum(axis=1)], axis=1)
+    e = np.minimum(a, 1 / 32)
+    verdict = check_cap(A, labels, np.zeros((1, n)), e, fmpq(1, 10), fmpq(0), 4)
+    assert not verdict.verified and "sum_J c_J" in verdict.reason
+
+
+def test_cap_claim_is_none_on_closed_cells():
+    assert cap_claim(np.eye(3), "1/4", None, "c", 3, 3) == (None, {})
+
+
+# one violation per condition: (rank, labels, mu, e, eps, a word of the exact reason)
+VIOLATIONS = {
+    "rank 0": (0, [0, 1], [0, 0], [[0, 0], [0, 0]], "1/4", "rank >= 1"),
+    "block too wide": (1, [0, 0], [0, 0], [[0], [0]], "1/4", "columns"),
+    "negative amount": (1, [0, 1], [0, 0], [[-1 / 64, 0], [0, 0]], "1/4", "negative"),
+    "amount above p": (1, [0, 1], [0, 0], [[0.75, 0], [0, 0]], "3/4", "p_iJ"),
+    "row above eps": (1, [0, 1], [0, 0], [[0.125, 0.125 + 1 / 64], [0, 0]], "1/4", "eps - slack"),
+    "norm above R": (1, [0, 1], [0, 0], [[0, 0], [0, 0]], "1/4", "sum_J c_J"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIOLATIONS))
+def test_each_condition_violated_once_is_refused_by_both(name, tmp_path):
+    rank, labels, mu, e, eps, word = VIOLATIONS[name]
+    A = np.eye(2) if name == "norm above R" else HALF
+    exact, second = _both(tmp_path, *_cell(A, eps, rank, labels, mu, np.array(e, dtype=np.float64)))
+    assert not exact.convex_cap.verified and word in exact.convex_cap.reason
+    assert not second.cap.verified
+    assert exact.verified and second.verified                   # a failed cap changes neither side
+
+
+def test_huge_and_tiny_numbers_are_judged_not_crashed(tmp_path):
+    e = np.array([[1e-300, 0.0], [0.0, 5e-324]])
+    exact, second = _both(tmp_path, *_cell(HALF, "1/4", 2, [0, 1], [1e300, 0.0], e))
+    assert not exact.convex_cap.verified and not second.cap.verified
+    exact, second = _both(tmp_path, *_cell(HALF, "1/4", 1, [0, 1], [0, 0], e))
+    assert exact.convex_cap.verified and second.cap.verified
+    assert _margins(exact, second)[0] == _margins(exact, second)[1]
+
+
+def _malformed(cell, tensors):
+    """Each mutation of a valid cell (a raw change of the JSON or the tensors) that both readers refuse."""
+    def mut(change):
+        c, t = copy.deepcopy(cell), dict(tensors)
+        change(c, t)
+        return c, t
+    cap = lambda c: c["convex_cap"]                                               # noqa: E731
+    yield "labels too long", mut(lambda c, t: t.update(b=np.zeros((1, 3))))
+    yield "mu a column", mut(lambda c, t: t.update(mu=np.zeros((2, 1))))
+    yield "e of another height", mut(lambda c, t: t.update(e=np.zeros((3, 2))))
+    yield "e without columns", mut(lambda c, t: t.update(e=np.zeros((2, 0))))
+    yield "fractional label", mut(lambda c, t: t.update(b=np.array([[0.0, 0.5]])))
+    yield "label out of range", mut(lambda c, t: t.update(b=np.array([[0.0, 2.0]])))
+    yield "negative label", mut(lambda c, t: t.update(b=np.array([[-1.0, 0.0]])))
+    yield "rank a string", mut(lambda c, t: cap(c).update(rank="1"))
+    yield "negative rank", mut(lambda c, t: cap(c).update(rank=-1))
+    yield "unknown kind", mut(lambda c, t: cap(c)["witness"].update(kind="gamma2"))
+    yield "missing field", mut(lambda c, t: cap(c)["witness"].pop("mu"))
+    yield "extra key", mut(lambda c, t: cap(c).update(margin="1/4"))
+    yield "missing tensor", mut(lambda c, t: cap(c)["witness"].update(e="nope"))
+    yield "not an object", mut(lambda c, t: c.update(convex_cap=[1]))
+
+
+@pytest.mark.parametrize("name", [n for n, _ in _malformed(*_cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2))))])
+def test_malformed_cap_fields_are_refused_by_both_readers(name, tmp_path):
+    cell, tensors = dict(_malformed(*_cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2)))))[name]
+    path = tmp_path / "bad.safetensors"
+    write_bracket_file(path, [cell], tensors)
+    with pytest.raises(MalformedInput):
+        verify_file(path)
+    with pytest.raises(Malformed):
+        crosscheck.verify_file(path)
+
+
+def test_the_command_line_prints_the_cap_and_its_json(tmp_path):
+    path = tmp_path / "cap.safetensors"
+    good = _cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2)))
+    write_bracket_file(path, [good[0]], good[1])
+    run = subprocess.run([sys.executable, "-m", "exact", "verify", str(path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "convex cap 1 (verified" in run.stdout and "no convex certificate can prove r_eps > 1" in run.stdout
+    run = subprocess.run([sys.executable, "-m", "exact", "verify", str(path), "--json"], capture_output=True, text=True)
+    (cell,) = json.loads(run.stdout)["cells"]
+    assert cell["convex_cap"] == 1 and cell["convex_cap_verified"] is True and cell["convex_cap_margin"] == "1/4"
+
+
+def test_a_failed_cap_is_printed_as_not_verified_and_keeps_exit_zero(tmp_path):
+    path = tmp_path / "cap.safetensors"
+    cell, tensors = _cell(np.eye(2), "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2)))
+    write_bracket_file(path, [cell], tensors)
+    run = subprocess.run([sys.executable, "-m", "exact", "verify", str(path)], capture_output=True, text=True)
+    assert run.returncode == 0
+    assert "convex cap 1 NOT verified" in run.stdout and "no convex certificate" not in run.stdout
+
+
+def test_files_without_a_cap_report_none(tmp_path):
+    cell, tensors = _cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2)))
+    del cell["convex_cap"]
+    exact, second = _both(tmp_path, cell, {"A": tensors["A"]})
+    assert exact.convex_cap is None and second.cap is None and exact.verified and second.verified
+    assert exact.to_json()["convex_cap"] is None and second.to_json()["convex_cap"] is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_searched_witnesses_agree_between_the_checkers(seed, tmp_path):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 14))
+    A = _softmax(rng.normal(size=(n, n)) * rng.uniform(0.2, 3.0))
+    eps = Fraction(int(rng.integers(1, 6)), 10)
+    found = convex_cap(A, eps, max_lps=4)
+    assert found is not None                       # one block of n columns always works
+    exact, second = _both(tmp_path, *_cell(A, str(eps), found.rank, found.labels, found.mu, found.e))
+    assert exact.convex_cap.verified and second.cap.verified
+    assert _margins(exact, second)[0] == _margins(exact, second)[1] == found.margin
+    if found.rank > 1:                             # one rank less with the same blocks: refused by both
+        exact, second = _both(tmp_path, *_cell(A, str(eps), found.rank - 1, found.labels, found.mu, found.e))
+        assert not exact.convex_cap.verified and not second.cap.verified
