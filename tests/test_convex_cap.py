@@ -212,3 +212,23 @@ def test_searched_witnesses_agree_between_the_checkers(seed, tmp_path):
     if found.rank > 1:                             # one rank less with the same blocks: refused by both
         exact, second = _both(tmp_path, *_cell(A, str(eps), found.rank - 1, found.labels, found.mu, found.e))
         assert not exact.convex_cap.verified and not second.cap.verified
+
+
+def test_the_report_section_counts_how_l_stands_to_the_cap():
+    from types import SimpleNamespace
+
+    from numeric.panel.report_cap import cap_section
+
+    def row(cid, L, U, eps="1/4", verified=True):
+        return SimpleNamespace(file="f", cell_id=cid, L=L, U=U, eps=eps, verified=verified)
+    rows = [row("a", 5, 9), row("b", 2, 9), row("c", 3, 9), row("d", 4, 9), row("e", 4, 4), row("f", 1, 3, "1/2"),
+            row("g", 1, 8, verified=False)]
+    cap = lambda r0, ok=True: {"convex_cap": r0, "convex_cap_verified": ok}   # noqa: E731
+    caps = {("f", "a"): cap(3), ("f", "b"): cap(3), ("f", "c"): cap(3), ("f", "d"): cap(1, False), ("f", "f"): {}}
+    lines = cap_section(rows, caps)
+    assert lines[0].startswith("## Why brackets stay open")
+    quarter = next(line for line in lines if line.startswith("| 1/4 "))
+    # open: a b c d; verified caps a b c; one not verified; L > cap (a), = cap (c), < cap (b); L - cap 2, -1, 0
+    assert quarter == "| 1/4 | 4 | 3 | 1 | 0 | 1 | 1 | 1 | 0 | 6 |"
+    assert next(line for line in lines if line.startswith("| 1/2 ")) == "| 1/2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | - | - |"
+    assert cap_section([row("e", 4, 4)], caps) == []
