@@ -63,7 +63,9 @@ def _blocks(labels: np.ndarray, k: int) -> list[list[int]] | None:
 def check_cap(A0: np.ndarray, labels: np.ndarray, mu: np.ndarray, e: np.ndarray, eps: fmpq, delta: fmpq,
               rank: int) -> Verdict:
     """Conditions 1-4 of the module's lemma, exactly: the cap ``rank`` is verified or refuted with a reason."""
-    no = lambda why, margin=None: refuted(CAP_KIND, rank, why, margin)   # noqa: E731
+    def no(why: str, margin: fmpq | None = None) -> Verdict:
+        return refuted(CAP_KIND, rank, why, margin)
+
     (m, n), k = A0.shape, e.shape[1] if e.ndim == 2 else 0
     if labels.shape != (1, n) or mu.shape != (1, n) or e.shape != (m, k) or k < 1:
         return no(f"shapes: blocks {labels.shape}, mu {mu.shape}, e {e.shape} (need 1 x {n}, 1 x {n}, {m} x k)")
