@@ -232,3 +232,20 @@ def test_the_report_section_counts_how_l_stands_to_the_cap():
     assert quarter == "| 1/4 | 4 | 3 | 1 | 0 | 1 | 1 | 1 | 0 | 6 |"
     assert next(line for line in lines if line.startswith("| 1/2 ")) == "| 1/2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | - | - |"
     assert cap_section([row("e", 4, 4)], caps) == []
+
+
+def test_caps_are_carried_to_larger_tolerances(tmp_path):
+    from exact.cellspec import CellSpec, Claim, TargetSpec
+    from numeric.search.cap import open_cell_caps
+
+    A = _softmax(np.random.default_rng(5).normal(size=(10, 10)) * 2)
+    (cb, tb), (ca, ta), (cc, tc) = open_cell_caps(A, [("1/2", "b", 0, 10), ("1/10", "a", 0, 10), ("1/4", "c", 5, 5)],
+                                                  None, max_lps=2)
+    assert cc is None and tc == {}                                   # a closed cell has no cap
+    assert ca is not None and cb is not None and cb.rank <= ca.rank    # a witness at 1/10 holds at 1/2
+    cells = [CellSpec(cid, eps, TargetSpec("A"), Claim.of(0, "trivial"), Claim.of(10, "trivial"), None, cap)
+             for cid, eps, cap in (("a", "1/10", ca), ("b", "1/2", cb))]
+    path = tmp_path / "carried.safetensors"
+    write_bracket_file(path, cells, {"A": A, **ta, **tb})
+    assert all(r.convex_cap.verified for r in verify_file(path))
+    assert all(r.cap.verified for r in crosscheck.verify_file(path))

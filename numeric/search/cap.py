@@ -48,7 +48,7 @@ from exact.cellspec import Claim
 
 from .lp import LPFailed, solve_lp
 
-__all__ = ["CapWitness", "convex_cap", "cap_claim", "ORDERS", "MAX_CAP_LPS"]
+__all__ = ["CapWitness", "convex_cap", "cap_claim", "open_cell_caps", "ORDERS", "MAX_CAP_LPS"]
 
 #: LPs one cell may spend on its convex cap (each is one HiGHS solve).
 MAX_CAP_LPS = 24
@@ -255,6 +255,33 @@ def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
         else:
             best, hi = found, mid
     return CapWitness(best.rank, best.labels, best.mu, best.e, best.order, s.lps, best.margin)
+
+
+def open_cell_caps(A0: np.ndarray, cells: list[tuple[str, str, int, int]], slack: object,
+                   max_lps: int = MAX_CAP_LPS) -> list[tuple[Claim | None, dict[str, np.ndarray]]]:
+    """The ``convex_cap`` (``exact.cellspec``) and its tensors of each cell ``(eps text, id, L, U)``: for an
+    open cell (``L < U``) the search's witness, ``(None, {})`` for a closed one. A witness at a smaller eps
+    holds at every larger one (the row budget and R only grow), so the cells are taken by increasing eps,
+    each searched below the cap carried from the one before, and the carried witness (its tensors shared)
+    kept where the search finds none smaller. ``slack``: an fmpq, a Fraction or None."""
+    delta = Fraction(0) if slack is None else Fraction(str(slack))
+    out: list[tuple[Claim | None, dict[str, np.ndarray]]] = [(None, {})] * len(cells)
+    carried: Claim | None = None
+    for i in sorted(range(len(cells)), key=lambda i: Fraction(cells[i][0])):
+        eps_text, cid, lower, upper = cells[i]
+        found = convex_cap(A0, Fraction(eps_text), delta, max_lps=max_lps,
+                           below=None if carried is None else carried.rank)
+        if found is not None:
+            names = {key: f"{cid}/cap_{key}" for key in ("blocks", "mu", "e")}
+            carried = Claim.of(found.rank, CAP_KIND, **names)
+            if lower < upper:
+                out[i] = (carried, {names["blocks"]: found.labels, names["mu"]: found.mu, names["e"]: found.e})
+                continue
+            out[i] = (None, {})                            # a closed cell: no cap written, its witness unused
+            carried = None
+        elif lower < upper and carried is not None:
+            out[i] = (carried, {})                          # the tensors of the smaller eps' cell
+    return out
 
 
 def cap_claim(A0: np.ndarray, eps_text: str, slack: object, cid: str, lower: int, upper: int,
