@@ -249,3 +249,20 @@ def test_caps_are_carried_to_larger_tolerances(tmp_path):
     write_bracket_file(path, cells, {"A": A, **ta, **tb})
     assert all(r.convex_cap.verified for r in verify_file(path))
     assert all(r.cap.verified for r in crosscheck.verify_file(path))
+
+
+def test_agreement_compares_the_caps(tmp_path):
+    from crosscheck import agreement
+
+    path = tmp_path / "cap.safetensors"
+    write_bracket_file(path, [_cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2)))[0]],
+                       _cell(HALF, "1/4", 1, [0, 1], [0, 0], np.zeros((2, 2)))[1])
+    exact = {"cells": {r.id: r.to_json() for r in verify_file(path)}}
+    assert agreement(path, exact).disagreements == ()
+    changed = copy.deepcopy(exact)
+    changed["cells"]["c"]["convex_cap_verified"] = False
+    (line,) = agreement(path, changed).disagreements
+    assert "convex cap" in line
+    dropped = copy.deepcopy(exact)
+    dropped["cells"]["c"]["convex_cap"] = None
+    assert len(agreement(path, dropped).disagreements) == 1
