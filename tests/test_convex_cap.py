@@ -266,3 +266,42 @@ def test_agreement_compares_the_caps(tmp_path):
     dropped = copy.deepcopy(exact)
     dropped["cells"]["c"]["convex_cap"] = None
     assert len(agreement(path, dropped).disagreements) == 1
+
+
+def test_the_block_sums_are_charged_to_the_work_limit():
+    from crosscheck._cap import judge_cap
+    from crosscheck._errors import LimitReached
+    from crosscheck._limits import Meter
+    from exact.errors import LimitExceeded
+    from exact.limits import work_limit
+
+    A = np.full((16, 16), 1 / 16)
+    labels, mu, e = np.arange(16.0)[None, :], np.zeros((1, 16)), np.zeros((16, 16))
+    with pytest.raises(LimitExceeded), work_limit(100):
+        check_cap(A, labels, mu, e, fmpq(1, 4), fmpq(0), 1)
+    with pytest.raises(LimitReached):
+        judge_cap(A.ravel().tolist(), (16, 16), labels.ravel().tolist(), mu.ravel().tolist(), e.ravel().tolist(), 16,
+                  Fraction(1, 4), Fraction(0), 1, Meter(100))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_witnesses_near_the_threshold_agree(seed, tmp_path):
+    """Random dyadic targets, blocks, rows mu and amounts, with eps put near where condition 4 flips."""
+    from crosscheck._cap import judge_cap
+    from crosscheck._limits import Meter
+
+    rng = np.random.default_rng(100 + seed)
+    m, n = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    k = int(rng.integers(1, n + 1))
+    A = rng.integers(-8, 9, size=(m, n)) / 16
+    labels = rng.integers(0, k, size=(1, n)).astype(np.float64)
+    mu = (rng.integers(-4, 5, size=(1, n)) / 16) * (rng.random() < 0.5)
+    e = rng.integers(0, 3, size=(m, k)) / 64
+    rank = int(rng.integers(0, n + 2))
+    for eps in (fmpq(int(rng.integers(0, 40)), 32), fmpq(int(rng.integers(0, 40)) * 2 + 1, 64)):
+        mine = check_cap(A, labels, mu, e, eps, fmpq(1, 64), rank)
+        theirs = judge_cap(A.ravel().tolist(), (m, n), labels.ravel().tolist(), mu.ravel().tolist(),
+                           e.ravel().tolist(), k, Fraction(int(eps.p), int(eps.q)), Fraction(1, 64), rank, Meter())
+        assert mine.verified == theirs.verified
+        if mine.margin is not None and theirs.margin is not None:
+            assert Fraction(int(mine.margin.p), int(mine.margin.q)) == theirs.margin
