@@ -29,22 +29,22 @@ so <= r, and row norms <= ``||mu||_1 + s = R``: ``B_J in K_r``. By 4,
 <= R; the zero matrix when mu = 0). The combination is
 ``(sum lambda_J) 1 mu^T + P + (1 - sum lambda_J) 1 mu^T = A0 - E``. QED.
 
-The check reads the target, ``mu`` and ``e`` as exact dyadic rationals (one
-common power-of-two scaling of ``A0`` and ``mu``), sums ``|A0_ij - mu_j|`` over
-blocks in Python integers, and decides 1-4 exactly; its margin is
+The check reads the target, ``mu`` and ``e`` as exact dyadic rationals (the
+target's integers over its power-of-two denominator, made once per target:
+``CapTarget``), sums ``|A0_ij - mu_j|`` over blocks in Python integers, and decides 1-4 exactly; its margin is
 ``R - ||mu||_1 - sum_J c_J``. The shapes and block labels are validated by the
 reader (``exact.bracketfile``); here they are checked again and fail closed.
 """
 from __future__ import annotations
 
 import numpy as np
-from flint import fmpq, fmpz
+from flint import fmpq
 
 from .limits import charge
 from .matrix import ExactMatrix, _words
 from .verdict import Verdict, refuted, verified
 
-__all__ = ["CAP_KIND", "check_cap"]
+__all__ = ["CAP_KIND", "CapTarget", "check_cap"]
 
 #: The witness kind of a convex cap (the only one).
 CAP_KIND = "column_blocks"
@@ -60,13 +60,32 @@ def _blocks(labels: np.ndarray, k: int) -> list[list[int]] | None:
     return out
 
 
-def check_cap(A0: np.ndarray, labels: np.ndarray, mu: np.ndarray, e: np.ndarray, eps: fmpq, delta: fmpq,
+class CapTarget:
+    """A target's exact integer entries and row-l1 norm, made once for every cap checked on it."""
+
+    __slots__ = ("matrix", "_rows")
+
+    def __init__(self, matrix: ExactMatrix):
+        self.matrix = matrix
+        self._rows: tuple[list[int], int] | None = None
+
+    def rows(self) -> tuple[list[int], int]:
+        """(the numerators row-major, over ``matrix.den``; the largest row sum of their absolute values)."""
+        if self._rows is None:
+            (m, n), M = self.matrix.shape, self.matrix
+            charge(m * n * _words(M.bits), "the integer entries of a cap's target")
+            ints = [int(x) for x in M.num.entries()]
+            self._rows = ints, max(sum(map(abs, ints[i * n:(i + 1) * n])) for i in range(m))
+        return self._rows
+
+
+def check_cap(target: CapTarget, labels: np.ndarray, mu: np.ndarray, e: np.ndarray, eps: fmpq, delta: fmpq,
               rank: int) -> Verdict:
     """Conditions 1-4 of the module's lemma, exactly: the cap ``rank`` is verified or refuted with a reason."""
     def no(why: str, margin: fmpq | None = None) -> Verdict:
         return refuted(CAP_KIND, rank, why, margin)
 
-    (m, n), k = A0.shape, e.shape[1] if e.ndim == 2 else 0
+    (m, n), k = target.matrix.shape, e.shape[1] if e.ndim == 2 else 0
     if labels.shape != (1, n) or mu.shape != (1, n) or e.shape != (m, k) or k < 1:
         return no(f"shapes: blocks {labels.shape}, mu {mu.shape}, e {e.shape} (need 1 x {n}, 1 x {n}, {m} x k)")
     if rank < 1:
@@ -86,30 +105,34 @@ def check_cap(A0: np.ndarray, labels: np.ndarray, mu: np.ndarray, e: np.ndarray,
     if budget < 0:
         return no("eps < slack")
 
-    both = ExactMatrix.from_float64(np.vstack([A0, mu]), "target and mu")     # one common denominator D
-    E = ExactMatrix.from_float64(e, "e")
-    charge((m + 1) * n * _words(both.bits) + m * k * _words(E.bits), "the block sums of a convex cap")
-    ints = [int(x) for x in both.num.entries()]
-    mu_int = ints[m * n:]
-    D, De = both.den, E.den
+    ints, widest_row = target.rows()
+    DA = int(target.matrix.den)
+    M, E = ExactMatrix.from_float64(mu, "mu"), ExactMatrix.from_float64(e, "e")
+    D = max(DA, int(M.den))                                   # powers of two: their lcm is the larger
+    sA = D // DA
+    mu_int = [int(x) * (D // int(M.den)) for x in M.num.entries()]
+    De = int(E.den)
     e_int = [int(x) for x in E.num.entries()]
-    norm_A = fmpz(0)
-    caps = [fmpz(0)] * k                              # c_J * D * De
+    charge(m * n * _words(max(target.matrix.bits, M.bits) + 64) + m * k * _words(E.bits),
+           "the block sums of a convex cap")
+    caps = [0] * k                                            # c_J * D * De
     for i in range(m):
         row = ints[i * n:(i + 1) * n]
-        norm_A = max(norm_A, fmpz(sum(abs(x) for x in row)))
         used = 0
         for J, cols in enumerate(blocks):
-            p = sum(abs(row[j] - mu_int[j]) for j in cols)           # p_iJ * D
-            eJ = e_int[i * k + J]                                    # e_iJ * De
+            if with_mu:
+                p = sum(abs(row[j] * sA - mu_int[j]) for j in cols)      # p_iJ * D
+            else:
+                p = sum(abs(row[j]) for j in cols)                      # p_iJ * DA (= D)
+            eJ = e_int[i * k + J]                                        # e_iJ * De
             if eJ * D > p * De:
                 return no(f"e_iJ > p_iJ at row {i}, block {J}")
             used += eJ
-            caps[J] = max(caps[J], fmpz(p * De - eJ * D))
+            caps[J] = max(caps[J], p * De - eJ * D)
         if fmpq(used, De) > budget:
             return no(f"row {i}: sum_J e_iJ > eps - slack", budget - fmpq(used, De))
-    R = fmpq(norm_A, D) + delta + eps
-    total = fmpq(sum(abs(x) for x in mu_int), D) + fmpq(sum(caps, fmpz(0)), D * De)
+    R = fmpq(widest_row, DA) + delta + eps
+    total = fmpq(sum(map(abs, mu_int)), D) + fmpq(sum(caps), D * De)
     margin = R - total
     if margin < 0:
         return no("||mu||_1 + sum_J c_J > ||A0||_row1 + slack + eps", margin)

@@ -24,7 +24,7 @@ import numpy as np
 from flint import fmpq
 
 from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
-from .cap import check_cap
+from .cap import CapTarget, check_cap
 from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
 from .errors import LimitExceeded
@@ -197,19 +197,22 @@ def verify_cell(cell: Cell, tensors: dict[str, np.ndarray], exact: _Exact | None
                         lower.margin, claimed=cell.lower.rank, derived=cell.upper.rank)
         upper = refuted(upper.kind, upper.rank, why + ("" if upper.verified else f"; {upper.reason}"),
                         upper.margin, claimed=cell.upper.rank, derived=cell.lower.rank)
-    cap = None if cell.convex_cap is None else _cap(cell, cell.convex_cap, tensors, failure)
+    cap = None if cell.convex_cap is None else _cap(cell, cell.convex_cap, tensors, exact, failure)
     return CellReport(cell.id, cell.eps, lower, upper, slack, bound, cast(str, exact.sha256(cell.target.matrix)),
                       exact.sha256(cell.target.logits), matrix.shape, index, cap)
 
 
-def _cap(cell: Cell, claim: Claim, tensors: dict[str, np.ndarray], failure: str | None) -> Verdict:
+def _cap(cell: Cell, claim: Claim, tensors: dict[str, np.ndarray], exact: _Exact, failure: str | None) -> Verdict:
     """The verdict on a cell's convex cap (``exact.cap``), at ``eps`` with the cell's proved slack; it
     changes neither side's verdict. A slack that is not proved refutes it; an error fails closed."""
     if failure:
         return refuted(claim.kind, claim.rank, failure)
     f = cast("dict[str, str]", claim.fields)                 # tensor names, checked by the reader
     try:
-        return check_cap(tensors[cell.target.matrix], tensors[f["blocks"]], tensors[f["mu"]], tensors[f["e"]],
+        key = ("cap target", cell.target.matrix)
+        if key not in exact.derived:
+            exact.derived[key] = CapTarget(exact(cell.target.matrix))
+        return check_cap(exact.derived[key], tensors[f["blocks"]], tensors[f["mu"]], tensors[f["e"]],
                          cell.eps, cell.target.slack or fmpq(0), claim.rank)
     except (LimitExceeded, MemoryError):
         raise

@@ -20,7 +20,8 @@ import pytest
 
 import crosscheck
 from crosscheck._errors import Malformed
-from exact.cap import check_cap
+from exact.cap import CapTarget, check_cap
+from exact.matrix import ExactMatrix
 from exact.errors import MalformedInput
 from exact.verify import verify_file
 from flint import fmpq
@@ -97,7 +98,7 @@ def test_a_diagonal_heavy_matrix_has_cap_n():
     labels = (np.arange(n) // 4).astype(np.float64)[None, :]
     a = np.stack([A[:, :4].sum(axis=1), A[:, 4:].sum(axis=1)], axis=1)
     e = np.minimum(a, 1 / 32)
-    verdict = check_cap(A, labels, np.zeros((1, n)), e, fmpq(1, 10), fmpq(0), 4)
+    verdict = check_cap(CapTarget(ExactMatrix.from_float64(A)), labels, np.zeros((1, n)), e, fmpq(1, 10), fmpq(0), 4)
     assert not verdict.verified and "sum_J c_J" in verdict.reason
 
 
@@ -278,7 +279,7 @@ def test_the_block_sums_are_charged_to_the_work_limit():
     A = np.full((16, 16), 1 / 16)
     labels, mu, e = np.arange(16.0)[None, :], np.zeros((1, 16)), np.zeros((16, 16))
     with pytest.raises(LimitExceeded), work_limit(100):
-        check_cap(A, labels, mu, e, fmpq(1, 4), fmpq(0), 1)
+        check_cap(CapTarget(ExactMatrix.from_float64(A)), labels, mu, e, fmpq(1, 4), fmpq(0), 1)
     with pytest.raises(LimitReached):
         judge_cap(A.ravel().tolist(), (16, 16), labels.ravel().tolist(), mu.ravel().tolist(), e.ravel().tolist(), 16,
                   Fraction(1, 4), Fraction(0), 1, Meter(100))
@@ -299,7 +300,7 @@ def test_random_witnesses_near_the_threshold_agree(seed, tmp_path):
     e = rng.integers(0, 3, size=(m, k)) / 64
     rank = int(rng.integers(0, n + 2))
     for eps in (fmpq(int(rng.integers(0, 40)), 32), fmpq(int(rng.integers(0, 40)) * 2 + 1, 64)):
-        mine = check_cap(A, labels, mu, e, eps, fmpq(1, 64), rank)
+        mine = check_cap(CapTarget(ExactMatrix.from_float64(A)), labels, mu, e, eps, fmpq(1, 64), rank)
         theirs = judge_cap(A.ravel().tolist(), (m, n), labels.ravel().tolist(), mu.ravel().tolist(),
                            e.ravel().tolist(), k, Fraction(int(eps.p), int(eps.q)), Fraction(1, 64), rank, Meter())
         assert mine.verified == theirs.verified

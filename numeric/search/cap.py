@@ -19,7 +19,8 @@ variable for those pairs only; before any LP, ``e = 0`` is tried (no LP), and
 
 Orders: natural (keys are token positions: local and QK^T-shaped heads are
 banded), columns by the row of their largest entry, and by the second right
-singular vector of the centred matrix (a spectral order). Width ``n`` (one
+singular vector of the centred matrix (a spectral order, from a fixed-start
+subspace iteration). Width ``n`` (one
 block) always works with ``e = 0``. The widths are searched by doubling, then
 by bisection between the last width that failed and the first that worked.
 This relies on feasibility being monotone in ``w``, which holds for nested
@@ -43,8 +44,9 @@ import numpy as np
 import scipy.sparse as sp
 from flint import fmpq
 
-from exact.cap import CAP_KIND, check_cap
+from exact.cap import CAP_KIND, CapTarget, check_cap
 from exact.cellspec import Claim
+from exact.matrix import ExactMatrix
 
 from .lp import LPFailed, solve_lp
 
@@ -57,12 +59,18 @@ CAP_LP_ITERATIONS = 20_000
 #: Relative safety margins of the float witness: ``e`` is shrunk by ``SHRINK``; a width counts as feasible in
 #: floats when its objective is at most ``R (1 - FEAS)``.
 SHRINK, FEAS = 1e-9, 1e-7
+#: The amounts are rounded down to multiples of ``1 / GRID`` (2^-40: far below ``FEAS``), so that their
+#: exact images are short integers.
+GRID = 2.0**40
 #: The most amounts ``e_iJ`` one LP may have (the LP restricted to the pairs above a floor is still a
 #: valid witness: the other pairs keep ``e_iJ = 0`` below ``c_J``).
 MAX_PAIRS = 20_000
 #: The LP's floors, as fractions of the proportional guess of ``_guess``: tried in turn.
 FLOORS = (0.5,)
 ORDERS = ("natural", "argmax", "spectral")
+#: Steps of the subspace iteration behind the spectral order (an approximate vector is enough: every order
+#: gives valid witnesses).
+SPECTRAL_STEPS = 30
 
 
 @dataclass(frozen=True)
@@ -91,8 +99,11 @@ def _order(A: np.ndarray, name: str) -> np.ndarray:
     if name == "argmax":
         return np.lexsort((np.arange(n), A.argmax(axis=0)))
     C = A - A.mean(axis=0, keepdims=True)
-    _, _, vt = np.linalg.svd(C, full_matrices=False)
-    v = vt[1] if vt.shape[0] > 1 else vt[0]
+    V = np.linalg.qr(np.cos(np.outer(np.arange(n), [1.0, 2.0]) * np.pi / max(n, 1)))[0][:, :min(2, n)]
+    for _ in range(SPECTRAL_STEPS):                       # subspace iteration on C^T C: the top two vectors
+        V = np.linalg.qr(C.T @ (C @ V))[0]
+    w, U = np.linalg.eigh(V.T @ (C.T @ (C @ V)))
+    v = (V @ U[:, np.argsort(-w)])[:, -1]                 # the second (or only) right singular vector
     v = v if v[np.argmax(np.abs(v))] >= 0 else -v        # a sign convention: the same order every time
     return np.lexsort((np.arange(n), v))
 
@@ -159,13 +170,14 @@ def _lp(a: np.ndarray, budget: float, floor: np.ndarray) -> np.ndarray:
 
 
 def _rounded(a: np.ndarray, e: np.ndarray, budget: float) -> np.ndarray:
-    """``e`` shrunk into the exact conditions: ``0 <= e <= a (1 - SHRINK)``, row sums ``<= budget (1 - SHRINK)``."""
+    """``e`` shrunk into the exact conditions: ``0 <= e <= a (1 - SHRINK)``, row sums ``<= budget (1 - SHRINK)``,
+    rounded down to the grid."""
     e = np.clip(e * (1 - SHRINK), 0.0, a * (1 - SHRINK))
     sums = e.sum(axis=1)
     over = sums > budget * (1 - SHRINK)
     if over.any():
         e[over] *= (budget * (1 - 2 * SHRINK) / sums[over])[:, None]
-    return e
+    return np.floor(e * GRID) / GRID                      # rounded down: short dyadics, cheap to check exactly
 
 
 class _Search:
@@ -175,6 +187,7 @@ class _Search:
         self.R = float(np.abs(A).sum(axis=1).max()) + float(slack) + float(eps)
         self.orders: dict[str, np.ndarray] = {}
         self.lps = 0
+        self.target = CapTarget(ExactMatrix.from_float64(A, "target"))   # converted once, for every check
 
     def order(self, name: str) -> np.ndarray:
         if name not in self.orders:
@@ -220,7 +233,7 @@ class _Search:
 
     def verify(self, w: int, labels: np.ndarray, e: np.ndarray, name: str) -> CapWitness | None:
         mu = np.zeros((1, labels.size))
-        verdict = check_cap(self.A, labels[None, :], mu, e, fmpq(self.eps.numerator, self.eps.denominator),
+        verdict = check_cap(self.target, labels[None, :], mu, e, fmpq(self.eps.numerator, self.eps.denominator),
                             fmpq(self.slack.numerator, self.slack.denominator), w)
         if not verdict.verified or verdict.margin is None:
             return None
