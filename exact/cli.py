@@ -12,7 +12,9 @@ Every string that comes from a file or the command line is printed escaped
 visible) and a cell id cut to ``ID_CHARS`` characters, so no file can forge
 a line, nor pad an id until the terminal wraps it into one. ``--json``
 prints one JSON object whose strings are exact (JSON escapes). A file named
-twice (by any path to it) is judged once.
+twice (by any path to it) is judged once. A cell's convex cap (``exact.cap``),
+where the file has one, is printed on a line of its own under the cell: a
+diagnostic that never changes the exit status.
 
 With ``--workers N`` a file's cells are dealt out to at most N processes
 (never more than there are tasks, nor than the cores this process may run
