@@ -94,6 +94,7 @@ def test_a_diagonal_heavy_matrix_has_cap_n():
     A = 0.9 * np.eye(n) + 0.1 / n
     found = convex_cap(A, Fraction(1, 10))
     assert found is not None and found.rank == n
+    assert convex_cap(A, Fraction(0)).rank == n                      # one block always works, even at eps = 0
     # blocks of 4: each block's largest row mass is 0.95, at most 0.1 shaved: sum_J c_J >= 1.7 > R = 1.1
     labels = (np.arange(n) // 4).astype(np.float64)[None, :]
     a = np.stack([A[:, :4].sum(axis=1), A[:, 4:].sum(axis=1)], axis=1)

@@ -215,6 +215,8 @@ class _Search:
 
     def amounts(self, a: np.ndarray, lp: bool) -> np.ndarray | None:
         """Rounded amounts ``e`` whose float objective is within ``R``: from a guess, or (``lp``) from LPs."""
+        if a.shape[1] == 1:                                # one block: c = ||A0||_row1 <= R exactly, e = 0
+            return None if lp else np.zeros_like(a)
         if not lp:
             guess = _guess(a, self.budget, self.R)
             return None if guess is None else _rounded(a, guess[1], self.budget)
