@@ -23,8 +23,9 @@ from ._results import SideResult, Status
 __all__ = ["judge_cap", "KIND"]
 
 KIND = "column_blocks"
-#: Work units per entry read (a Python integer operation, as ``_verify.CONVERT_UNITS``).
-UNITS = 16
+#: Work units per entry read and per amount (Python integer steps; measured on 1024 x 1024 targets at
+#: about 70 ns per entry, some 16 times the cost of a unit of the packed products).
+UNITS = 2**7
 
 
 def _integers(values: Sequence[float]) -> tuple[list[int], int]:

@@ -48,6 +48,9 @@ __all__ = ["CAP_KIND", "CapTarget", "check_cap"]
 
 #: The witness kind of a convex cap (the only one).
 CAP_KIND = "column_blocks"
+#: Work units per word of a Python integer step (the block sums are Python, about 2^7 times slower per
+#: step than FLINT, as the odd map's facet walk: ``exact.limits``).
+PYTHON_STEP = 2**7
 
 
 def _blocks(labels: np.ndarray, k: int) -> list[list[int]] | None:
@@ -73,7 +76,7 @@ class CapTarget:
         """(the numerators row-major, over ``matrix.den``; the largest row sum of their absolute values)."""
         if self._rows is None:
             (m, n), M = self.matrix.shape, self.matrix
-            charge(m * n * _words(M.bits), "the integer entries of a cap's target")
+            charge(PYTHON_STEP * m * n * _words(M.bits), "the integer entries of a cap's target")
             ints = [int(x) for x in M.num.entries()]
             self._rows = ints, max(sum(map(abs, ints[i * n:(i + 1) * n])) for i in range(m))
         return self._rows
@@ -113,7 +116,7 @@ def check_cap(target: CapTarget, labels: np.ndarray, mu: np.ndarray, e: np.ndarr
     mu_int = [int(x) * (D // int(M.den)) for x in M.num.entries()]
     De = int(E.den)
     e_int = [int(x) for x in E.num.entries()]
-    charge(m * n * _words(max(target.matrix.bits, M.bits) + 64) + m * k * _words(E.bits),
+    charge(PYTHON_STEP * (m * n * _words(max(target.matrix.bits, M.bits) + 64) + m * k * _words(E.bits)),
            "the block sums of a convex cap")
     caps = [0] * k                                            # c_J * D * De
     for i in range(m):
