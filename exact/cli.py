@@ -226,9 +226,14 @@ def cap_line(c: dict[str, Any]) -> str:
     if not c["convex_cap_verified"]:
         return f"convex cap {r0} NOT verified ({c['convex_cap_reason']}): no conclusion"
     margin = _approx(fmpq(c["convex_cap_margin"])) if c["convex_cap_margin"] else "-"
-    passes = f"L passes it by {L - r0}" if L > r0 else f"L is {r0 - L} below it"
+    if r0 >= U:
+        where = f"the cap is not below U = {U}: it rules out no convex certificate here"
+    elif L > r0:
+        where = f"L passes it by {L - r0}; U - cap = {U - r0}"
+    else:
+        where = f"L is {r0 - L} below it; U - cap = {U - r0}"
     return (f"convex cap {r0} (verified, margin {margin}): no convex certificate can prove r_eps > {r0}; "
-            f"the lower families reached L = {L} ({passes}; U - cap = {U - r0})")
+            f"the lower families reached L = {L} ({where})")
 
 
 def _short_id(text: str) -> str:

@@ -231,8 +231,12 @@ def test_the_report_section_counts_how_l_stands_to_the_cap():
     assert lines[0].startswith("## Why brackets stay open")
     quarter = next(line for line in lines if line.startswith("| 1/4 "))
     # open: a b c d; verified caps a b c; one not verified; L > cap (a), = cap (c), < cap (b); L - cap 2, -1, 0
-    assert quarter == "| 1/4 | 4 | 3 | 1 | 0 | 1 | 1 | 1 | 0 | 6 |"
-    assert next(line for line in lines if line.startswith("| 1/2 ")) == "| 1/2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | - | - |"
+    assert quarter == "| 1/4 | 4 | 3 | 1 | 0 | 1 | 1 | 1 | 0 | 0 | 6 |"
+    half = next(line for line in lines if line.startswith("| 1/2 "))
+    assert half == "| 1/2 | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | - | - |"
+    high = cap_section([row("h", 2, 5)], {("f", "h"): cap(7)})
+    (line,) = [line for line in high if line.startswith("| 1/4 ")]
+    assert line == "| 1/4 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 1 | -5 | -2 |"          # a cap above U counts apart
     assert cap_section([row("e", 4, 4)], caps) == []
 
 
