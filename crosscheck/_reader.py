@@ -42,7 +42,8 @@ LOWER = {"trivial": {}, "reconstruction": {"R": "t", "X": "t", "L": "t"},
          "row_reconstruction": {"G": "t", "Z": "t", "M": "t"}, "frobenius": {"k": "i"},
          "odd_map": {"labels": "t", "points": "t"}}
 #: The optional convex cap of a cell (a diagnostic, never a side).
-CAP = {"column_blocks": {"blocks": "t", "mu": "t", "e": "t"}}
+CAP = {"column_blocks": {"blocks": "t", "mu": "t", "e": "t"},
+       "cyclic_windows": {"order": "t", "width": "i", "mu": "t", "e": "t"}}
 #: Bytes per read when an unnamed tensor is scanned for NaN and Inf.
 _CHUNK = 2**24
 
@@ -342,9 +343,13 @@ def _cell(obj: Any, index: int, table: _Table) -> Cell:
         cap = _side(obj["convex_cap"], f"{what} convex_cap", CAP, table)
         g: dict[str, Any] = dict(cap.fields)
         (m, n), (me, k) = table[matrix][0], table[g["e"]][0]
-        if table[g["blocks"]][0] != (1, n) or table[g["mu"]][0] != (1, n) or me != m or k < 1:
-            raise Malformed(f"{what} convex_cap witness does not fit the target [{m}, {n}]: blocks and mu "
-                            "must be [1, n], e [m, k] with k >= 1")
+        windows = cap.kind == "cyclic_windows"
+        line = table[g["order" if windows else "blocks"]][0]
+        if line != (1, n) or table[g["mu"]][0] != (1, n) or me != m or k < 1 or (windows and k != n):
+            raise Malformed(f"{what} convex_cap witness does not fit the target [{m}, {n}]: blocks (or order) "
+                            "and mu must be [1, n], e [m, k] with k >= 1 (k = n for windows)")
+        if windows and not 1 <= g["width"] <= n:
+            raise Malformed(f"{what} convex_cap witness: width {g['width']} outside [1, {n}]")
     return Cell(obj["id"], index, eps, matrix, logits, slack, lower, upper, cap)
 
 
@@ -388,8 +393,14 @@ def _odd_map_labels(cell: Cell, tensors: dict[str, Tensor]) -> None:
 
 
 def _cap_labels(cell: Cell, tensors: dict[str, Tensor]) -> None:
-    """Every block label of a convex cap is an integer in [0, k), k the columns of its e, else malformed."""
+    """Every block label of a convex cap is an integer in [0, k), k the columns of its e, and an order is a
+    permutation of the columns, else malformed."""
     fields: dict[str, Any] = dict(cell.cap.fields) if cell.cap is not None else {}
+    if "order" in fields:
+        order = tensors[fields["order"]].values
+        if sorted(order) != [float(j) for j in range(len(order))]:
+            raise Malformed(f"cell {show(cell.id)} convex_cap witness: order is not a permutation of the columns")
+        return
     k = tensors[fields["e"]].shape[1]
     for j, x in enumerate(tensors[fields["blocks"]].values):
         if not (x == math.floor(x) and 0 <= x < k):

@@ -308,7 +308,8 @@ def _cap(f: _File, c: Cell, cap: Side, failure: str | None) -> SideResult:
     w: dict[str, Any] = dict(cap.fields)
     t = f.doc.tensors
     try:
-        return judge_cap(t[c.matrix].values, t[c.matrix].shape, t[w["blocks"]].values, t[w["mu"]].values,
+        line = t[w["order"] if "order" in w else w["blocks"]].values
+        return judge_cap(t[c.matrix].values, t[c.matrix].shape, cap.kind, line, w.get("width", 0), t[w["mu"]].values,
                          t[w["e"]].values, t[w["e"]].shape[1], c.eps, c.slack or Fraction(0), cap.rank, f.meter)
     except (LimitReached, MemoryError):
         raise

@@ -339,7 +339,7 @@ def _cell(obj: Any, index: int, layout: _Layout) -> Cell:
     cap = None
     if "convex_cap" in obj:
         cap = _claim(obj["convex_cap"], f"{what} convex_cap", CAP_KINDS, layout)
-        _cap_shapes(cap.fields, layout[tgt.matrix][0], layout, f"{what} convex_cap witness")
+        _cap_shapes(cap, layout[tgt.matrix][0], layout, f"{what} convex_cap witness")
     # every field is validated: only now the cell's typed spec is built
     slack = target["slack"] if tgt.logits is not None else None
     spec = CellSpec(obj["id"], obj["eps"], TargetSpec(tgt.matrix, tgt.logits, slack), lower, upper,
@@ -347,18 +347,32 @@ def _cell(obj: Any, index: int, layout: _Layout) -> Cell:
     return Cell(spec, eps, tgt)
 
 
-def _cap_shapes(fields: dict[str, Any], target: tuple[int, int], layout: _Layout, what: str) -> None:
-    """A convex cap's ``blocks`` and ``mu`` are 1 x n, its ``e`` is m x k with k >= 1 (m x n the target)."""
+def _cap_shapes(cap: Claim, target: tuple[int, int], layout: _Layout, what: str) -> None:
+    """A convex cap's ``mu`` and ``blocks`` (or ``order``) are 1 x n; its ``e`` is m x k with k >= 1 for blocks,
+    m x n for windows, whose width is in ``[1, n]`` (m x n the target)."""
     m, n = target
-    shapes = {key: layout[fields[key]][0] for key in ("blocks", "mu", "e")}
-    if shapes["blocks"] != (1, n) or shapes["mu"] != (1, n) or shapes["e"][0] != m or shapes["e"][1] < 1:
-        raise MalformedInput(f"{what} has blocks {list(shapes['blocks'])}, mu {list(shapes['mu'])}, "
-                             f"e {list(shapes['e'])}; the target is [{m}, {n}] (need [1, n], [1, n], [m, k >= 1])")
+    f = cap.fields
+    shapes = {key: layout[v][0] for key, v in f.items() if isinstance(v, str)}
+    structure = "blocks" if cap.kind == "column_blocks" else "order"
+    k = shapes["e"][1] if cap.kind == "column_blocks" else n
+    if shapes[structure] != (1, n) or shapes["mu"] != (1, n) or shapes["e"] != (m, k) or k < 1:
+        raise MalformedInput(f"{what} has {structure} {list(shapes[structure])}, mu {list(shapes['mu'])}, "
+                             f"e {list(shapes['e'])}; the target is [{m}, {n}] (need [1, n], [1, n], "
+                             f"{'[m, k >= 1]' if structure == 'blocks' else '[m, n]'})")
+    if cap.kind == "cyclic_windows" and not 1 <= cast(int, f["width"]) <= n:
+        raise MalformedInput(f"{what} width {f['width']} outside [1, {n}]")
 
 
 def _cap_labels(cell: Cell, tensors: dict[str, np.ndarray]) -> None:
-    """Every block label of a convex cap is an integer in ``[0, k)``, k the columns of its ``e``."""
+    """Every block label of a convex cap is an integer in ``[0, k)``, k the columns of its ``e``; an order is
+    a permutation of the columns."""
     cap = cast(Claim, cell.convex_cap)
+    if cap.kind == "cyclic_windows":
+        order = tensors[cast(str, cap.fields["order"])].ravel()
+        if not np.array_equal(np.sort(order), np.arange(order.size, dtype=np.float64)):
+            raise MalformedInput(f"cell {show(cell.id)} convex_cap witness: order is not a permutation of the "
+                                 f"{order.size} columns")
+        return
     labels, k = tensors[cast(str, cap.fields["blocks"])], tensors[cast(str, cap.fields["e"])].shape[1]
     bad = (labels != np.floor(labels)) | (labels < 0) | (labels >= k)
     if bad.any():

@@ -47,7 +47,10 @@ LOWER_KINDS: Mapping[str, Mapping[str, str]] = {
     "odd_map": {"labels": "tensor", "points": "tensor"},
 }
 #: The optional convex cap of a cell (``exact.cap``): a diagnostic, never a side of the bracket.
-CAP_KINDS: Mapping[str, Mapping[str, str]] = {"column_blocks": {"blocks": "tensor", "mu": "tensor", "e": "tensor"}}
+CAP_KINDS: Mapping[str, Mapping[str, str]] = {
+    "column_blocks": {"blocks": "tensor", "mu": "tensor", "e": "tensor"},
+    "cyclic_windows": {"order": "tensor", "width": "int", "mu": "tensor", "e": "tensor"},
+}
 
 
 @dataclass(frozen=True)

@@ -207,13 +207,12 @@ def _cap(cell: Cell, claim: Claim, tensors: dict[str, np.ndarray], exact: _Exact
     changes neither side's verdict. A slack that is not proved refutes it; an error fails closed."""
     if failure:
         return refuted(claim.kind, claim.rank, failure)
-    f = cast("dict[str, str]", claim.fields)                 # tensor names, checked by the reader
+    fields = {k: v if isinstance(v, int) else tensors[v] for k, v in claim.fields.items()}   # checked by the reader
     try:
         key = ("cap target", cell.target.matrix)
         if key not in exact.derived:
             exact.derived[key] = CapTarget(exact(cell.target.matrix))
-        return check_cap(exact.derived[key], tensors[f["blocks"]], tensors[f["mu"]], tensors[f["e"]],
-                         cell.eps, cell.target.slack or fmpq(0), claim.rank)
+        return check_cap(exact.derived[key], claim.kind, fields, cell.eps, cell.target.slack or fmpq(0), claim.rank)
     except (LimitExceeded, MemoryError):
         raise
     except Exception as exc:   # fail closed

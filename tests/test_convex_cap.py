@@ -56,6 +56,33 @@ def _both(tmp_path, cell, tensors):
     return exact, second
 
 
+def _claimed(tmp_path, A, eps, claim, tensors):
+    """(exact report, crosscheck result) of a one-cell file whose cap is ``claim`` with ``tensors``."""
+    from exact.cellspec import CellSpec, Claim, TargetSpec
+
+    cell = CellSpec("c", eps, TargetSpec("A"), Claim.of(0, "trivial"), Claim.of(min(A.shape), "trivial"), None,
+                    claim)
+    path = tmp_path / "claimed.safetensors"
+    write_bracket_file(path, [cell], {"A": np.asarray(A, dtype=np.float64), **tensors})
+    (exact,) = verify_file(path)
+    (second,) = crosscheck.verify_file(path)
+    return exact, second
+
+
+def _check(A, labels, mu, e, eps, delta, rank):
+    """``exact.cap.check_cap`` on a block witness."""
+    return check_cap(CapTarget(ExactMatrix.from_float64(A)), "column_blocks", {"blocks": labels, "mu": mu, "e": e},
+                     eps, delta, rank)
+
+
+def _judge(A, labels, mu, e, eps, slack, rank, meter):
+    """``crosscheck._cap.judge_cap`` on a block witness."""
+    from crosscheck._cap import judge_cap
+
+    return judge_cap(A.ravel().tolist(), A.shape, "column_blocks", labels.ravel().tolist(), 0, mu.ravel().tolist(),
+                     e.ravel().tolist(), e.shape[1], eps, slack, rank, meter)
+
+
 def _margins(exact, second):
     return Fraction(str(exact.convex_cap.margin)), second.cap.margin
 
@@ -82,25 +109,57 @@ def test_near_uniform_rows_have_cap_one(tmp_path):
     assert found is not None and found.rank == 1
     claim, tensors = cap_claim(A, "1/4", None, "c", 0, 12)
     assert claim is not None and claim.rank == 1
-    names = claim.fields
-    exact, second = _both(tmp_path, *_cell(A, "1/4", 1, tensors[names["blocks"]], tensors[names["mu"]],
-                                           tensors[names["e"]]))
+    exact, second = _claimed(tmp_path, A, "1/4", claim, tensors)
     assert exact.convex_cap.verified and second.cap.verified
     assert _margins(exact, second)[0] == _margins(exact, second)[1] > 0
 
 
-def test_a_diagonal_heavy_matrix_has_cap_n():
-    n = 8
-    A = 0.9 * np.eye(n) + 0.1 / n
+def test_the_identity_has_the_trace_bound_as_its_cap(tmp_path):
+    """On I_8 at eps 1/10 the trace certificate proves r_eps >= 8 (9/10) / (11/10) > 6, so no cap below 7
+    exists; cyclic windows of 7 columns reach 7, where a partition needs one block of all 8 columns."""
+    n, A = 8, np.eye(8)
     found = convex_cap(A, Fraction(1, 10))
-    assert found is not None and found.rank == n
+    assert found is not None and (found.rank, found.kind) == (7, "cyclic_windows")
+    claim, tensors = cap_claim(A, "1/10", None, "c", 0, n)
+    exact, second = _claimed(tmp_path, A, "1/10", claim, tensors)
+    assert exact.convex_cap.verified and second.cap.verified and _margins(exact, second)[0] == found.margin
     assert convex_cap(A, Fraction(0)).rank == n                      # one block always works, even at eps = 0
-    # blocks of 4: each block's largest row mass is 0.95, at most 0.1 shaved: sum_J c_J >= 1.7 > R = 1.1
+    # blocks of 4: each block's largest row mass is 1, at most 1/10 shaved: sum_J c_J >= 1.8 > R = 1.1
     labels = (np.arange(n) // 4).astype(np.float64)[None, :]
-    a = np.stack([A[:, :4].sum(axis=1), A[:, 4:].sum(axis=1)], axis=1)
-    e = np.minimum(a, 1 / 32)
-    verdict = check_cap(CapTarget(ExactMatrix.from_float64(A)), labels, np.zeros((1, n)), e, fmpq(1, 10), fmpq(0), 4)
+    e = np.zeros((n, 2))
+    e[np.arange(n), np.arange(n) // 4] = 1 / 32                        # each row shaves its own block
+    verdict = _check(A, labels, np.zeros((1, n)), e, fmpq(1, 10), fmpq(0), 4)
     assert not verdict.verified and "sum_J c_J" in verdict.reason
+
+
+def test_a_window_witness_with_a_wrong_width_or_order_is_refused(tmp_path):
+    from exact.cellspec import Claim
+
+    A = np.eye(8)
+    claim, tensors = cap_claim(A, "1/10", None, "c", 0, 8)
+    narrow = Claim.of(7, claim.kind, **{**claim.fields, "width": 6})
+    exact, second = _claimed(tmp_path, A, "1/10", narrow, tensors)
+    assert not exact.convex_cap.verified and not second.cap.verified
+    low = Claim.of(6, claim.kind, **claim.fields)                     # width 7 > rank 6
+    exact, second = _claimed(tmp_path, A, "1/10", low, tensors)
+    assert not exact.convex_cap.verified and "columns" in exact.convex_cap.reason and not second.cap.verified
+    for bad in (np.array([[0.0, 1, 2, 3, 4, 5, 6, 6]]), np.array([[0.0, 1, 2, 3, 4, 5, 6, 7.5]])):
+        path = tmp_path / "bad.safetensors"
+        from exact.cellspec import CellSpec, TargetSpec
+        cell = CellSpec("c", "1/10", TargetSpec("A"), Claim.of(0, "trivial"), Claim.of(8, "trivial"), None, claim)
+        write_bracket_file(path, [cell], {"A": A, **tensors, claim.fields["order"]: bad})
+        with pytest.raises(MalformedInput):
+            verify_file(path)
+        with pytest.raises(Malformed):
+            crosscheck.verify_file(path)
+    for width in (0, 9):
+        cell = CellSpec("c", "1/10", TargetSpec("A"), Claim.of(0, "trivial"), Claim.of(8, "trivial"), None,
+                        Claim.of(7, claim.kind, **{**claim.fields, "width": width}))
+        write_bracket_file(path, [cell], {"A": A, **tensors})
+        with pytest.raises(MalformedInput):
+            verify_file(path)
+        with pytest.raises(Malformed):
+            crosscheck.verify_file(path)
 
 
 def test_cap_claim_is_none_on_closed_cells():
@@ -208,11 +267,16 @@ def test_searched_witnesses_agree_between_the_checkers(seed, tmp_path):
     eps = Fraction(int(rng.integers(1, 6)), 10)
     found = convex_cap(A, eps, max_lps=4)
     assert found is not None                       # one block of n columns always works
-    exact, second = _both(tmp_path, *_cell(A, str(eps), found.rank, found.labels, found.mu, found.e))
+    from exact.cellspec import Claim
+    from numeric.search.cap import _claim
+
+    claim, tensors = _claim(found, "c")
+    exact, second = _claimed(tmp_path, A, str(eps), claim, tensors)
     assert exact.convex_cap.verified and second.cap.verified
     assert _margins(exact, second)[0] == _margins(exact, second)[1] == found.margin
-    if found.rank > 1:                             # one rank less with the same blocks: refused by both
-        exact, second = _both(tmp_path, *_cell(A, str(eps), found.rank - 1, found.labels, found.mu, found.e))
+    if found.rank > 1:                             # one rank less with the same sets: refused by both
+        lower = Claim.of(found.rank - 1, claim.kind, **claim.fields)
+        exact, second = _claimed(tmp_path, A, str(eps), lower, tensors)
         assert not exact.convex_cap.verified and not second.cap.verified
 
 
@@ -275,7 +339,6 @@ def test_agreement_compares_the_caps(tmp_path):
 
 
 def test_the_block_sums_are_charged_to_the_work_limit():
-    from crosscheck._cap import judge_cap
     from crosscheck._errors import LimitReached
     from crosscheck._limits import Meter
     from exact.errors import LimitExceeded
@@ -284,16 +347,14 @@ def test_the_block_sums_are_charged_to_the_work_limit():
     A = np.full((16, 16), 1 / 16)
     labels, mu, e = np.arange(16.0)[None, :], np.zeros((1, 16)), np.zeros((16, 16))
     with pytest.raises(LimitExceeded), work_limit(100):
-        check_cap(CapTarget(ExactMatrix.from_float64(A)), labels, mu, e, fmpq(1, 4), fmpq(0), 1)
+        _check(A, labels, mu, e, fmpq(1, 4), fmpq(0), 1)
     with pytest.raises(LimitReached):
-        judge_cap(A.ravel().tolist(), (16, 16), labels.ravel().tolist(), mu.ravel().tolist(), e.ravel().tolist(), 16,
-                  Fraction(1, 4), Fraction(0), 1, Meter(100))
+        _judge(A, labels, mu, e, Fraction(1, 4), Fraction(0), 1, Meter(100))
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_witnesses_near_the_threshold_agree(seed, tmp_path):
     """Random dyadic targets, blocks, rows mu and amounts, with eps put near where condition 4 flips."""
-    from crosscheck._cap import judge_cap
     from crosscheck._limits import Meter
 
     rng = np.random.default_rng(100 + seed)
@@ -305,9 +366,8 @@ def test_random_witnesses_near_the_threshold_agree(seed, tmp_path):
     e = rng.integers(0, 3, size=(m, k)) / 64
     rank = int(rng.integers(0, n + 2))
     for eps in (fmpq(int(rng.integers(0, 40)), 32), fmpq(int(rng.integers(0, 40)) * 2 + 1, 64)):
-        mine = check_cap(CapTarget(ExactMatrix.from_float64(A)), labels, mu, e, eps, fmpq(1, 64), rank)
-        theirs = judge_cap(A.ravel().tolist(), (m, n), labels.ravel().tolist(), mu.ravel().tolist(),
-                           e.ravel().tolist(), k, Fraction(int(eps.p), int(eps.q)), Fraction(1, 64), rank, Meter())
+        mine = _check(A, labels, mu, e, eps, fmpq(1, 64), rank)
+        theirs = _judge(A, labels, mu, e, Fraction(int(eps.p), int(eps.q)), Fraction(1, 64), rank, Meter())
         assert mine.verified == theirs.verified
         if mine.margin is not None and theirs.margin is not None:
             assert Fraction(int(mine.margin.p), int(mine.margin.q)) == theirs.margin

@@ -1,50 +1,54 @@
-"""The convex cap of an open cell: the float search for a column-block witness (``exact.cap``).
+"""The convex cap of an open cell: the float search for a cover witness (``exact.cap``).
 
 For a width ``w`` the columns, in one of a few orders, are cut into
-contiguous blocks of ``w`` columns, and one LP asks whether amounts ``e_iJ``
-exist with (the common row ``mu`` is 0)::
+contiguous blocks of ``w`` columns (``column_blocks``), or covered by the n
+cyclic windows of ``w`` consecutive columns, each with weight ``1/w``
+(``cyclic_windows``: on ``I_n`` they reach the trace bound
+``n (1 - eps) / (1 + eps)``, where a partition needs a whole block). With
+``a_iJ`` the (weighted) l1 mass of row i on set J, one LP asks whether amounts
+``e_iJ`` exist with (the common row ``mu`` is 0)::
 
     minimise  sum_J c_J   over c_J >= 0, 0 <= e_iJ <= a_iJ
     subject to  c_J >= a_iJ - e_iJ,   sum_J e_iJ <= eps - slack  (every row i)
 
-where ``a_iJ`` is the l1 mass of row i on block J; the witness proves the cap
-``r = w`` when the optimum is at most ``R = ||A0||_row1 + slack + eps``.
-``mu = 0`` loses nothing for given blocks: by the triangle inequality
-``max_i (p_iJ - e_iJ) + ||mu_J||_1 >= max_i (a_iJ - e_iJ)``, so a common row
-never lowers ``||mu||_1 + sum_J c_J``, and it takes one column of each block.
+and the witness proves the cap ``r = w`` when the optimum is at most
+``R = ||A0||_row1 + slack + eps``. ``mu = 0`` loses nothing for given sets: by
+the triangle inequality ``max_i (p_iJ - e_iJ) + ||mu||_{1,J} >= max_i (a_iJ - e_iJ)``
+(the weighted norm of mu on J; the weights of a column sum to 1), so a common
+row never lowers ``||mu||_1 + sum_J c_J``, and it takes one column of each set.
 Only pairs with ``a_iJ > max_i' a_i'J - (eps - slack)`` can need ``e_iJ > 0``
 (every ``c_J`` is at least ``max_i a_iJ - (eps - slack)``), so the LP has a
-variable for those pairs only; before any LP, ``e = 0`` is tried (no LP), and
-``sum_J max(0, max_i a_iJ - (eps - slack)) > R`` refutes a width (no LP).
+variable for those pairs only; before any LP, two guesses are tried (no LP),
+and a dual solution above R refutes a width (no LP).
 
 Orders: natural (keys are token positions: local and QK^T-shaped heads are
 banded), columns by the row of their largest entry, and by the second right
 singular vector of the centred matrix (a spectral order, from a fixed-start
-subspace iteration). Width ``n`` (one
-block) always works with ``e = 0``. The widths are searched by doubling, then
-by bisection between the last width that failed and the first that worked.
-This relies on feasibility being monotone in ``w``, which holds for nested
-partitions (a coarser partition of the same order never needs more: merge
-the blocks' ``e``) but only roughly between widths that do not divide each
-other, so the cap found is *a* width that verified, not always the least
+subspace iteration). Width ``n`` (one block) always works with ``e = 0``. The
+widths are searched by doubling, then by bisection between the last width
+that failed and the first that worked. This relies on feasibility being
+monotone in ``w``, which holds for nested partitions (a coarser partition of
+the same order never needs more: merge the blocks' ``e``) but only roughly
+otherwise, so the cap found is *a* width that verified, not always the least
 one: every witness is sound on its own, a smaller one would only be a
 stronger diagnostic.
 
 The budget counts LPs (``max_lps``), never seconds. Every witness is rounded
-(``e`` shrunk by a relative 1e-9 and clipped) and checked with ``exact.cap``
-before it is returned: a witness that does not verify exactly is never
-returned. Float tier: the exact tier re-checks the witness in the bracket file.
+(``e`` shrunk by a relative 1e-9, clipped and rounded down to a dyadic grid)
+and checked with ``exact.cap`` before it is returned: a witness that does not
+verify exactly is never returned. Float tier: the exact tier re-checks the
+witness in the bracket file.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
 from flint import fmpq
 
-from exact.cap import CAP_KIND, CapTarget, check_cap
+from exact.cap import CAP_KIND, WINDOWS_KIND, CapTarget, check_cap
 from exact.cellspec import Claim
 from exact.matrix import ExactMatrix
 
@@ -75,20 +79,25 @@ SPECTRAL_STEPS = 30
 
 @dataclass(frozen=True)
 class CapWitness:
-    """A column-block witness that verified exactly: cap ``rank``, block ``labels`` (1 x n), ``mu`` (1 x n),
-    amounts ``e`` (m x k), the column ``order`` it used, the ``lps`` spent and the exact ``margin``."""
+    """A cover witness that verified exactly: cap ``rank``, its ``kind`` (``column_blocks`` or
+    ``cyclic_windows``), ``line`` (1 x n: the block labels, or the order of the windows), ``width`` (of the
+    windows), ``mu`` (1 x n), amounts ``e`` (m x sets), the column ``order`` it used, the ``lps`` spent and
+    the exact ``margin``."""
 
     rank: int
-    labels: np.ndarray
+    kind: str
+    line: np.ndarray
+    width: int
     mu: np.ndarray
     e: np.ndarray
     order: str
     lps: int
     margin: Fraction
 
-    @property
-    def kind(self) -> str:
-        return CAP_KIND
+    def fields(self) -> dict[str, np.ndarray | int]:
+        """The witness fields of ``exact.cap.check_cap`` (and of the file, by name)."""
+        line = {"blocks": self.line} if self.kind == CAP_KIND else {"order": self.line, "width": self.width}
+        return {**line, "mu": self.mu, "e": self.e}
 
 
 def _order(A: np.ndarray, name: str) -> np.ndarray:
@@ -106,6 +115,15 @@ def _order(A: np.ndarray, name: str) -> np.ndarray:
     v = (V @ U[:, np.argsort(-w)])[:, -1]                 # the second (or only) right singular vector
     v = v if v[np.argmax(np.abs(v))] >= 0 else -v        # a sign convention: the same order every time
     return np.lexsort((np.arange(n), v))
+
+
+def _window_masses(absA: np.ndarray, order: np.ndarray, width: int) -> np.ndarray:
+    """``a_it``: the mass of row i on the ``width`` columns from position t of ``order`` (cyclically), over
+    ``width`` (each window's weight)."""
+    n = order.size
+    B = absA[:, np.concatenate([order, order])]
+    cs = np.concatenate([np.zeros((absA.shape[0], 1)), np.cumsum(B, axis=1)], axis=1)
+    return np.asarray((cs[:, width:width + n] - cs[:, :n]) / width)
 
 
 def _labels(order: np.ndarray, width: int) -> np.ndarray:
@@ -183,6 +201,7 @@ def _rounded(a: np.ndarray, e: np.ndarray, budget: float) -> np.ndarray:
 class _Search:
     def __init__(self, A: np.ndarray, eps: Fraction, slack: Fraction, max_lps: int):
         self.A, self.eps, self.slack, self.max_lps = A, eps, slack, max_lps
+        self.absA = np.abs(A)
         self.budget = float(eps - slack)
         self.R = float(np.abs(A).sum(axis=1).max()) + float(slack) + float(eps)
         self.orders: dict[str, np.ndarray] = {}
@@ -195,20 +214,25 @@ class _Search:
         return self.orders[name]
 
     def width(self, w: int) -> CapWitness | None:
-        """A verified witness of blocks of ``w`` columns in some order, or None."""
+        """A verified witness of blocks, or cyclic windows, of ``w`` columns in some order, or None."""
         n = self.A.shape[1]
         names = ORDERS if 1 < w < n else ORDERS[:1]      # one block per column, or one block: any order
         tries = []
         for name in names:
-            labels = _labels(self.order(name), w)
+            order = self.order(name)
+            labels = _labels(order, w)
             a = np.zeros((self.A.shape[0], int(labels.max()) + 1))
-            np.add.at(a.T, labels.astype(np.int64), np.abs(self.A).T)
+            np.add.at(a.T, labels.astype(np.int64), self.absA.T)
             if not _refuted(a, self.budget, self.R):      # else the LP's dual is above R: no LP needed
-                tries.append((name, labels, a))
+                tries.append((CAP_KIND, name, labels, a))
+            if 1 < w < n:                                 # windows of width 1 or n are blocks
+                a = _window_masses(self.absA, order, w)
+                if not _refuted(a, self.budget, self.R):
+                    tries.append((WINDOWS_KIND, name, order.astype(np.float64), a))
         for lp in (False, True):                          # the guesses of every order first, then LPs
-            for name, labels, a in tries:
+            for kind, name, line, a in tries:
                 e = self.amounts(a, lp)
-                witness = None if e is None else self.verify(w, labels, e, name)
+                witness = None if e is None else self.verify(kind, w, line, e, name)
                 if witness is not None:
                     return witness
         return None
@@ -233,14 +257,14 @@ class _Search:
                 return e
         return None
 
-    def verify(self, w: int, labels: np.ndarray, e: np.ndarray, name: str) -> CapWitness | None:
-        mu = np.zeros((1, labels.size))
-        verdict = check_cap(self.target, labels[None, :], mu, e, fmpq(self.eps.numerator, self.eps.denominator),
+    def verify(self, kind: str, w: int, line: np.ndarray, e: np.ndarray, name: str) -> CapWitness | None:
+        mu = np.zeros((1, line.size))
+        found = CapWitness(w, kind, line[None, :], w, mu, e, name, self.lps, Fraction(0))
+        verdict = check_cap(self.target, kind, found.fields(), fmpq(self.eps.numerator, self.eps.denominator),
                             fmpq(self.slack.numerator, self.slack.denominator), w)
         if not verdict.verified or verdict.margin is None:
             return None
-        margin = Fraction(int(verdict.margin.p), int(verdict.margin.q))
-        return CapWitness(w, labels[None, :], mu, e, name, self.lps, margin)
+        return replace(found, margin=Fraction(int(verdict.margin.p), int(verdict.margin.q)))
 
 
 def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
@@ -269,7 +293,19 @@ def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
             failed = mid
         else:
             best, hi = found, mid
-    return CapWitness(best.rank, best.labels, best.mu, best.e, best.order, s.lps, best.margin)
+    return replace(best, lps=s.lps)
+
+
+def _claim(found: CapWitness, cid: str) -> tuple[Claim, dict[str, np.ndarray]]:
+    """The ``convex_cap`` claim of a witness and its tensors, named after the cell ``cid``."""
+    fields, names, tensors = found.fields(), {}, {}
+    for key, value in fields.items():
+        if isinstance(value, int):
+            names[key] = value
+        else:
+            names[key] = f"{cid}/cap_{key}"
+            tensors[f"{cid}/cap_{key}"] = value
+    return Claim.of(found.rank, found.kind, **names), tensors
 
 
 def open_cell_caps(A0: np.ndarray, cells: list[tuple[str, str, int, int]], slack: object,
@@ -287,10 +323,9 @@ def open_cell_caps(A0: np.ndarray, cells: list[tuple[str, str, int, int]], slack
         found = convex_cap(A0, Fraction(eps_text), delta, max_lps=max_lps,
                            below=None if carried is None else carried.rank)
         if found is not None:
-            names = {key: f"{cid}/cap_{key}" for key in ("blocks", "mu", "e")}
-            carried = Claim.of(found.rank, CAP_KIND, **names)
+            carried, tensors = _claim(found, cid)
             if lower < upper:
-                out[i] = (carried, {names["blocks"]: found.labels, names["mu"]: found.mu, names["e"]: found.e})
+                out[i] = (carried, tensors)
                 continue
             out[i] = (None, {})                            # a closed cell: no cap written, its witness unused
             carried = None
@@ -303,12 +338,4 @@ def cap_claim(A0: np.ndarray, eps_text: str, slack: object, cid: str, lower: int
               max_lps: int = MAX_CAP_LPS) -> tuple[Claim | None, dict[str, np.ndarray]]:
     """The ``convex_cap`` of a cell (``exact.cellspec``) and its tensors, for an open cell (``lower < upper``)
     where the search verifies a witness; ``(None, {})`` otherwise. ``slack``: an fmpq, a Fraction or None."""
-    if lower >= upper:
-        return None, {}
-    delta = Fraction(0) if slack is None else Fraction(str(slack))
-    found = convex_cap(A0, Fraction(eps_text), delta, max_lps=max_lps)
-    if found is None:
-        return None, {}
-    names = {key: f"{cid}/cap_{key}" for key in ("blocks", "mu", "e")}
-    tensors = {names["blocks"]: found.labels, names["mu"]: found.mu, names["e"]: found.e}
-    return Claim.of(found.rank, CAP_KIND, **names), tensors
+    return open_cell_caps(A0, [(eps_text, cid, lower, upper)], slack, max_lps)[0]
