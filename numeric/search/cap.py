@@ -33,7 +33,9 @@ otherwise, so the cap found is *a* width that verified, not always the least
 one: every witness is sound on its own, a smaller one would only be a
 stronger diagnostic.
 
-The budget counts LPs (``max_lps``), never seconds. Every witness is rounded
+The budget counts work, never seconds: blocks are searched first, with up
+to ``max_lps`` LPs; then windows, below the blocks' cap, with up to ``max_lps``
+LPs of ``max_amounts`` variables in all (their LPs are the large ones). Every witness is rounded
 (``e`` shrunk by a relative 1e-9, clipped and rounded down to a dyadic grid)
 and checked with ``exact.cap`` before it is returned: a witness that does not
 verify exactly is never returned. Float tier: the exact tier re-checks the
@@ -54,10 +56,13 @@ from exact.matrix import ExactMatrix
 
 from .lp import LPFailed, solve_lp
 
-__all__ = ["CapWitness", "convex_cap", "cap_claim", "open_cell_caps", "ORDERS", "MAX_CAP_LPS"]
+__all__ = ["CapWitness", "convex_cap", "cap_claim", "open_cell_caps", "ORDERS", "MAX_CAP_LPS", "MAX_CAP_AMOUNTS"]
 
 #: LPs one cell may spend on its convex cap (each is one HiGHS solve).
 MAX_CAP_LPS = 24
+#: Variables ``e_iJ`` that the LPs of windows may have in all, per cell (an LP that does not fit is not
+#: solved): about 1 s per 10,000 on one core (windows on 128 x 128 heads).
+MAX_CAP_AMOUNTS = 20_000
 #: HiGHS iteration limit of one cap LP.
 CAP_LP_ITERATIONS = 20_000
 #: Relative safety margins of the float witness: ``e`` is shrunk by ``SHRINK``; a width counts as feasible in
@@ -161,6 +166,11 @@ def _guess(a: np.ndarray, budget: float, R: float) -> tuple[np.ndarray, np.ndarr
     return None
 
 
+def _pairs(a: np.ndarray, budget: float, floor: np.ndarray) -> int:
+    """The amounts ``e_iJ`` that ``_lp`` gives a variable (its size)."""
+    return int((a > np.maximum(floor, a.max(axis=0) - budget)[None, :]).sum())
+
+
 def _lp(a: np.ndarray, budget: float, floor: np.ndarray) -> np.ndarray:
     """The LP of the module docstring on the block masses ``a`` (m x k), with a variable ``e_iJ`` only where
     ``a_iJ > floor_J`` (and ``c_J >= floor_J``): its optimal ``e`` (``LPFailed`` when HiGHS fails)."""
@@ -199,13 +209,13 @@ def _rounded(a: np.ndarray, e: np.ndarray, budget: float) -> np.ndarray:
 
 
 class _Search:
-    def __init__(self, A: np.ndarray, eps: Fraction, slack: Fraction, max_lps: int):
+    def __init__(self, A: np.ndarray, eps: Fraction, slack: Fraction, max_lps: int, max_amounts: int):
         self.A, self.eps, self.slack, self.max_lps = A, eps, slack, max_lps
         self.absA = np.abs(A)
         self.budget = float(eps - slack)
         self.R = float(np.abs(A).sum(axis=1).max()) + float(slack) + float(eps)
         self.orders: dict[str, np.ndarray] = {}
-        self.lps = 0
+        self.lps, self.spent, self.amounts_left = 0, 0, max_amounts
         self.target = CapTarget(ExactMatrix.from_float64(A, "target"))   # converted once, for every check
 
     def order(self, name: str) -> np.ndarray:
@@ -213,24 +223,25 @@ class _Search:
             self.orders[name] = _order(self.A, name)
         return self.orders[name]
 
-    def width(self, w: int) -> CapWitness | None:
-        """A verified witness of blocks, or cyclic windows, of ``w`` columns in some order, or None."""
+    def width(self, w: int, kind: str) -> CapWitness | None:
+        """A verified witness of ``kind`` (blocks, or cyclic windows) of ``w`` columns in some order, or None."""
         n = self.A.shape[1]
+        if kind == WINDOWS_KIND and not 1 < w < n:       # windows of width 1 or n are blocks
+            return None
         names = ORDERS if 1 < w < n else ORDERS[:1]      # one block per column, or one block: any order
         tries = []
         for name in names:
             order = self.order(name)
-            labels = _labels(order, w)
-            a = np.zeros((self.A.shape[0], int(labels.max()) + 1))
-            np.add.at(a.T, labels.astype(np.int64), self.absA.T)
+            if kind == CAP_KIND:
+                line = _labels(order, w)
+                a = np.zeros((self.A.shape[0], int(line.max()) + 1))
+                np.add.at(a.T, line.astype(np.int64), self.absA.T)
+            else:
+                line, a = order.astype(np.float64), _window_masses(self.absA, order, w)
             if not _refuted(a, self.budget, self.R):      # else the LP's dual is above R: no LP needed
-                tries.append((CAP_KIND, name, labels, a))
-            if 1 < w < n:                                 # windows of width 1 or n are blocks
-                a = _window_masses(self.absA, order, w)
-                if not _refuted(a, self.budget, self.R):
-                    tries.append((WINDOWS_KIND, name, order.astype(np.float64), a))
+                tries.append((name, line, a))
         for lp in (False, True):                          # the guesses of every order first, then LPs
-            for kind, name, line, a in tries:
+            for name, line, a in tries:
                 e = self.amounts(a, lp)
                 witness = None if e is None else self.verify(kind, w, line, e, name)
                 if witness is not None:
@@ -246,11 +257,14 @@ class _Search:
             return None if guess is None else _rounded(a, guess[1], self.budget)
         top = a.max(axis=0)
         for f in FLOORS:
-            if self.lps >= self.max_lps:
-                return None
+            floor = f * top * self.R / top.sum()
+            size = _pairs(a, self.budget, floor)
+            if self.lps - self.spent >= self.max_lps or size > min(MAX_PAIRS, self.amounts_left):
+                return None                                # beyond the budget: not solved, not spent
             self.lps += 1
+            self.amounts_left -= size
             try:
-                e = _rounded(a, _lp(a, self.budget, f * top * self.R / top.sum()), self.budget)
+                e = _rounded(a, _lp(a, self.budget, floor), self.budget)
             except LPFailed:
                 continue
             if (a - e).max(axis=0).sum() <= self.R * (1 - FEAS):
@@ -268,19 +282,34 @@ class _Search:
 
 
 def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
-               max_lps: int = MAX_CAP_LPS, below: int | None = None) -> CapWitness | None:
+               max_lps: int = MAX_CAP_LPS, max_amounts: int = MAX_CAP_AMOUNTS,
+               below: int | None = None) -> CapWitness | None:
     """The smallest width the search verifies (module docstring), or None (eps < slack, or no witness below
-    ``below`` within ``max_lps`` LPs). ``A0`` is the checked float64 matrix, ``slack`` its proved slack."""
+    ``below`` within ``max_lps`` LPs of ``max_amounts`` variables in all). ``A0`` is the checked float64 matrix,
+    ``slack`` its proved slack."""
     A = np.ascontiguousarray(A0, dtype=np.float64)
     eps, slack = Fraction(eps), Fraction(slack)
     if eps < slack or A.ndim != 2 or 0 in A.shape:
         return None
     n = A.shape[1]
     top = n if below is None else max(1, min(n, below - 1))
-    s = _Search(A, eps, slack, max_lps)
-    best, failed, w = None, 0, 1                          # failed: the largest width known to fail
+    s = _Search(A, eps, slack, max_lps, n * MAX_PAIRS)   # blocks: LPs counted, each at most MAX_PAIRS
+    best = _smallest(s, CAP_KIND, top)
+    s.spent, s.amounts_left = s.lps, max_amounts         # then windows below the blocks' cap, on their own budget
+    windows = _smallest(s, WINDOWS_KIND, top if best is None else best.rank - 1) if n > 2 else None
+    best = windows or best
+    return None if best is None else replace(best, lps=s.lps)
+
+
+def _smallest(s: _Search, kind: str, top: int) -> CapWitness | None:
+    """The smallest width at most ``top`` with a verified witness of ``kind`` that doubling and bisection
+    find, or None."""
+    lo = 1 if kind == CAP_KIND else 2                    # windows of width 1 are blocks
+    if top < lo:
+        return None
+    best, failed, w = None, lo - 1, lo                   # failed: the largest width known to fail
     while best is None:
-        best = s.width(w)
+        best = s.width(w, kind)
         if best is None:
             if w >= top:
                 return None
@@ -288,12 +317,12 @@ def convex_cap(A0: np.ndarray, eps: Fraction, slack: Fraction = Fraction(0), *,
     hi = best.rank
     while hi - failed > 1:
         mid = (failed + hi) // 2
-        found = s.width(mid)
+        found = s.width(mid, kind)
         if found is None:
             failed = mid
         else:
             best, hi = found, mid
-    return replace(best, lps=s.lps)
+    return best
 
 
 def _claim(found: CapWitness, cid: str) -> tuple[Claim, dict[str, np.ndarray]]:
