@@ -202,7 +202,7 @@ def _malformed(cell, tensors):
         c, t = copy.deepcopy(cell), dict(tensors)
         change(c, t)
         return c, t
-    cap = lambda c: c["convex_cap"]                                               # noqa: E731
+    cap = lambda c: c["convex_cap"]
     yield "labels too long", mut(lambda c, t: t.update(b=np.zeros((1, 3))))
     yield "mu a column", mut(lambda c, t: t.update(mu=np.zeros((2, 1))))
     yield "e of another height", mut(lambda c, t: t.update(e=np.zeros((3, 2))))
@@ -289,7 +289,7 @@ def test_the_report_section_counts_how_l_stands_to_the_cap():
         return SimpleNamespace(file="f", cell_id=cid, L=L, U=U, eps=eps, verified=verified)
     rows = [row("a", 5, 9), row("b", 2, 9), row("c", 3, 9), row("d", 4, 9), row("e", 4, 4), row("f", 1, 3, "1/2"),
             row("g", 1, 8, verified=False)]
-    cap = lambda r0, ok=True: {"convex_cap": r0, "convex_cap_verified": ok}   # noqa: E731
+    cap = lambda r0, ok=True: {"convex_cap": r0, "convex_cap_verified": ok}
     caps = {("f", "a"): cap(3), ("f", "b"): cap(3), ("f", "c"): cap(3), ("f", "d"): cap(1, False), ("f", "f"): {}}
     lines = cap_section(rows, caps)
     assert lines[0].startswith("## Why brackets stay open")

@@ -101,7 +101,8 @@ class CapWitness:
 
     def fields(self) -> dict[str, np.ndarray | int]:
         """The witness fields of ``exact.cap.check_cap`` (and of the file, by name)."""
-        line = {"blocks": self.line} if self.kind == CAP_KIND else {"order": self.line, "width": self.width}
+        line: dict[str, np.ndarray | int] = (
+            {"blocks": self.line} if self.kind == CAP_KIND else {"order": self.line, "width": self.width})
         return {**line, "mu": self.mu, "e": self.e}
 
 
@@ -327,8 +328,9 @@ def _smallest(s: _Search, kind: str, top: int) -> CapWitness | None:
 
 def _claim(found: CapWitness, cid: str) -> tuple[Claim, dict[str, np.ndarray]]:
     """The ``convex_cap`` claim of a witness and its tensors, named after the cell ``cid``."""
-    fields, names, tensors = found.fields(), {}, {}
-    for key, value in fields.items():
+    names: dict[str, str | int] = {}
+    tensors: dict[str, np.ndarray] = {}
+    for key, value in found.fields().items():
         if isinstance(value, int):
             names[key] = value
         else:

@@ -46,6 +46,7 @@ from safetensors.numpy import load_file
 
 from exact.cli import cap_line
 from exact.errors import ExitCode, OneLineParser, UserInputError
+from exact.verify import CellReport
 from numeric.heads.extract import softmax_rows
 from fileio.safeio import SafeIOError, check_target, escape
 from numeric.search import front
@@ -162,7 +163,7 @@ def _attack_line(outcomes: list[bool | None]) -> str:
     return f"attacks at rank L-1: {won} SUCCEEDED against a certified lower bound (a soundness bug)"
 
 
-def _cap_fields(rep) -> dict:
+def _cap_fields(rep: CellReport | None) -> dict[str, Any]:
     """The convex cap of a cell as its exact re-check judged it (null keys without one)."""
     cap = rep.to_json() if rep is not None else {}
     return {k: cap.get(k) for k in ("convex_cap", "convex_cap_verified", "convex_cap_margin", "convex_cap_reason")}
