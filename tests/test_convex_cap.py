@@ -25,7 +25,7 @@ from exact.matrix import ExactMatrix
 from exact.errors import MalformedInput
 from exact.verify import verify_file
 from flint import fmpq
-from numeric.bracketwriter import write_bracket_file
+from fileio.bracketwriter import write_bracket_file
 from numeric.search.cap import cap_claim, convex_cap
 
 HALF = np.full((2, 2), 0.5)
