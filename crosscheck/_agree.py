@@ -6,8 +6,9 @@ The exact tier's verdicts come in as plain data (this package never imports
 the list of cell objects of ``python -m exact verify --json`` for that file.
 A disagreement is anything that does not match: a cell one side has and the
 other lacks, another eps or claimed rank, a side verified by one checker and
-not by the other (whatever the reason: refuted, or not decided here), a file
-one checker refused and the other judged.
+not by the other (whatever the reason: refuted, or not decided here), a
+convex cap of another rank or verdict (a diagnostic, but both checkers judge
+it), a file one checker refused and the other judged.
 """
 from __future__ import annotations
 
@@ -106,6 +107,11 @@ def agreement(path: str | os.PathLike[str], exact: object, max_work: int = MAX_W
             if bool(c.get(f"{name}_verified")) != side.verified:
                 lines.append(f"{show(cid)}: {name} side {side.kind} rank {side.rank}: "
                              f"{_exact_says(c, name)}, {_second_says(side)}")
+        cap = (None, None) if r.cap is None else (r.cap.rank, r.cap.verified)
+        theirs_cap = (c.get("convex_cap"), None if c.get("convex_cap") is None else bool(c.get("convex_cap_verified")))
+        if cap != theirs_cap:                   # a diagnostic, but the two checkers must still agree on it
+            lines.append(f"{show(cid)}: convex cap (rank, verified) {show(list(theirs_cap))} for the exact tier, "
+                         f"{list(cap)} here" + (f" ({r.cap.reason})" if r.cap is not None and r.cap.reason else ""))
     mine_ok = sum(r.verified for r in results)
     return Agreement(path, len(results), exact_ok, mine_ok, tuple(lines), None, their_error)
 

@@ -41,6 +41,9 @@ UPPER = {"trivial": {}, "factors": {"P": "t", "Q": "t"}}
 LOWER = {"trivial": {}, "reconstruction": {"R": "t", "X": "t", "L": "t"},
          "row_reconstruction": {"G": "t", "Z": "t", "M": "t"}, "frobenius": {"k": "i"},
          "odd_map": {"labels": "t", "points": "t"}}
+#: The optional convex cap of a cell (a diagnostic, never a side).
+CAP = {"column_blocks": {"blocks": "t", "mu": "t", "e": "t"},
+       "cyclic_windows": {"order": "t", "width": "i", "mu": "t", "e": "t"}}
 #: Bytes per read when an unnamed tensor is scanned for NaN and Inf.
 _CHUNK = 2**24
 
@@ -74,6 +77,7 @@ class Cell:
     slack: Fraction | None
     lower: Side
     upper: Side
+    cap: Side | None = None
 
 
 @dataclass(frozen=True)
@@ -303,7 +307,7 @@ def _side(obj: Any, what: str, kinds: dict[str, dict[str, str]], table: _Table) 
 
 
 def _cell(obj: Any, index: int, table: _Table) -> Cell:
-    _exact_keys(obj, f"cell {index}", ("id", "eps", "target", "lower", "upper"), ("provenance",))
+    _exact_keys(obj, f"cell {index}", ("id", "eps", "target", "lower", "upper"), ("provenance", "convex_cap"))
     if not isinstance(obj["id"], str):
         raise Malformed(f"cell {index}: id must be a string")
     what = f"cell {show(obj['id'])}"
@@ -334,7 +338,19 @@ def _cell(obj: Any, index: int, table: _Table) -> Cell:
         if points[1] != table[matrix][0][1]:
             raise Malformed(f"{what} lower witness points have {points[1]} columns, "
                             f"the target has {table[matrix][0][1]}")
-    return Cell(obj["id"], index, eps, matrix, logits, slack, lower, upper)
+    cap = None
+    if "convex_cap" in obj:
+        cap = _side(obj["convex_cap"], f"{what} convex_cap", CAP, table)
+        g: dict[str, Any] = dict(cap.fields)
+        (m, n), (me, k) = table[matrix][0], table[g["e"]][0]
+        windows = cap.kind == "cyclic_windows"
+        line = table[g["order" if windows else "blocks"]][0]
+        if line != (1, n) or table[g["mu"]][0] != (1, n) or me != m or k < 1 or (windows and k != n):
+            raise Malformed(f"{what} convex_cap witness does not fit the target [{m}, {n}]: blocks (or order) "
+                            "and mu must be [1, n], e [m, k] with k >= 1 (k = n for windows)")
+        if windows and not 1 <= g["width"] <= n:
+            raise Malformed(f"{what} convex_cap witness: width {g['width']} outside [1, {n}]")
+    return Cell(obj["id"], index, eps, matrix, logits, slack, lower, upper, cap)
 
 
 def _claims(header: dict[str, Any]) -> list[Any]:
@@ -376,6 +392,22 @@ def _odd_map_labels(cell: Cell, tensors: dict[str, Tensor]) -> None:
                             f"the target has {rows} rows")
 
 
+def _cap_labels(cell: Cell, tensors: dict[str, Tensor]) -> None:
+    """Every block label of a convex cap is an integer in [0, k), k the columns of its e, and an order is a
+    permutation of the columns, else malformed."""
+    fields: dict[str, Any] = dict(cell.cap.fields) if cell.cap is not None else {}
+    if "order" in fields:
+        order = tensors[fields["order"]].values
+        if sorted(order) != [float(j) for j in range(len(order))]:
+            raise Malformed(f"cell {show(cell.id)} convex_cap witness: order is not a permutation of the columns")
+        return
+    k = tensors[fields["e"]].shape[1]
+    for j, x in enumerate(tensors[fields["blocks"]].values):
+        if not (x == math.floor(x) and 0 <= x < k):
+            raise Malformed(f"cell {show(cell.id)} convex_cap witness: column {j} has block label {x!r}, "
+                            f"not an integer in [0, {k})")
+
+
 def read(path: str | os.PathLike[str]) -> Document:
     """Read and validate a bracket file; ``Malformed`` (one line) when it is not one."""
     path = os.fspath(path)
@@ -406,7 +438,8 @@ def read(path: str | os.PathLike[str]) -> Document:
         named: set[str | None] = set()
         for c in cells:
             named.update((c.matrix, c.logits))
-            named.update(v for side in (c.lower, c.upper) for _, v in side.fields if isinstance(v, str))
+            sides = (c.lower, c.upper) + ((c.cap,) if c.cap is not None else ())
+            named.update(v for side in sides for _, v in side.fields if isinstance(v, str))
         tensors: dict[str, Tensor] = {}
         for name, (shape, begin, end) in sorted(table.items(), key=lambda item: item[1][1]):
             fh.seek(8 + n + begin)
@@ -421,4 +454,6 @@ def read(path: str | os.PathLike[str]) -> Document:
     for c in cells:
         if c.lower.kind == "odd_map":
             _odd_map_labels(c, tensors)
+        if c.cap is not None:
+            _cap_labels(c, tensors)
     return Document(path, cells, tensors)

@@ -50,6 +50,7 @@ class CellResult:
     upper: SideResult
     slack: Fraction | None = None
     slack_bound: Fraction | None = None
+    cap: SideResult | None = None          # the convex cap: a diagnostic, never part of ``verified``
 
     @property
     def verified(self) -> bool:
@@ -73,4 +74,9 @@ class CellResult:
                         f"{name}_witness": side.kind, f"{name}_margin": text(side.margin),
                         f"{name}_reason": side.reason})
         out.update({"slack": text(self.slack), "slack_bound": text(self.slack_bound)})
+        cap = self.cap
+        out.update({"convex_cap": None if cap is None else cap.rank,
+                    "convex_cap_verified": None if cap is None else cap.verified,
+                    "convex_cap_margin": None if cap is None else text(cap.margin),
+                    "convex_cap_reason": None if cap is None else cap.reason})
         return out

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ._cap import judge_cap
 from ._dyadic import Dyadic, FloatMatrix, residual
 from ._errors import LimitReached
 from ._limits import MAX_WORK, Meter
@@ -296,7 +297,24 @@ def _cell(f: _File, c: Cell) -> CellResult:
         why = f"inconsistent claim: lower rank {c.lower.rank} above upper rank {c.upper.rank}"
         lower = _no(lower.kind, lower.rank, why, lower.margin)
         upper = _no(upper.kind, upper.rank, why, upper.margin)
-    return CellResult(f.doc.path, c.id, c.index, c.eps, shape, lower, upper, slack, bound)
+    return CellResult(f.doc.path, c.id, c.index, c.eps, shape, lower, upper, slack, bound,
+                      None if c.cap is None else _cap(f, c, c.cap, failure))
+
+
+def _cap(f: _File, c: Cell, cap: Side, failure: str | None) -> SideResult:
+    """The cell's convex cap at eps with its slack (``crosscheck._cap``); it changes no side's verdict."""
+    if failure:
+        return _no(cap.kind, cap.rank, failure)
+    w: dict[str, Any] = dict(cap.fields)
+    t = f.doc.tensors
+    try:
+        line = t[w["order"] if "order" in w else w["blocks"]].values
+        return judge_cap(t[c.matrix].values, t[c.matrix].shape, cap.kind, line, w.get("width", 0), t[w["mu"]].values,
+                         t[w["e"]].values, t[w["e"]].shape[1], c.eps, c.slack or Fraction(0), cap.rank, f.meter)
+    except (LimitReached, MemoryError):
+        raise
+    except Exception as exc:   # fail closed
+        return _undecided(cap.kind, cap.rank, f"check failed: {type(exc).__name__}: {str(exc)[:120]}")
 
 
 def judge(doc: Document, max_work: int = MAX_WORK) -> tuple[CellResult, ...]:

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, NoReturn, Protocol, cast
 import numpy as np
 from flint import fmpq
 
-from .cellspec import LOWER_KINDS, UPPER_KINDS, CellSpec, Claim, TargetSpec
+from .cellspec import CAP_KINDS, LOWER_KINDS, UPPER_KINDS, CellSpec, Claim, TargetSpec
 from .errors import LimitExceeded, MalformedInput
 from .limits import (MAX_CELLS, MAX_FILE_BYTES, MAX_HEADER_BYTES, MAX_MATRIX_ENTRIES, MAX_MATRIX_SIDE, MAX_TENSOR_BYTES,
                      MAX_TENSORS)
@@ -97,6 +97,10 @@ class Cell:
     @property
     def upper(self) -> Claim:
         return self.spec.upper
+
+    @property
+    def convex_cap(self) -> Claim | None:
+        return self.spec.convex_cap
 
     @property
     def provenance(self) -> dict[str, Any]:
@@ -311,7 +315,7 @@ def _claim(obj: Any, what: str, kinds: Mapping[str, Mapping[str, str]], layout: 
 
 def _cell(obj: Any, index: int, layout: _Layout) -> Cell:
     what = f"cell {index}"
-    _keys(obj, what, {"id", "eps", "target", "lower", "upper"}, {"provenance"})
+    _keys(obj, what, {"id", "eps", "target", "lower", "upper"}, {"provenance", "convex_cap"})
     if not isinstance(obj["id"], str):
         raise MalformedInput(f"{what}: id must be a string")
     what = f"cell {show(obj['id'])}"
@@ -332,11 +336,49 @@ def _cell(obj: Any, index: int, layout: _Layout) -> Cell:
     if lower.kind == "odd_map":
         _odd_map_shapes(lower.fields, layout[tgt.matrix][0], layout, f"{what} lower witness")
     upper = _claim(obj["upper"], f"{what} upper", UPPER_KINDS, layout)
+    cap = None
+    if "convex_cap" in obj:
+        cap = _claim(obj["convex_cap"], f"{what} convex_cap", CAP_KINDS, layout)
+        _cap_shapes(cap, layout[tgt.matrix][0], layout, f"{what} convex_cap witness")
     # every field is validated: only now the cell's typed spec is built
     slack = target["slack"] if tgt.logits is not None else None
     spec = CellSpec(obj["id"], obj["eps"], TargetSpec(tgt.matrix, tgt.logits, slack), lower, upper,
-                    obj.get("provenance"))
+                    obj.get("provenance"), cap)
     return Cell(spec, eps, tgt)
+
+
+def _cap_shapes(cap: Claim, target: tuple[int, int], layout: _Layout, what: str) -> None:
+    """A convex cap's ``mu`` and ``blocks`` (or ``order``) are 1 x n; its ``e`` is m x k with k >= 1 for blocks,
+    m x n for windows, whose width is in ``[1, n]`` (m x n the target)."""
+    m, n = target
+    f = cap.fields
+    shapes = {key: layout[v][0] for key, v in f.items() if isinstance(v, str)}
+    structure = "blocks" if cap.kind == "column_blocks" else "order"
+    k = shapes["e"][1] if cap.kind == "column_blocks" else n
+    if shapes[structure] != (1, n) or shapes["mu"] != (1, n) or shapes["e"] != (m, k) or k < 1:
+        raise MalformedInput(f"{what} has {structure} {list(shapes[structure])}, mu {list(shapes['mu'])}, "
+                             f"e {list(shapes['e'])}; the target is [{m}, {n}] (need [1, n], [1, n], "
+                             f"{'[m, k >= 1]' if structure == 'blocks' else '[m, n]'})")
+    if cap.kind == "cyclic_windows" and not 1 <= cast(int, f["width"]) <= n:
+        raise MalformedInput(f"{what} width {f['width']} outside [1, {n}]")
+
+
+def _cap_labels(cell: Cell, tensors: dict[str, np.ndarray]) -> None:
+    """Every block label of a convex cap is an integer in ``[0, k)``, k the columns of its ``e``; an order is
+    a permutation of the columns."""
+    cap = cast(Claim, cell.convex_cap)
+    if cap.kind == "cyclic_windows":
+        order = tensors[cast(str, cap.fields["order"])].ravel()
+        if not np.array_equal(np.sort(order), np.arange(order.size, dtype=np.float64)):
+            raise MalformedInput(f"cell {show(cell.id)} convex_cap witness: order is not a permutation of the "
+                                 f"{order.size} columns")
+        return
+    labels, k = tensors[cast(str, cap.fields["blocks"])], tensors[cast(str, cap.fields["e"])].shape[1]
+    bad = (labels != np.floor(labels)) | (labels < 0) | (labels >= k)
+    if bad.any():
+        j = int(np.argmax(bad.ravel()))
+        raise MalformedInput(f"cell {show(cell.id)} convex_cap witness: column {j} has block label "
+                             f"{show(float(labels.ravel()[j]))}, need an integer in [0, {k})")
 
 
 def _odd_map_shapes(fields: dict[str, Any], target: tuple[int, int], layout: _Layout, what: str) -> None:
@@ -396,7 +438,7 @@ def _document(header: dict[str, Any]) -> list[Any]:
 
 def _names(cell: Cell) -> set[str | None]:
     names = {cell.target.matrix, cell.target.logits}
-    for claim in (cell.lower, cell.upper):
+    for claim in (cell.lower, cell.upper, *((cell.convex_cap,) if cell.convex_cap else ())):
         names.update(v for v in claim.fields.values() if isinstance(v, str))
     return names - {None}
 
@@ -433,6 +475,8 @@ def read_bracket_file(path: str | os.PathLike[str], max_tensor_bytes: int = MAX_
     for c in parsed:
         if c.lower.kind == "odd_map":
             _odd_map_labels(c, tensors, seen)
+        if c.convex_cap is not None:
+            _cap_labels(c, tensors)
     return BracketFile(path, parsed, tensors, header_sha256, digest.hexdigest())
 
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["UPPER_KINDS", "LOWER_KINDS", "FieldValue", "Claim", "TargetSpec", "CellSpec"]
+__all__ = ["UPPER_KINDS", "LOWER_KINDS", "CAP_KINDS", "FieldValue", "Claim", "TargetSpec", "CellSpec"]
 
 #: A witness field: a tensor name (``"tensor"``) or a non-negative integer (``"int"``).
 FieldValue = str | int
@@ -45,6 +45,11 @@ LOWER_KINDS: Mapping[str, Mapping[str, str]] = {
     "row_reconstruction": {"G": "tensor", "Z": "tensor", "M": "tensor"},
     "frobenius": {"k": "int"},
     "odd_map": {"labels": "tensor", "points": "tensor"},
+}
+#: The optional convex cap of a cell (``exact.cap``): a diagnostic, never a side of the bracket.
+CAP_KINDS: Mapping[str, Mapping[str, str]] = {
+    "column_blocks": {"blocks": "tensor", "mu": "tensor", "e": "tensor"},
+    "cyclic_windows": {"order": "tensor", "width": "int", "mu": "tensor", "e": "tensor"},
 }
 
 
@@ -107,7 +112,8 @@ class CellSpec:
     """One cell of the claim document: ``lower <= r_eps(target) <= upper`` with the witnesses of both sides.
 
     ``eps`` is the tolerance as exact rational text; ``provenance`` a JSON object describing what produced the
-    cell (``None``: no provenance key). Built by a producer, or by the reader after it validated the file.
+    cell (``None``: no provenance key); ``convex_cap`` an optional column-block witness (``exact.cap``), a
+    diagnostic of an open cell. Built by a producer, or by the reader after it validated the file.
     """
 
     id: str
@@ -116,16 +122,21 @@ class CellSpec:
     lower: Claim
     upper: Claim
     provenance: Mapping[str, Any] | None = None
+    convex_cap: Claim | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not isinstance(self.eps, str):
             raise ValueError(f"cell {self.id!r}: id and eps must be strings")
         self.lower.check(LOWER_KINDS, f"cell {self.id!r} lower")
         self.upper.check(UPPER_KINDS, f"cell {self.id!r} upper")
+        if self.convex_cap is not None:
+            self.convex_cap.check(CAP_KINDS, f"cell {self.id!r} convex_cap")
 
     def tensor_names(self) -> set[str]:
         """Every tensor the cell names."""
         names = {self.target.matrix} | self.lower.tensor_names() | self.upper.tensor_names()
+        if self.convex_cap is not None:
+            names |= self.convex_cap.tensor_names()
         return names | ({self.target.logits} if self.target.logits is not None else set())
 
     def to_json(self) -> dict[str, Any]:
@@ -134,4 +145,6 @@ class CellSpec:
                                "lower": self.lower.to_json(), "upper": self.upper.to_json()}
         if self.provenance is not None:
             out["provenance"] = self.provenance
+        if self.convex_cap is not None:
+            out["convex_cap"] = self.convex_cap.to_json()
         return out

@@ -12,7 +12,9 @@ Every string that comes from a file or the command line is printed escaped
 visible) and a cell id cut to ``ID_CHARS`` characters, so no file can forge
 a line, nor pad an id until the terminal wraps it into one. ``--json``
 prints one JSON object whose strings are exact (JSON escapes). A file named
-twice (by any path to it) is judged once.
+twice (by any path to it) is judged once. A cell's convex cap (``exact.cap``),
+where the file has one, is printed on a line of its own under the cell: a
+diagnostic that never changes the exit status.
 
 With ``--workers N`` a file's cells are dealt out to at most N processes
 (never more than there are tasks, nor than the cores this process may run
@@ -218,6 +220,22 @@ def _slack(c: dict[str, Any]) -> str:
     return f" slack {_approx(fmpq(c['slack']))} ({'proved' if proved else 'NOT proved'}: {shown})"
 
 
+def cap_line(c: dict[str, Any]) -> str:
+    """The convex cap of a cell's JSON (``exact.cap``): what it proves, or that it is not verified."""
+    r0, L, U = c["convex_cap"], c["lower"], c["upper"]
+    if not c["convex_cap_verified"]:
+        return f"convex cap {r0} NOT verified ({c['convex_cap_reason']}): no conclusion"
+    margin = _approx(fmpq(c["convex_cap_margin"])) if c["convex_cap_margin"] else "-"
+    if r0 >= U:
+        where = f"the cap is not below U = {U}: it rules out no convex certificate here"
+    elif L > r0:
+        where = f"L passes it by {L - r0}; U - cap = {U - r0}"
+    else:
+        where = f"L is {r0 - L} below it; U - cap = {U - r0}"
+    return (f"convex cap {r0} (verified, margin {margin}): no convex certificate can prove r_eps > {r0}; "
+            f"the lower families reached L = {L} ({where})")
+
+
 def _short_id(text: str) -> str:
     """A cell id as ``ascii()`` shows it, cut to ``ID_CHARS`` characters (a cut one ends in "...")."""
     shown = ascii(text)
@@ -237,6 +255,8 @@ def _print_table(cells: list[dict[str, Any]], refused: int) -> None:
         print(_clean(f"  {_short_id(c['id'])}  eps={eps}{_slack(c)}  [{c['lower']}, {c['upper']}]  "
                      f"lower: {_side(c, 'lower')}  upper: {_side(c, 'upper')}  "
                      f"target sha256 {c['target_sha256'][:16]}"))
+        if c.get("convex_cap") is not None:
+            print(_clean(f"    {cap_line(c)}"))
     if not cells:
         print(f"0 cells: nothing to verify ({refused} file(s) refused)")
         return

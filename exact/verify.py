@@ -24,6 +24,7 @@ import numpy as np
 from flint import fmpq
 
 from .bracketfile import BracketFile, Cell, Claim, read_bracket_file
+from .cap import CapTarget, check_cap
 from .certificates import (FrobeniusTail, OddMapWitness, ReconstructionWitness, RowReconstructionWitness, TrivialLower,
                            TrivialUpper, UpperFactors, check_lower, check_upper)
 from .errors import LimitExceeded
@@ -49,6 +50,7 @@ class CellReport:
     logits_sha256: str | None
     shape: tuple[int, ...]
     index: int = 0
+    convex_cap: Verdict | None = None     # the cell's convex cap (exact.cap): a diagnostic, not a side
 
     @property
     def verified(self) -> bool:
@@ -68,7 +70,18 @@ class CellReport:
             "upper_claimed": self.upper.claimed, "upper_derived": self.upper.derived,
             "slack": q(self.slack), "slack_bound": q(self.slack_bound),
             "target_sha256": self.target_sha256, "logits_sha256": self.logits_sha256,
+            **_cap_json(self.convex_cap),
         }
+
+
+def _cap_json(cap: Verdict | None) -> dict[str, Any]:
+    """The convex cap's keys of a cell's JSON: rank, verified, margin and reason (all null without a cap)."""
+    if cap is None:
+        return {"convex_cap": None, "convex_cap_verified": None, "convex_cap_margin": None,
+                "convex_cap_reason": None}
+    return {"convex_cap": cap.rank, "convex_cap_verified": cap.verified,
+            "convex_cap_margin": None if cap.margin is None else format_rational(cap.margin),
+            "convex_cap_reason": cap.reason}
 
 
 class _Exact:
@@ -184,8 +197,26 @@ def verify_cell(cell: Cell, tensors: dict[str, np.ndarray], exact: _Exact | None
                         lower.margin, claimed=cell.lower.rank, derived=cell.upper.rank)
         upper = refuted(upper.kind, upper.rank, why + ("" if upper.verified else f"; {upper.reason}"),
                         upper.margin, claimed=cell.upper.rank, derived=cell.lower.rank)
+    cap = None if cell.convex_cap is None else _cap(cell, cell.convex_cap, tensors, exact, failure)
     return CellReport(cell.id, cell.eps, lower, upper, slack, bound, cast(str, exact.sha256(cell.target.matrix)),
-                      exact.sha256(cell.target.logits), matrix.shape, index)
+                      exact.sha256(cell.target.logits), matrix.shape, index, cap)
+
+
+def _cap(cell: Cell, claim: Claim, tensors: dict[str, np.ndarray], exact: _Exact, failure: str | None) -> Verdict:
+    """The verdict on a cell's convex cap (``exact.cap``), at ``eps`` with the cell's proved slack; it
+    changes neither side's verdict. A slack that is not proved refutes it; an error fails closed."""
+    if failure:
+        return refuted(claim.kind, claim.rank, failure)
+    fields = {k: v if isinstance(v, int) else tensors[v] for k, v in claim.fields.items()}   # checked by the reader
+    try:
+        key = ("cap target", cell.target.matrix)
+        if key not in exact.derived:
+            exact.derived[key] = CapTarget(exact(cell.target.matrix))
+        return check_cap(exact.derived[key], claim.kind, fields, cell.eps, cell.target.slack or fmpq(0), claim.rank)
+    except (LimitExceeded, MemoryError):
+        raise
+    except Exception as exc:   # fail closed
+        return refuted(claim.kind, claim.rank, f"witness unreadable: {str(exc)[:120]}")
 
 
 def judge_file(bf: BracketFile, indices: Sequence[int] | None = None,

@@ -76,6 +76,8 @@ HEADS_DIR = "heads"
 BRACKET_BYTES = 1 << 30
 HEAD_BYTES = 1 << 30
 NATIVE = "native-causal"
+#: The keys of a cell's exact report that describe its convex cap.
+CAP_KEYS = ("convex_cap", "convex_cap_verified", "convex_cap_margin", "convex_cap_reason")
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ class Audit:
     #: Bracket cells whose provenance confirmed panel.json's identity; the identity fields some cell refused.
     confirmed: int = 0
     refused: frozenset = frozenset()
+    #: Per (file, cell id) of a checked row, its convex cap as the exact pass judged it (``exact.cap``): the
+    #: ``convex_cap*`` keys of the cell's report, all None without a cap.
+    caps: dict = field(default_factory=dict)
 
 
 def _verify_one(path: str) -> dict:
@@ -443,6 +448,7 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
         errors.extend(f"independent checker: {line}" for line in second["disagreements"])
     checked, named, heads = [], set(), {}
     by_key: dict = {}
+    caps: dict = {}
     tally: dict = {"refused": set()}
     for key, r in rows:
         if not r.ok:
@@ -464,6 +470,8 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
         if c is not None:
             checked.append(c)
             by_key.setdefault(key, []).append(c)
+            rep = verdicts.get(c.file, {}).get("cells", {}).get(c.cell_id, {})
+            caps[c.file, c.cell_id] = {k: rep.get(k) for k in CAP_KEYS}
     _duplicate_heads(out, heads, errors)
     for f, v in sorted(verdicts.items()):
         for cid in sorted(v.get("cells", {})):
@@ -475,7 +483,7 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
     confirmed = sum(1 for r in checked if r.ok) if run is not None else 0
     return Audit(checked, [escape(e, 400) for e in errors], run, from_records,
                  {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts), second,
-                 by_key=by_key, confirmed=confirmed, refused=frozenset(tally["refused"]))
+                 by_key=by_key, confirmed=confirmed, refused=frozenset(tally["refused"]), caps=caps)
 
 
 def run_summary(run: PanelRun | None) -> dict:

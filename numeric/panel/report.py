@@ -52,6 +52,7 @@ from numeric.panel.binding import HEAD_TOLERANCE
 from numeric.panel.figures import CAPTIONS, FIGURES, plot_all
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
+from numeric.panel.report_cap import cap_section
 from numeric.panel.report_heads import DIGEST_CHARS, ERROR_LINE, check_panel_heads, head_files, heads_line, md, rebound
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
@@ -347,7 +348,8 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     L = _header([_shown(r) for r in checked.rows], shown, checked.run, checked)
     L[1:1] = [_trust_line(checked, trust_records), heads_line(checks)]
     L += _integrity(shown, [md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
-    L += rebound(checks, checked.run, tolerance) + _tables(shown) + families
+    L += rebound(checks, checked.run, tolerance) + _tables(shown) + cap_section(s["verified_rows"], checked.caps)
+    L += families
     L += _figures_and_drops(shown, out)
     section = _geometry_section(shown["verified_rows"], out)
     if section:

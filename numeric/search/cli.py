@@ -44,7 +44,9 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
+from exact.cli import cap_line
 from exact.errors import ExitCode, OneLineParser, UserInputError
+from exact.verify import CellReport
 from numeric.heads.extract import softmax_rows
 from fileio.safeio import SafeIOError, check_target, escape
 from numeric.search import front
@@ -162,6 +164,12 @@ def _attack_line(outcomes: list[bool | None]) -> str:
     return f"attacks at rank L-1: {won} SUCCEEDED against a certified lower bound (a soundness bug)"
 
 
+def _cap_fields(rep: CellReport | None) -> dict[str, Any]:
+    """The convex cap of a cell as its exact re-check judged it (null keys without one)."""
+    cap = rep.to_json() if rep is not None else {}
+    return {k: cap.get(k) for k in ("convex_cap", "convex_cap_verified", "convex_cap_margin", "convex_cap_reason")}
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = OneLineParser(prog=PROG, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -256,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append({"id": cell.id, "eps": cell.eps, "lower": rec.lower, "upper": rec.upper,
                      "lower_witness": rec.lower_witness, "upper_witness": rec.upper_witness,
                      "svd_rank": rec.svd_rank, "seconds": round(rec.seconds, 3), "slack": rec.slack,
-                     "attack_success": rec.attack_success, "capped": rec.capped, "verified": ok})
+                     "attack_success": rec.attack_success, "capped": rec.capped, "verified": ok,
+                     **_cap_fields(rep)})
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -271,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{r['eps']:>8} {r['lower']:>4} {r['upper']:>4} {str(r['svd_rank'] or '-'):>4}  "
                   f"{r['lower_witness']:<32} {r['upper_witness']:<17} {r['seconds']:>6.1f}  {att:<7} "
                   f"{'verified' if r['verified'] else 'REFUTED'}")
+            if r["convex_cap"] is not None:
+                print(f"{'':>8} {cap_line(r)}")
         print(_attack_line([r["attack_success"] for r in rows]))
     for r in rows:
         if r["attack_success"]:

@@ -73,6 +73,7 @@ from numeric.search.across import (LowerPick, UpperPick, carry_lower, carry_uppe
                                    exact_upper_witness)
 from numeric.search.attack import ATTACK_FRACTION, attack_rank
 from numeric.search.budget import Budget, SafetyCap, stop_requested
+from numeric.search.cap import open_cell_caps
 from numeric.search.candidate import LowerCandidate, strongest_rows
 from numeric.search.effort import (BASE, DEFAULT_EFFORT, Effort, cell_seed, code_version, effort_budgets,
                                    package_versions)
@@ -452,11 +453,15 @@ def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: objec
         uppers = _upper_phase(t, tols, lowers, budgets, clock, on_step)
         cells: dict[int, CellSpec] = {}
         results: dict[int, BracketResult] = {}
-        for s, (low, up) in zip(tols, _chosen(t, tols, lowers, uppers, clock)):
+        chosen = list(zip(tols, _chosen(t, tols, lowers, uppers, clock)))
+        caps = open_cell_caps(t.A, [(s.text, s.cid, low.cand.rank, up.rank) for s, (low, up) in chosen], t.slack_q)
+        for (s, (low, up)), (cap, cap_tensors) in zip(chosen, caps):
             (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack,
                                                                           clock[s.idx])
             tensors.update(cell_tensors)
-            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, cell_provenance(search, run_prov, provenance))
+            tensors.update(cap_tensors)
+            cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, cell_provenance(search, run_prov, provenance),
+                                    cap)
     order = [i for i in range(len(eps_q)) if i in cells]
     outcome = RunOutcome(run=run_prov, stopped=len(order) < len(eps_q) or stop_requested(),
                          capped=tuple(cells[i].id for i in order if results[i].capped))
