@@ -45,13 +45,14 @@ from typing import Any
 
 from exact.errors import ExitCode, OneLineParser, UserInputError
 import crosscheck
-from numeric.panel.audit import audit, run_summary
+from numeric.panel.audit import audit
 from numeric.panel.binding import HEAD_TOLERANCE
 from numeric.panel.figures import CAPTIONS, FIGURES, plot_all
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
 from numeric.panel.report_heads import DIGEST_CHARS, ERROR_LINE, check_panel_heads, head_files, heads_line, md, rebound
 from numeric.panel.report_summary import MASS_DIGITS, REFERENCE_EPS, Summary, fmt, summarise
+from numeric.panel.provenance import PanelRun
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
 from fileio.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
@@ -119,22 +120,21 @@ def _header(rows, s: Summary, run, checked=None) -> list:
     L = ["# Learned-head panel report\n",
          f"Models: {'; '.join(shape)}. {s.brackets} brackets, {len(s.dropped)} rows dropped by the mass "
          "or locality screen.\n"]
-    info = run_summary(run)
-    code = info["code"]
+    info = run if run is not None else PanelRun({})
+    code = info.run_code
     checked = checked if checked is not None else SimpleNamespace(refused=frozenset(), confirmed=1)
-    effort = _identity(f"`{md(info['effort'] or 'unknown')}`", "effort", checked)
-    version = _identity(md(code.get("version") or "?"), "project version", checked)
-    packages = _identity(", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info["versions"].items()) if v)
+    effort = _identity(f"`{md(info.effort or 'unknown')}`", "effort", checked)
+    version = _identity(md(code.version or "?"), "project version", checked)
+    packages = _identity(", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info.versions.items()) if v)
                          or "unknown", "package versions", checked)
     L.append(f"Produced with effort preset {effort}, code {version} (the last run's commit "
-             f"{md(code.get('commit') or 'unknown')}{', uncommitted changes' if code.get('dirty') else ''}; "
-             f"sources sha256 {md((code.get('source_sha256') or 'unknown')[:DIGEST_CHARS])}), packages "
+             f"{md(code.commit or 'unknown')}{', uncommitted changes' if code.dirty else ''}; "
+             f"sources sha256 {md((code.source_sha256 or 'unknown')[:DIGEST_CHARS])}), packages "
              f"{packages} (effort, code version and packages checked against the provenance of "
              f"{checked.confirmed} bracket cells).\n")
-    summary = info["summary"]
-    if isinstance(summary, dict) and "run" in summary:
-        L.append(f"Last panel run: {summary['run']} cells computed, {summary['skipped']} resumed, "
-                 f"{summary['seconds']:.0f} s wall.\n")
+    last = info.last_run
+    if last is not None:
+        L.append(f"Last panel run: {last.run} cells computed, {last.skipped} resumed, {last.seconds:.0f} s wall.\n")
     L.append("Every rank, shape, witness kind and slack below comes from the exact tier's pass on the bracket "
              "files (`exact.verify`, the checker behind `python -m exact verify`; run for this report unless the "
              "first line says records were trusted), not from the panel's records, and every row is bound to its "
