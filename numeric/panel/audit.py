@@ -327,10 +327,9 @@ def bind_row(key: str, r: PanelRow, rep: CellPass, head: HeadEvidence, run: Pane
     if rep.target_sha256 != head.matrix:
         return f"the exact pass's target matrix is not that of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
     prov = rep.provenance
-    expected = {k: prov.label(k) for k in ("model", "cell_kind", "layer", "head", "source")}
-    expected["family"] = _family_label(prov)
-    for k in ("model", "family", "cell_kind", "layer", "head", "source"):
-        v = expected[k]
+    expected = {k: _family_label(prov) if k == "family" else prov.label(k)
+                for k in ("model", "family", "cell_kind", "layer", "head", "source")}
+    for k, v in expected.items():
         if v is not None and r.column(k) != v:
             return f"the row says {k} = {r.column(k)!r}, the file's provenance {v!r}"
     if r.effort is not None and r.effort != prov.search.effort:
@@ -367,8 +366,8 @@ def bind_dropped(key: str, r: PanelRow, head: HeadEvidence, run: PanelRun | None
         return f"no evidence: {head.error}"
     prov = head.provenance
     expected = {k: prov.get(k) for k in ("model", "cell_kind", "layer", "head", "source", "mass", "min_mass",
-                                               "local_mass")}
-    expected["family"] = _family_label(CellProvenance.from_json(prov))
+                                         "local_mass")}
+    expected.update(family=_family_label(CellProvenance.from_json(prov)))
     for k, v in expected.items():
         if r.column(k) != v:
             return f"the row says {k} = {r.column(k)!r}, its head file's provenance {v!r}"
