@@ -17,7 +17,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -27,13 +27,14 @@ from flint import fmpq
 
 import numpy as np
 
-from exact.bracketfile import BracketFile, read_bracket_file, show
+from exact.bracketfile import BracketFile, read_bracket_file
 from exact.errors import MalformedInput
-from exact.limits import MAX_CELLS, MAX_FILE_BYTES, MAX_WORK
+from exact.limits import MAX_FILE_BYTES, MAX_WORK
 from exact.verify import CellReport, judge_file
 from fileio.safeio import SafeIOError, escape, file_kind, write_bytes
 from numeric.search.inputs import parse_eps
 from softrank.errors import SoundnessError, UserInputError
+from softrank.provenance import ProvenanceView
 
 __all__ = ["Bracket", "Verdicts", "Brackets", "read_verified"]
 
@@ -98,28 +99,12 @@ class Bracket:
         return self.verified and self.lower == self.upper
 
     @classmethod
-    def from_report(cls, r: CellReport, target: str, provenance: Mapping[str, Any] | None) -> "Bracket":
-        search = provenance.get("search") if isinstance(provenance, dict) else None
-        capped = bool(search.get("capped")) if isinstance(search, dict) else False
+    def from_report(cls, r: CellReport, target: str, view: ProvenanceView) -> "Bracket":
+        """The cell of the exact tier's report ``r`` on a target, with what its provenance says (``view``)."""
         return cls(r.id, Fraction(int(r.eps.p), int(r.eps.q)), r.lower.rank, r.upper.rank, r.lower.kind, r.upper.kind,
                    _fraction(r.lower.margin), _fraction(r.upper.margin), r.lower.verified, r.upper.verified,
-                   r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), capped,
-                   _head_label(provenance))
-
-
-def _head_label(provenance: Mapping[str, Any] | None) -> str:
-    """``LAYER.HEAD`` of a captured head, ``[i,j]`` of a batch member, "" otherwise (from the cell's
-    ``softrank`` provenance: a label for people, never a claim)."""
-    own = provenance.get("softrank") if isinstance(provenance, dict) else None
-    if not isinstance(own, dict):
-        return ""
-    cap = own.get("capture")
-    if isinstance(cap, dict) and isinstance(cap.get("layer"), int) and isinstance(cap.get("head"), int):
-        return f"{cap['layer']}.{cap['head']}"
-    index = own.get("index")
-    if isinstance(index, list) and index and all(isinstance(i, int) for i in index):
-        return "[" + ",".join(map(str, index)) + "]"
-    return ""
+                   r.lower.reason, r.upper.reason, _fraction(r.slack), target, tuple(r.shape), view.capped,
+                   view.head)
 
 
 # ------------------------------------------------------------------ tables
@@ -276,39 +261,20 @@ def _judged(source: object, max_work: int) -> tuple[BracketFile, list[CellReport
     return bf, reports, data, name
 
 
-def _bracket_cells(bf: BracketFile, reports: list[CellReport]) -> tuple[Bracket, ...]:
-    return tuple(Bracket.from_report(r, bf.cells[r.index].target.matrix, bf.cells[r.index].provenance)
-                 for r in reports)
+def _bracket_cells(bf: BracketFile, reports: list[CellReport]) -> tuple[tuple[Bracket, ...], list[ProvenanceView]]:
+    """The cells of the reports, and the view of every cell's provenance (in file order), each parsed once."""
+    views = [ProvenanceView.from_json(c.provenance) for c in bf.cells]
+    return tuple(Bracket.from_report(r, bf.cells[r.index].target.matrix, views[r.index]) for r in reports), views
 
 
 def read_verified(source: object, max_work: int = MAX_WORK) -> Verdicts:
     """The exact tier's ``Verdicts`` on a bracket file given by path or bytes."""
     bf, reports, _, name = _judged(source, max_work)
-    return Verdicts(name, _bracket_cells(bf, reports))
+    return Verdicts(name, _bracket_cells(bf, reports)[0])
 
 
 # ------------------------------------------------------------------ brackets
-#: Dimensions of a batch shape recorded in provenance, at most.
-MAX_BATCH_DIMS = 32
-
-
-def _batch_shape(recorded: object, name: str) -> tuple[int, ...] | None:
-    """The batch shape ``softrank.bracket`` recorded in a cell's provenance (a list of positive
-    integers), ``()`` when none is recorded, None without a ``softrank`` record. Provenance is not
-    checked by the exact tier: anything else is a ``UserInputError``."""
-    if not isinstance(recorded, dict):
-        return None
-    shape = recorded.get("batch_shape", ())
-    if shape is None:
-        return ()
-    if (not isinstance(shape, (list, tuple)) or len(shape) > MAX_BATCH_DIMS
-            or any(type(d) is not int or not 0 < d <= MAX_CELLS for d in shape)):
-        raise UserInputError(f"{name}: the provenance's batch_shape {show(shape, 40)} is not a list of at most "
-                             f"{MAX_BATCH_DIMS} positive integers (each at most {MAX_CELLS})")
-    return tuple(shape)
-
-
-def _layout(recorded: list[Any], cells: tuple[Bracket, ...],
+def _layout(views: list[ProvenanceView], cells: tuple[Bracket, ...],
             name: str) -> tuple[tuple[Fraction, ...], tuple[int, ...], tuple[Bracket, ...]]:
     """(eps, batch shape, cells in batch-major, eps-minor order) of a verified file.
 
@@ -322,7 +288,7 @@ def _layout(recorded: list[Any], cells: tuple[Bracket, ...],
     if len(eps_lists) != 1:
         raise UserInputError(f"{name}: its targets do not share one list of tolerances; read it with softrank.verify")
     (eps,) = eps_lists
-    shapes = {_batch_shape(p, name) for p in recorded}
+    shapes = {v.recorded_batch_shape(name) for v in views}
     shape = next(iter(shapes)) if len(shapes) == 1 else None
     if shape is None or math.prod(shape) != len(groups):
         shape = () if len(groups) == 1 else (len(groups),)
@@ -349,6 +315,8 @@ class Brackets(_Rendered):
     cells: tuple[Bracket, ...]
     provenance: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     file: bytes = field(default=b"", compare=False, repr=False)
+    #: the first cell's provenance as the tables read it (``softrank.provenance``)
+    view: ProvenanceView = field(default_factory=ProvenanceView, compare=False, repr=False)
 
     # -------------------------------------------------------------- reading
     @classmethod
@@ -356,29 +324,28 @@ class Brackets(_Rendered):
         """Re-verify a bracket file (path or bytes) and return its brackets; ``UserInputError`` when
         it is malformed or the exact tier refutes a side (``softrank.verify`` shows every verdict)."""
         bf, reports, data, name = _judged(source, max_work)
-        cells = _bracket_cells(bf, reports)
+        cells, views = _bracket_cells(bf, reports)
         bad = next((c for c in cells if not c.verified), None)
         if bad is not None:
             why = "; ".join(x for x in (bad.lower_reason, bad.upper_reason) if x)
             raise UserInputError(f"{name}: the exact tier refutes cell {bad.id!r} ({why}); see softrank.verify")
-        return cls._build(bf, cells, data, name)
+        return cls._build(bf, cells, views, data, name)
 
     @classmethod
     def _from_own_file(cls, bf: BracketFile, reports: list[CellReport], data: bytes) -> "Brackets":
         """The brackets of a file ``softrank.bracket`` has just written: a refuted side is a soundness bug."""
-        cells = _bracket_cells(bf, reports)
+        cells, views = _bracket_cells(bf, reports)
         for c in cells:
             if not c.verified:
                 why = "; ".join(x for x in (c.lower_reason, c.upper_reason) if x)
                 raise SoundnessError(f"the exact tier refuted cell {c.id!r} that the search had verified: {why}")
-        return cls._build(bf, cells, data, "<bracket file>")
+        return cls._build(bf, cells, views, data, "<bracket file>")
 
     @classmethod
-    def _build(cls, bf: BracketFile, cells: tuple[Bracket, ...], data: bytes, name: str) -> "Brackets":
-        recorded = [c.provenance.get("softrank") for c in bf.cells]
-        eps, shape, ordered = _layout(recorded, cells, name)
-        first = bf.cells[0].provenance
-        return cls(eps, shape, ordered, dict(first), data)
+    def _build(cls, bf: BracketFile, cells: tuple[Bracket, ...], views: list[ProvenanceView], data: bytes,
+               name: str) -> "Brackets":
+        eps, shape, ordered = _layout(views, cells, name)
+        return cls(eps, shape, ordered, dict(bf.cells[0].provenance), data, views[0])
 
     # -------------------------------------------------------------- arrays
     def _array(self, attr: str, dtype: type = object) -> np.ndarray:
@@ -455,14 +422,13 @@ class Brackets(_Rendered):
                 + "]" for i, c in enumerate(self.cells)]
 
     def _table(self) -> Table:
-        s = self.provenance.get("search", {}) if isinstance(self.provenance.get("search"), dict) else {}
-        src = self.provenance.get("softrank", {}) if isinstance(self.provenance.get("softrank"), dict) else {}
+        v = self.view
         what = "1 matrix" if not self.batch_shape else f"{int(np.prod(self.batch_shape))} matrices {self.batch_shape}"
         n = self.cells[0].shape
-        kind = ("the exact softmax of each head's logits" if self.provenance.get("input_kind") == "logits"
-                else f"input {src['conversion']}" if src.get("conversion") else "")
+        kind = ("the exact softmax of each head's logits" if v.input_kind == "logits"
+                else f"input {v.conversion}" if v.conversion else "")
         title = (f"softrank brackets L <= r_eps(A) <= U, verified by the exact tier: {what} of {n[0]} x {n[1]}, "
-                 f"effort {s.get('effort', '?')}, seed {s.get('seed', '?')}" + (f", {kind}" if kind else ""))
+                 f"effort {v.effort}, seed {v.seed}" + (f", {kind}" if kind else ""))
         return (title, *_rows(self.cells, self._labels(), verdicts=False))
 
     def __repr__(self) -> str:

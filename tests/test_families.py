@@ -40,11 +40,11 @@ def row(L, U, cid, family="decoder-gpt2"):
 def test_gate_table_thresholds():
     fams = {"good": [row(1, 1, "a"), row(3, 3, "b"), row(5, 5, "c")],
             "wide": [row(1, 4, "d"), row(2, 5, "e"), row(2, 2, "f")]}
-    t = {x["family"]: x for x in gate_table(fams, 0.5)}
-    assert t["good"]["resolved"] == 3 and t["good"]["coverage"] == 1.0 and t["good"]["gate"]
-    assert t["wide"]["resolved"] == 1 and t["wide"]["coverage"] == 0.0 and not t["wide"]["gate"]
-    assert t["good"]["median_U_over_L"] == 1.0 and t["wide"]["median_U_over_L"] == 2.5
-    assert not gate_table({"good": fams["good"]}, 1.01)[0]["gate"]
+    t = {x.family: x for x in gate_table(fams, 0.5)}
+    assert t["good"].resolved == 3 and t["good"].coverage == 1.0 and t["good"].gate
+    assert t["wide"].resolved == 1 and t["wide"].coverage == 0.0 and not t["wide"].gate
+    assert t["good"].median_U_over_L == 1.0 and t["wide"].median_U_over_L == 2.5
+    assert not gate_table({"good": fams["good"]}, 1.01)[0].gate
 
 
 def test_ablation_replaces_decoded_certificates_by_verified_ones(tmp_path):

@@ -120,14 +120,20 @@ def test_summarise_counts_and_medians():
             row(0, 1, 0, "1/2", 1, 1), row(1, 2, 0, "1/2", 1, 2),
             row(2, 0, 0, "1/4", None, None, status="dropped_mass", family="decoder", mass=0.01)]
     s = summarise([PanelRow.from_json(r) for r in rows])
-    assert s["brackets"] == 6 and s["verified"] == 5 and len(s["unverified"]) == 1 and len(s["dropped"]) == 1
-    assert [r.cell_id for r in s["capped"]] == ["L1H2-1/4"]
-    q = s["per_eps"][Fraction(1, 4)]
-    assert q["brackets"] == 3 and q["closed"] == 1
-    assert q["median_U_over_L"] == 2.0          # ratios 1, 2, 2.5
-    assert q["median_L"] == 3 and q["median_U"] == 5
-    assert s["attacks_run"] == 4 and s["attack_successes"] == 0   # L >= 2 among the ok rows
-    assert s["direct_checked"] == 6 and s["direct_passed"] == 6
+    assert s.brackets == 6 and s.verified == 5 and len(s.unverified) == 1 and len(s.dropped) == 1
+    assert [r.cell_id for r in s.capped] == ["L1H2-1/4"]
+    q = s.per_eps[Fraction(1, 4)]
+    assert q.brackets == 3 and q.closed == 1
+    assert q.median_U_over_L == 2.0          # ratios 1, 2, 2.5
+    assert q.median_L == 3 and q.median_U == 5
+    assert s.attacks_run == 4 and s.attack_successes == 0   # L >= 2 among the ok rows
+    assert s.direct_checked == 6 and s.direct_passed == 6
+    doc = json.loads(s.to_json())               # the record renders its own JSON, from the same figures
+    assert doc["brackets"] == 6 and doc["per_eps"]["1/4"]["median_U_over_L"] == 2.0
+    assert [r["cell_id"] for r in doc["capped"]] == ["L1H2-1/4"] and len(doc["verified_rows"]) == 5
+    md = s.to_markdown()
+    assert "| brackets re-verified exactly (both sides) | 5 | 6 |" in md
+    assert "| 1/4 | 3 | 1 | 3 | 5 | 2.00 |" in md and "- L1H2-1/4 (" in md
 
 
 def test_report_cli_errors(tmp_path):

@@ -39,7 +39,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -56,7 +56,7 @@ from fileio.safeio import escape
 from numeric.panel.presets import ARMS_EFFORT, ARMS_EPS, ARMS_SOURCES, VIT_ARMS, model_shape
 from numeric.panel.provenance import PanelError
 
-__all__ = ["ArmComparison", "compare_arms", "arm_dir", "run_arms", "write_arms", "main"]
+__all__ = ["ArmComparison", "ArmsResults", "compare_arms", "arm_dir", "run_arms", "write_arms", "main"]
 
 PROG = "python -m numeric.panel.arms"
 JSON_NAME = "arms.json"
@@ -181,8 +181,9 @@ def _source_ids(arm: str, n: int) -> list:
 
 
 def run_arms(out: Path, arms: list, heads: list, n_sources: int, eps_text: str, effort: str, *,
-             workers: int = 1, quiet: bool = True) -> tuple[int, dict]:
-    """Run both arms' panels (resumable) and compare them; (exit status, the arms document)."""
+             workers: int = 1, quiet: bool = True) -> tuple[int, ArmsResults | None]:
+    """Run both arms' panels (resumable) and compare them; (exit status, the comparison, None when an arm's
+    panel failed)."""
     if not 1 <= n_sources <= MAX_SOURCES:
         raise PanelError(f"--sources must be in 1..{MAX_SOURCES}")
     _check_arms(arms)
@@ -198,17 +199,15 @@ def run_arms(out: Path, arms: list, heads: list, n_sources: int, eps_text: str, 
         with contextlib.redirect_stdout(sys.stderr):   # stdout carries the comparison only
             rc = cli.main(argv)
         if rc not in (ExitCode.OK, ExitCode.REFUTED):
-            return rc, {}
+            return rc, None
         status = max(status, rc)
     cells = [(l, h, s) for l, h in heads for s in ids[0]]
     comps = compare_arms(read_rows(arm_dir(out, arms[0])), read_rows(arm_dir(out, arms[1])), cells, eps)
     if any(c.excluded for c in comps):
         status = ExitCode.REFUTED
-    doc = {"arms": list(arms), "dirs": [str(arm_dir(out, a)) for a in arms],
-           "weights_sha256": {a: _weights(a) for a in arms}, "heads": [f"{l}.{h}" for l, h in heads],
-           "sources": ids[0], "eps": list(eps), "effort": effort,
-           "comparisons": [_jsonable(asdict(c)) for c in comps]}
-    return status, doc
+    return status, ArmsResults(tuple(arms), tuple(str(arm_dir(out, a)) for a in arms),
+                               {a: _weights(a) for a in arms}, tuple(f"{l}.{h}" for l, h in heads), tuple(ids[0]),
+                               tuple(eps), effort, tuple(comps))
 
 
 def _weights(arm: str) -> str:
@@ -232,35 +231,64 @@ def _f(x, pct: bool = False) -> str:
     return f"{100 * x:.1f} %" if pct else f"{x:.3f}"
 
 
-def markdown(doc: dict) -> str:
-    """The comparison as Markdown: one row per tolerance, then the per-layer shares."""
-    a, b = doc["arms"]
-    lines = [f"# ViT two-arm qualification (L.3): A = {a}, B = {b}", "",
-             f"Arms run separately, never pooled: {', '.join(doc['dirs'])}. Heads {', '.join(doc['heads'])}; "
-             f"the same sources for both arms ({len(doc['sources'])}: {', '.join(doc['sources'])}); "
-             f"effort {doc['effort']}; a cell counts only where both arms' brackets were verified by the exact "
-             "tier. Weight hashes (as in the cells' provenance): "
-             + ", ".join(f"{k} {v[:16]}..." for k, v in doc["weights_sha256"].items()) + ".", "",
-             "| eps | paired cells | excluded | Spearman U | Spearman L | U_B > U_A | U_A > U_B | U_A = U_B | "
-             "L_B > U_A (proven) | L_A > U_B (proven) | median U_A | median U_B |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for c in doc["comparisons"]:
-        lines.append(f"| {c['eps']} | {c['cells']} | {c['excluded']} | {_f(c['spearman_U'])} | "
-                     f"{_f(c['spearman_L'])} | {_f(c['b_above'], True)} | {_f(c['a_above'], True)} | "
-                     f"{_f(c['equal'], True)} | {_f(c['b_certified_above'], True)} | "
-                     f"{_f(c['a_certified_above'], True)} | {_f(c['median_U_a'])} | {_f(c['median_U_b'])} |")
-    lines += ["", "Per layer (cells; U_B > U_A; U_A > U_B):", "",
-              "| eps | " + " | ".join(f"layer {s['layer']}" for s in doc["comparisons"][0]["by_layer"]) + " |",
-              "| --- |" + " --- |" * len(doc["comparisons"][0]["by_layer"])] if doc["comparisons"] else []
-    for c in doc["comparisons"]:
-        lines.append(f"| {c['eps']} | " + " | ".join(
-            f"{s['cells']}; {_f(s['b_above'], True)}; {_f(s['a_above'], True)}" for s in c["by_layer"]) + " |")
-    return "\n".join(lines) + "\n"
+@dataclass(frozen=True)
+class ArmsResults:
+    """The two-arm qualification: the arms (A, B), their panel directories, their weight hashes, the heads,
+    the shared sources, the tolerances, the effort and the comparison per tolerance; ``to_json`` and
+    ``to_markdown`` render ``arms.json`` and ``arms.md``; ``command``: the command line, once known."""
+
+    arms: tuple[str, ...]
+    dirs: tuple[str, ...]
+    weights_sha256: dict[str, str]
+    heads: tuple[str, ...]
+    sources: tuple[str, ...]
+    eps: tuple[str, ...]
+    effort: str
+    comparisons: tuple[ArmComparison, ...]
+    command: str | None = None
+
+    def to_dict(self) -> dict:
+        """``arms.json``'s document (NaN as null; ``command`` only when set)."""
+        doc = {"arms": list(self.arms), "dirs": list(self.dirs), "weights_sha256": dict(self.weights_sha256),
+               "heads": list(self.heads), "sources": list(self.sources), "eps": list(self.eps),
+               "effort": self.effort, "comparisons": [_jsonable(asdict(c)) for c in self.comparisons]}
+        return doc if self.command is None else dict(doc, command=self.command)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+    def to_markdown(self) -> str:
+        """The comparison as Markdown: one row per tolerance, then the per-layer shares."""
+        a, b = self.arms
+        lines = [f"# ViT two-arm qualification (L.3): A = {a}, B = {b}", "",
+                 f"Arms run separately, never pooled: {', '.join(self.dirs)}. Heads {', '.join(self.heads)}; "
+                 f"the same sources for both arms ({len(self.sources)}: {', '.join(self.sources)}); "
+                 f"effort {self.effort}; a cell counts only where both arms' brackets were verified by the exact "
+                 "tier. Weight hashes (as in the cells' provenance): "
+                 + ", ".join(f"{k} {v[:16]}..." for k, v in self.weights_sha256.items()) + ".", "",
+                 "| eps | paired cells | excluded | Spearman U | Spearman L | U_B > U_A | U_A > U_B | U_A = U_B | "
+                 "L_B > U_A (proven) | L_A > U_B (proven) | median U_A | median U_B |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for c in self.comparisons:
+            lines.append(f"| {c.eps} | {c.cells} | {c.excluded} | {_f(c.spearman_U)} | "
+                         f"{_f(c.spearman_L)} | {_f(c.b_above, True)} | {_f(c.a_above, True)} | "
+                         f"{_f(c.equal, True)} | {_f(c.b_certified_above, True)} | "
+                         f"{_f(c.a_certified_above, True)} | {_f(c.median_U_a)} | {_f(c.median_U_b)} |")
+        if self.comparisons:
+            first = self.comparisons[0].by_layer
+            lines += ["", "Per layer (cells; U_B > U_A; U_A > U_B):", "",
+                      "| eps | " + " | ".join(f"layer {s.layer}" for s in first) + " |",
+                      "| --- |" + " --- |" * len(first)]
+        for c in self.comparisons:
+            lines.append(f"| {c.eps} | " + " | ".join(
+                f"{s.cells}; {_f(s.b_above, True)}; {_f(s.a_above, True)}" for s in c.by_layer) + " |")
+        return "\n".join(lines) + "\n"
 
 
-def write_arms(out: Path, doc: dict) -> str:
-    atomic_write(Path(out) / JSON_NAME, json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    md = markdown(doc)
+def write_arms(out: Path, results: ArmsResults) -> str:
+    """Write ``arms.json`` and ``arms.md``; the Markdown."""
+    atomic_write(Path(out) / JSON_NAME, results.to_json())
+    md = results.to_markdown()
     atomic_write(Path(out) / MD_NAME, md)
     return md
 
@@ -295,7 +323,7 @@ def main(argv=None) -> int:
         if not arms:
             raise PanelError("--arms names no model")
         with pinned_threads():
-            status, doc = run_arms(Path(args.out), arms, _heads(args.heads, arms[0]), args.sources, args.eps,
+            status, results = run_arms(Path(args.out), arms, _heads(args.heads, arms[0]), args.sources, args.eps,
                                    args.effort, workers=args.workers, quiet=args.quiet)
     except (PanelError, ModelInputError, ExtractionError, SourceError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
@@ -303,10 +331,10 @@ def main(argv=None) -> int:
     except OSError as e:         # an --out that cannot be created (under a file, no permission)
         print(f"{PROG}: error: {escape(args.out)}: {e.strerror or e}", file=sys.stderr)
         return ExitCode.MALFORMED
-    if not doc:
+    if results is None:
         return status
-    doc["command"] = " ".join([PROG] + list(sys.argv[1:] if argv is None else argv))
-    print(write_arms(Path(args.out), doc), end="")
+    results = replace(results, command=" ".join([PROG] + list(sys.argv[1:] if argv is None else argv)))
+    print(write_arms(Path(args.out), results), end="")
     return status
 
 

@@ -62,11 +62,11 @@ from numeric.panel import vcache
 from numeric.panel.binding import DUPLICATE_ROW_L1, fingerprint, header_provenance, near_duplicates
 from numeric.panel.cell import family_label
 from numeric.panel.table import CELLS_DIR, RECORD_BYTES, RUN_NAME, sort_key
-from numeric.panel.vcache import result_of
+from numeric.panel.vcache import CAP_KEYS, CellPass, FilePass, result_of
 from fileio.safeio import SafeIOError, escape, list_dir, read_f64_tensors, read_json, snapshot
 from numeric.heads.domains import DOMAINS, primary_domain, row_domain, source_domain
 
-__all__ = ["Audit", "audit", "verify_files", "run_summary", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
+__all__ = ["Audit", "audit", "verify_files", "BRACKETS_DIR", "HEADS_DIR", "BRACKET_BYTES",
            "HEAD_BYTES", "RECORD_BYTES", "RUN_BYTES", "bind_row"]
 
 BRACKETS_DIR = "brackets"
@@ -77,7 +77,6 @@ BRACKET_BYTES = 1 << 30
 HEAD_BYTES = 1 << 30
 NATIVE = "native-causal"
 #: The keys of a cell's exact report that describe its convex cap.
-CAP_KEYS = ("convex_cap", "convex_cap_verified", "convex_cap_margin", "convex_cap_reason")
 
 
 @dataclass(frozen=True)
@@ -225,9 +224,9 @@ def _exact_pass(out: Path, workers, reverify: bool, errors: list,
     return results, from_records, second
 
 
-def _head_tensors(out: Path, key: str) -> tuple[dict, dict]:
-    """The header of ``heads/<key>.safetensors`` and its 2-D float64 ``logits`` and ``matrix`` as
-    ``{name: (array, sha256 of the stored bytes)}``, streamed as bracket files are (only these two tensors'
+def _head_tensors(out: Path, key: str) -> tuple[dict, tuple[np.ndarray, str], tuple[np.ndarray, str]]:
+    """The header of ``heads/<key>.safetensors``, its 2-D float64 ``logits`` and ``matrix``, each as
+    ``(array, sha256 of the stored bytes)``, streamed as bracket files are (only these two tensors'
     bytes are held); ``SafeIOError`` when the file is unreadable or lacks one of them."""
     header, raw = read_f64_tensors(out / HEADS_DIR / f"{key}.safetensors", ("logits", "matrix"),
                                    limit=HEAD_BYTES, root=out)
@@ -239,7 +238,8 @@ def _head_tensors(out: Path, key: str) -> tuple[dict, dict]:
         shape, data = raw[name]
         tensors[name] = (np.frombuffer(data, dtype="<f8").reshape(shape).astype(np.float64),
                          hashlib.sha256(data).hexdigest())
-    return header, tensors
+    logits, matrix = (tensors[name] for name in ("logits", "matrix"))
+    return header, logits, matrix
 
 
 def head_arrays(out: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict] | None:
@@ -247,21 +247,32 @@ def head_arrays(out: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict] | No
     its metadata carries (``{}`` when none), or None when it is unreadable (its rows are then already
     errors of the audit)."""
     try:
-        header, tensors = _head_tensors(out, key)
+        header, logits, matrix = _head_tensors(out, key)
     except SafeIOError:
         return None
-    return tensors["logits"][0], tensors["matrix"][0], header_provenance(header) or {}
+    return logits[0], matrix[0], header_provenance(header) or {}
 
 
-def _head(out: Path, key: str) -> dict:
-    """``{"logits": sha256, "matrix": sha256, "fingerprint": array, "provenance": dict}`` of
-    ``heads/<key>.safetensors`` (``numeric.panel.binding``), or ``{"error": message}``."""
+@dataclass(frozen=True)
+class HeadEvidence:
+    """What the audit holds of ``heads/<key>.safetensors``: the SHA-256 of its logits and matrix, the matrix's
+    fingerprint (``numeric.panel.binding``) and the provenance its metadata carries; or, ``error``, why it is
+    unreadable."""
+
+    logits: str = ""
+    matrix: str = ""
+    fingerprint: Any = None
+    provenance: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def _head(out: Path, key: str) -> HeadEvidence:
+    """The evidence of ``heads/<key>.safetensors``, or its error."""
     try:        # streamed as bracket files are: the header first, then the two tensors only
-        header, tensors = _head_tensors(out, key)
+        header, logits, matrix = _head_tensors(out, key)
     except SafeIOError as e:    # a malformed head file is an error of its rows
-        return {"error": str(e)}
-    return {"logits": tensors["logits"][1], "matrix": tensors["matrix"][1],
-            "fingerprint": fingerprint(tensors["matrix"][0]), "provenance": header_provenance(header) or {}}
+        return HeadEvidence(error=str(e))
+    return HeadEvidence(logits[1], matrix[1], fingerprint(matrix[0]), header_provenance(header) or {})
 
 
 def _family_label(prov: CellProvenance) -> str | None:
@@ -308,22 +319,21 @@ def bind_names(key: str, r: PanelRow) -> str | None:
     return None
 
 
-def bind_row(key: str, r: PanelRow, rep: dict, head: dict, run: PanelRun | None) -> str | None:
+def bind_row(key: str, r: PanelRow, rep: CellPass, head: HeadEvidence, run: PanelRun | None) -> str | None:
     """Why the row ``r`` of record ``key`` is not bound to its head and run, or None.
 
     ``rep``: the exact pass's report of the row's cell; ``head``: the hashes of ``heads/<key>``."""
     eps = str(Fraction(r.eps))
-    if "error" in head:
-        return head["error"]
-    if rep.get("logits_sha256") != head["logits"]:
+    if head.error is not None:
+        return head.error
+    if rep.logits_sha256 != head.logits:
         return f"the exact pass's logits are not those of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
-    if rep.get("target_sha256") != head["matrix"]:
+    if rep.target_sha256 != head.matrix:
         return f"the exact pass's target matrix is not that of {HEADS_DIR}/{key}.safetensors (sha256 differs)"
-    prov = CellProvenance.from_json(rep["provenance"])
-    expected = {k: prov.label(k) for k in ("model", "cell_kind", "layer", "head", "source")}
-    expected["family"] = _family_label(prov)
-    for k in ("model", "family", "cell_kind", "layer", "head", "source"):
-        v = expected[k]
+    prov = rep.provenance
+    expected = {k: _family_label(prov) if k == "family" else prov.label(k)
+                for k in ("model", "family", "cell_kind", "layer", "head", "source")}
+    for k, v in expected.items():
         if v is not None and r.column(k) != v:
             return f"the row says {k} = {r.column(k)!r}, the file's provenance {v!r}"
     if r.effort is not None and r.effort != prov.search.effort:
@@ -347,7 +357,7 @@ def identity_mismatches(run: PanelRun, prov: CellProvenance) -> list[tuple[str, 
             if mine != theirs]
 
 
-def bind_dropped(key: str, r: PanelRow, head: dict, run: PanelRun | None) -> str | None:
+def bind_dropped(key: str, r: PanelRow, head: HeadEvidence, run: PanelRun | None) -> str | None:
     """Why a dropped row (no bracket: the head screen dropped its cell) of record ``key`` is not backed by its
     head file, or None: the file must exist, and the row's labels, mass and local mass must be those its
     provenance records (``numeric.heads.extract``), its effort that of ``panel.json``."""
@@ -356,12 +366,12 @@ def bind_dropped(key: str, r: PanelRow, head: dict, run: PanelRun | None) -> str
         return f"the row says layer {r.layer} head {r.head} ({r.cell_kind}), its key {key} another head"
     if _domain_mismatch(r, labels[3]):
         return f"the row says source {r.source} (domain {r.domain}), its key {key} another domain"
-    if "error" in head:
-        return f"no evidence: {head['error']}"
-    prov = head["provenance"]
+    if head.error is not None:
+        return f"no evidence: {head.error}"
+    prov = head.provenance
     expected = {k: prov.get(k) for k in ("model", "cell_kind", "layer", "head", "source", "mass", "min_mass",
-                                               "local_mass")}
-    expected["family"] = _family_label(CellProvenance.from_json(prov))
+                                         "local_mass")}
+    expected.update(family=_family_label(CellProvenance.from_json(prov)))
     for k, v in expected.items():
         if r.column(k) != v:
             return f"the row says {k} = {r.column(k)!r}, its head file's provenance {v!r}"
@@ -370,10 +380,10 @@ def bind_dropped(key: str, r: PanelRow, head: dict, run: PanelRun | None) -> str
     return None
 
 
-def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, run, errors: list,
-               tally: dict | None = None) -> PanelRow | None:
+def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict[str, FilePass], heads: dict, run, errors: list,
+               refused: set | None = None) -> PanelRow | None:
     """The row with the exact pass's ranks, verdicts, shape, witness kinds and slack, or None (an error)."""
-    cid, f = r.cell_id, r.file
+    cid, f = r.cell_id or "", r.file or ""      # labels of 1+ characters in a row of status ok
     why = bind_names(key, r)
     if why is not None:
         errors.append(f"{cid}: not bound to its head: {why}")
@@ -382,33 +392,31 @@ def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, ru
     if result is None:
         errors.append(f"{cid}: bracket file {f} is missing")
         return None
-    if "error" in result:
-        errors.append(f"{cid}: bracket file {f} is unreadable: {result['error']}")
+    if result.error is not None:
+        errors.append(f"{cid}: bracket file {f} is unreadable: {result.error}")
         return None
-    rep = result["cells"].get(cid)
+    rep = result.cells.get(cid)
     if rep is None:
         errors.append(f"{cid}: no such cell in {f}")
         return None
-    if Fraction(rep["eps"]) != Fraction(r.eps):
-        errors.append(f"{cid}: the record says eps = {r.eps}, the file {rep['eps']}")
+    if Fraction(rep.eps) != Fraction(r.eps):
+        errors.append(f"{cid}: the record says eps = {r.eps}, the file {rep.eps}")
         return None
     if key not in heads:
         heads[key] = _head(out, key)
-    if run is not None and tally is not None:
-        wrong = identity_mismatches(run, CellProvenance.from_json(rep["provenance"]))
-        tally["refused"].update(what for what, _, _ in wrong)
+    if run is not None and refused is not None:
+        refused.update(what for what, _, _ in identity_mismatches(run, rep.provenance))
     why = bind_row(key, r, rep, heads[key], run)
     if why is not None:
         errors.append(f"{cid}: not bound to its head: {why}")
         return None
-    slack = rep.get("slack")
-    checked = replace(r, L=rep["lower"], U=rep["upper"], lower_verified=rep["lower_verified"],
-                      upper_verified=rep["upper_verified"],
-                      verified=bool(rep["lower_verified"] and rep["upper_verified"]),
-                      n_rows=rep["shape"][0], n_cols=rep["shape"][1],
-                      lower_witness=rep["lower_witness"], upper_witness=rep["upper_witness"],
+    slack = rep.slack
+    checked = replace(r, L=rep.lower, U=rep.upper, lower_verified=rep.lower_verified,
+                      upper_verified=rep.upper_verified, verified=bool(rep.lower_verified and rep.upper_verified),
+                      n_rows=rep.shape[0], n_cols=rep.shape[1],
+                      lower_witness=rep.lower_witness, upper_witness=rep.upper_witness,
                       slack=None if slack is None else float(Fraction(slack)), slack_exact=slack,
-                      logits_sha256=rep.get("logits_sha256"), target_sha256=rep["target_sha256"])
+                      logits_sha256=rep.logits_sha256, target_sha256=rep.target_sha256)
     for k in ("L", "U", "verified", "lower_verified", "upper_verified", "n_rows", "n_cols", "slack"):
         if r.column(k) != checked.column(k):
             errors.append(f"{cid}: the record says {k} = {r.column(k)!r}, the exact pass {checked.column(k)!r}")
@@ -422,7 +430,7 @@ def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict, heads: dict, ru
 
 def _duplicate_heads(out: Path, heads: dict, errors: list) -> None:
     """One error per pair of near-duplicate heads (``numeric.panel.binding.near_duplicates``)."""
-    prints = {k: h["fingerprint"] for k, h in heads.items() if "fingerprint" in h}
+    prints = {k: h.fingerprint for k, h in heads.items() if h.error is None}
 
     def matrix(key: str):
         arrays = head_arrays(out, key)
@@ -443,13 +451,14 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
     errors: list[str] = []
     run = _read_run(out, errors)
     rows = _records(out, run, errors)
-    verdicts, from_records, second = _exact_pass(out, workers, reverify, errors, independent)
+    results, from_records, second = _exact_pass(out, workers, reverify, errors, independent)
+    verdicts = {f: FilePass.from_json(v) for f, v in results.items()}
     if second is not None:
         errors.extend(f"independent checker: {line}" for line in second["disagreements"])
     checked, named, heads = [], set(), {}
     by_key: dict = {}
     caps: dict = {}
-    tally: dict = {"refused": set()}
+    refused: set[str] = set()
     for key, r in rows:
         if not r.ok:
             if key not in heads:
@@ -466,29 +475,22 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
             errors.append(f"{r.cell_id}: named by two rows")
             continue
         named.add(name)
-        c = _check_row(out, key, r, verdicts, heads, run, errors, tally)
+        c = _check_row(out, key, r, verdicts, heads, run, errors, refused)
         if c is not None:
             checked.append(c)
             by_key.setdefault(key, []).append(c)
-            rep = verdicts.get(c.file, {}).get("cells", {}).get(c.cell_id, {})
-            caps[c.file, c.cell_id] = {k: rep.get(k) for k in CAP_KEYS}
+            fp = verdicts.get(c.file)
+            cell = fp.cells.get(c.cell_id) if fp is not None and c.cell_id is not None else None
+            caps[c.file, c.cell_id] = dict(cell.cap) if cell is not None else dict.fromkeys(CAP_KEYS)
     _duplicate_heads(out, heads, errors)
     for f, v in sorted(verdicts.items()):
-        for cid in sorted(v.get("cells", {})):
+        for cid in sorted(v.cells):
             if (f, cid) not in named:
                 errors.append(f"{cid}: cell of {f} that no record names")
-        if "error" in v and not any(k[0] == f for k in named):
-            errors.append(f"{f}: unreadable bracket file that no record names: {v['error']}")
+        if v.error is not None and not any(k[0] == f for k in named):
+            errors.append(f"{f}: unreadable bracket file that no record names: {v.error}")
     checked.sort(key=sort_key)
     confirmed = sum(1 for r in checked if r.ok) if run is not None else 0
     return Audit(checked, [escape(e, 400) for e in errors], run, from_records,
-                 {k: h["logits"] for k, h in sorted(heads.items()) if "logits" in h}, len(verdicts), second,
-                 by_key=by_key, confirmed=confirmed, refused=frozenset(tally["refused"]), caps=caps)
-
-
-def run_summary(run: PanelRun | None) -> dict:
-    """Effort, versions and code of ``panel.json`` (checked against its schema) for the report's header."""
-    run = run if run is not None else PanelRun({})
-    return {"effort": run.effort, "versions": dict(run.versions),
-            "code": dict(run.code_version or {}, **run.code), "eps": run.eps,
-            "tolerances": run.tolerances, "summary": run.summary}
+                 {k: h.logits for k, h in sorted(heads.items()) if h.error is None}, len(verdicts), second,
+                 by_key=by_key, confirmed=confirmed, refused=frozenset(refused), caps=caps)

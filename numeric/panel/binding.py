@@ -56,7 +56,7 @@ from numeric.heads.sources import SourceError
 from fileio.safeio import SafeIOError, json_depth
 
 __all__ = ["DUPLICATE_ROW_L1", "HEAD_TOLERANCE", "Transfer", "HeadCheck", "header_provenance", "fingerprint",
-           "near_duplicates", "transfer", "head_delta", "check_heads", "source_index"]
+           "near_duplicates", "transfer", "head_delta", "Extraction", "check_heads", "source_index"]
 
 #: Two heads of one shape closer than this in the max row-l1 norm of the difference of their float64
 #: attention matrices are one head filed twice (honest heads of different sources differ by O(0.1)).
@@ -254,13 +254,38 @@ def _domain_arg(lm, source: str) -> str:
     return "" if primary_domain(source_modality(lm)) == dom else dom
 
 
-def _status(identity: Mapping[str, Any], lm, cap) -> str:
+@dataclass(frozen=True)
+class Extraction:
+    """What the re-extraction reads of ``panel.json``'s run identity (``numeric.panel.provenance``), read once:
+    the model specs (strings only), the head screen's minimum mass and switch (as written: ``_status``
+    converts them), the prefix, block and encoder length, and the image size; an absent key takes the
+    panel's default."""
+
+    specs: tuple[str, ...] = ()
+    min_mass: Any = 0.0
+    screen: Any = True
+    prefix: Any = PREFIX
+    block: Any = BLOCK
+    length: Any = ENCODER_LENGTH
+    image_size: Any = None
+
+    @classmethod
+    def from_identity(cls, identity: Mapping[str, Any] | None) -> Extraction:
+        identity = identity or {}
+        specs = identity.get("model")
+        specs = [specs] if isinstance(specs, str) else [s for s in (specs or []) if isinstance(s, str)]
+        return cls(tuple(specs), identity.get("min_mass", 0.0), identity.get("screen", True),
+                   identity.get("prefix", PREFIX), identity.get("block", BLOCK),
+                   identity.get("length") or ENCODER_LENGTH, identity.get("image_size"))
+
+
+def _status(settings: Extraction, lm, cap) -> str:
     """The head screen's verdict on a re-extracted capture (``numeric.panel.cell._status``)."""
     if lm.family != "decoder":
         return "ok"
-    if cap.mass < float(identity.get("min_mass", 0.0)):
+    if cap.mass < float(settings.min_mass):
         return "dropped_mass"
-    if identity.get("screen", True) and not cap.nonlocal_head:
+    if settings.screen and not cap.nonlocal_head:
         return "dropped_local"
     return "ok"
 
@@ -288,10 +313,11 @@ class HeadFile:
     provenance: Mapping[str, Any]
 
 
-def _compare(hf: HeadFile, cap, lm, spec: str, identity, tolerance: Fraction, seconds: float) -> HeadCheck:
+def _compare(hf: HeadFile, cap, lm, spec: str, settings: Extraction, tolerance: Fraction,
+             seconds: float) -> HeadCheck:
     base = {"key": hf.key, "model": f"{spec} ({lm.name})", "weights_sha256": lm.weights_sha256,
             "seconds": seconds, "tolerance": tolerance}
-    status = _status(identity, lm, cap)
+    status = _status(settings, lm, cap)
     row_status = {r.status for r in hf.rows}
     if row_status != {status}:
         return HeadCheck(status="differs", delta=None, note=f"the model's head screen says {status}, the "
@@ -317,9 +343,8 @@ def check_heads(heads: list[HeadFile], identity: Mapping[str, Any] | None,
 
     ``identity``: ``panel.json``'s run identity (model specs, lengths, prefix, block, image size, screen);
     one forward pass per (model, source, kind) serves all its heads."""
-    identity = identity or {}
-    specs = identity.get("model")
-    specs = [specs] if isinstance(specs, str) else [s for s in (specs or []) if isinstance(s, str)]
+    settings = Extraction.from_identity(identity)
+    specs = list(settings.specs)
     models = _Models(specs)
     out: dict[str, HeadCheck] = {}
     groups: dict[tuple, list[HeadFile]] = {}
@@ -334,12 +359,12 @@ def check_heads(heads: list[HeadFile], identity: Mapping[str, Any] | None,
             continue
         groups.setdefault((r.model, r.source, index, r.cell_kind == NATIVE), []).append(hf)
     for (name, source, index, native), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        out.update(_check_group(models, name, source, index, native, group, identity, tolerance))
+        out.update(_check_group(models, name, source, index, native, group, settings, tolerance))
     return [out[hf.key] for hf in heads]
 
 
 def _check_group(models: _Models, name: str, source: str, index: int, native: bool, group: list[HeadFile],
-                 identity: Mapping[str, Any], tolerance: Fraction) -> dict[str, HeadCheck]:
+                 settings: Extraction, tolerance: Fraction) -> dict[str, HeadCheck]:
     """One forward pass of model ``name`` on source ``index`` for every head of ``group``."""
     def unavailable(note: str) -> dict[str, HeadCheck]:
         return {hf.key: HeadCheck(hf.key, "unavailable", note=note, tolerance=tolerance) for hf in group}
@@ -351,12 +376,12 @@ def _check_group(models: _Models, name: str, source: str, index: int, native: bo
     if recorded and recorded != {lm.weights_sha256}:
         return unavailable(f"the model here ({spec}, weights sha256 {lm.weights_sha256[:16]}) is not the one the "
                            f"head files record ({', '.join(sorted(str(w)[:16] for w in recorded))})")
-    prefix, block = identity.get("prefix", PREFIX), identity.get("block", BLOCK)
+    prefix, block = settings.prefix, settings.block
     image_dir = next((hf.provenance.get("image_dir") for hf in group if hf.provenance.get("image_dir")), None)
     t0 = time.perf_counter()
     try:
-        src = source_for(lm, index, length=identity.get("length") or ENCODER_LENGTH, prefix=prefix, block=block,
-                         image_dir=image_dir, image_size=identity.get("image_size"), domain=_domain_arg(lm, source))
+        src = source_for(lm, index, length=settings.length, prefix=prefix, block=block,
+                         image_dir=image_dir, image_size=settings.image_size, domain=_domain_arg(lm, source))
         if src.source_id != source:
             return unavailable(f"source {index} of {spec} is {src.source_id}, the row says {source}")
         why = next((w for hf in group if (w := _source_mismatch(src, hf.provenance)) is not None), None)
@@ -367,4 +392,4 @@ def _check_group(models: _Models, name: str, source: str, index: int, native: bo
     except (ExtractionError, ModelInputError, SourceError, OSError) as e:
         return unavailable(f"extraction failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
     seconds = (time.perf_counter() - t0) / len(group)
-    return {hf.key: _compare(hf, cap, lm, spec, identity, tolerance, seconds) for hf, cap in zip(group, caps)}
+    return {hf.key: _compare(hf, cap, lm, spec, settings, tolerance, seconds) for hf, cap in zip(group, caps)}

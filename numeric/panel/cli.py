@@ -33,7 +33,9 @@ import os
 import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from exact.errors import ExitCode, OneLineParser
 from numeric.heads.extract import BLOCK, ENCODER_LENGTH, PREFIX, parse_heads, ExtractionError
@@ -259,16 +261,42 @@ def _user_errors():
     return (ExtractionError, ModelInputError, SourceError, PanelError, SafeIOError)
 
 
-def _summary(out: Path, counts: dict, seconds: float) -> tuple[dict, list]:
+@dataclass(frozen=True)
+class RunSummary:
+    """The summary of a panel run (``panel.json``'s ``summary``; ``--json`` prints it): the directory, the
+    cells of the roster, run and resumed (skipped), the brackets, verified and dropped rows, the capped cells,
+    the seeds by cell, whether every bracket verified, the wall seconds, the table; after the report, its
+    path and error count."""
+
+    out: str
+    cells: int
+    run: int
+    skipped: int
+    brackets: int
+    verified: int
+    dropped: int
+    capped: list[str | None]
+    seeds: dict[str, int | None]
+    all_verified: bool
+    seconds: float
+    table: str
+    report: str | None = None
+    report_errors: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object, in field order (the report's fields only after a report)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("report", "report_errors") or self.report is not None}
+
+
+def _summary(out: Path, counts: dict, seconds: float) -> tuple[RunSummary, list]:
     rows = read_rows(out)
     table = write_table(out, rows)
     ok = [r for r in rows if r.ok]
-    return {"out": str(out), "cells": counts["cells"], "run": counts["run"], "skipped": counts["skipped"],
-            "brackets": len(ok), "verified": sum(bool(r.verified) for r in ok),
-            "dropped": len(rows) - len(ok), "capped": [r.cell_id for r in ok if r.capped],
-            "seeds": _seeds(rows),
-            "all_verified": all(r.verified for r in ok), "seconds": round(seconds, 2),
-            "table": str(table)}, ok
+    return RunSummary(str(out), counts["cells"], counts["run"], counts["skipped"], brackets=len(ok),
+                      verified=sum(bool(r.verified) for r in ok),
+                      dropped=len(rows) - len(ok), capped=[r.cell_id for r in ok if r.capped], seeds=_seeds(rows),
+                      all_verified=all(r.verified for r in ok), seconds=round(seconds, 2), table=str(table)), ok
 
 
 def _seeds(rows) -> dict:
@@ -309,24 +337,24 @@ def main(argv=None) -> int:
     except RecordError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return ExitCode.MALFORMED
-    write_run(out, identity, argv=argv, summary=summary)
+    write_run(out, identity, argv=argv, summary=summary.to_dict())
     if args.report if args.report is not None else (args.demo or args.preset == "common-shape"):
         try:
             rep = write_report(out)
         except (ReportError, SafeIOError) as e:
             print(f"{PROG}: error: the report: {e}", file=sys.stderr)
             return ExitCode.MALFORMED
-        summary["report"], summary["report_errors"] = str(rep.path), len(rep.errors)
-        summary["all_verified"] = summary["all_verified"] and rep.ok
+        summary = replace(summary, report=str(rep.path), report_errors=len(rep.errors),
+                          all_verified=summary.all_verified and rep.ok)
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary.to_dict()))
     else:
         _print_rows(ok)
-        print(f"{summary['brackets']} brackets, {summary['verified']} verified exactly, "
-              f"{summary['dropped']} dropped, {len(summary['capped'])} capped; {counts['run']} cells run, "
-              f"{counts['skipped']} skipped; {seconds:.1f} s; table {summary['table']}"
-              + (f"; report {summary['report']}" if "report" in summary else ""))
-    return ExitCode.OK if summary["all_verified"] else ExitCode.REFUTED
+        print(f"{summary.brackets} brackets, {summary.verified} verified exactly, "
+              f"{summary.dropped} dropped, {len(summary.capped)} capped; {summary.run} cells run, "
+              f"{summary.skipped} skipped; {seconds:.1f} s; table {summary.table}"
+              + (f"; report {summary.report}" if summary.report is not None else ""))
+    return ExitCode.OK if summary.all_verified else ExitCode.REFUTED
 
 
 def _print_rows(rows) -> None:

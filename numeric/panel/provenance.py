@@ -38,7 +38,7 @@ from numeric.search.provenance import (CELL_LABELS, CellProvenance, CodeVersion,
                                        json_object as _obj)
 
 __all__ = ["PanelError", "source_digest", "sources_sha256", "run_identity", "check_resume", "write_run", "read_run",
-           "PanelRun", "CellProvenance", "SearchProvenance", "CodeVersion", "CELL_LABELS"]
+           "PanelRun", "RunCode", "LastRun", "CellProvenance", "SearchProvenance", "CodeVersion", "CELL_LABELS"]
 
 #: The packages whose sources make up the code identity.
 SOURCE_PACKAGES = ("numeric", "exact")
@@ -139,6 +139,27 @@ def write_run(out: str | Path, identity: dict[str, Any], *, argv: Iterable[str] 
 
 
 @dataclass(frozen=True)
+class RunCode:
+    """The code of a run as the report states it: ``panel.json``'s ``code_version`` (the last run's git
+    commit and dirtiness) overlaid by its identity's ``code`` (project version, sources digest); None where
+    ``panel.json`` has none."""
+
+    version: str | None = None
+    commit: str | None = None
+    dirty: bool | str | None = None
+    source_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """``panel.json``'s summary of the last run: cells computed, cells resumed, wall seconds."""
+
+    run: int
+    skipped: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class PanelRun:
     """``panel.json`` of a directory, read back after ``numeric.panel.schema.check_run``: the run identity
     (as written, for comparisons) and its fields the report and the audit use."""
@@ -185,3 +206,17 @@ class PanelRun:
     @property
     def tolerances(self) -> Any:
         return self._field("tolerances")
+
+    @property
+    def run_code(self) -> RunCode:
+        """The code that produced the run (:class:`RunCode`)."""
+        code = dict(self.code_version or {}, **self.code)
+        return RunCode(**{k: code[k] for k in ("version", "commit", "dirty", "source_sha256") if k in code})
+
+    @property
+    def last_run(self) -> LastRun | None:
+        """The last run's counts, None when ``panel.json`` has none (``check_run`` checked their types)."""
+        s = self.summary
+        if s is None or "run" not in s:
+            return None
+        return LastRun(s["run"], s["skipped"], s["seconds"])

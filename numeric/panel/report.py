@@ -36,9 +36,7 @@ first lines say the heads were not re-extracted.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -47,13 +45,15 @@ from typing import Any
 
 from exact.errors import ExitCode, OneLineParser, UserInputError
 import crosscheck
-from numeric.panel.audit import audit, run_summary
+from numeric.panel.audit import audit
 from numeric.panel.binding import HEAD_TOLERANCE
 from numeric.panel.figures import CAPTIONS, FIGURES, plot_all
 from numeric.panel.report_families import GATE, families_section
 from numeric.panel.report_geometry import geometry_section
 from numeric.panel.report_cap import cap_section
 from numeric.panel.report_heads import DIGEST_CHARS, ERROR_LINE, check_panel_heads, head_files, heads_line, md, rebound
+from numeric.panel.report_summary import MASS_DIGITS, REFERENCE_EPS, Summary, fmt, summarise
+from numeric.panel.provenance import PanelRun
 from numeric.panel.schema import PanelRow
 from numeric.panel.table import CELLS_DIR
 from fileio.safeio import SafeIOError, check_output_dir, check_target, escape, list_dir, write_text
@@ -61,12 +61,8 @@ from fileio.safeio import SafeIOError, check_output_dir, check_target, escape, l
 __all__ = ["ReportError", "Report", "summarise", "write_report", "main"]
 
 PROG = "python -m numeric report"
-REFERENCE_EPS = Fraction(1, 4)  # the paper's table tolerance (section 6, Table 1)
 #: Characters of the geometry section's failure message kept in the report.
 ERROR_CHARS = 200
-#: Digits of the prefix mass in the tables (a fraction in [0, 1]).
-MASS_DIGITS = 3
-
 
 #: The string columns of a row, escaped for Markdown before the report shows them.
 LABELS = ("family", "model", "source", "cell_kind", "cell_id", "file", "status", "lower_witness", "upper_witness")
@@ -95,57 +91,6 @@ def _shown(r: PanelRow) -> PanelRow:
     return replace(r, **shown)
 
 
-def _fmt(x, digits=2) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
-def _slack(x) -> str:
-    return f"{x:.2g}" if isinstance(x, float) else _fmt(x)
-
-
-def _per_eps(verified: list) -> dict:
-    by_eps = defaultdict(list)
-    for r in verified:
-        by_eps[Fraction(r.eps)].append(r)
-    per_eps = {}
-    for e in sorted(by_eps):
-        rs = by_eps[e]
-        ratios = [r.U / r.L for r in rs if r.L > 0]
-        per_eps[e] = {
-            "brackets": len(rs), "closed": sum(r.L == r.U for r in rs),
-            "median_L": statistics.median(r.L for r in rs), "median_U": statistics.median(r.U for r in rs),
-            "median_U_over_L": statistics.median(ratios) if ratios else None,
-            "median_seconds": statistics.median(float(r.seconds) for r in rs),
-        }
-    return per_eps
-
-
-def summarise(rows: list[PanelRow]) -> dict:
-    """Per-eps figures over verified brackets, and the integrity counts.
-
-    ``rows`` are checked rows (``numeric.panel.audit``): their ranks and
-    verdicts are those of the exact pass.
-    """
-    ok = [r for r in rows if r.ok]
-    verified = [r for r in ok if r.verified]
-    return {
-        "rows": len(rows), "brackets": len(ok), "verified": len(verified),
-        "unverified": [r for r in ok if not r.verified],
-        "dropped": [r for r in rows if not r.ok],
-        "capped": [r for r in ok if r.capped],
-        "attacks_run": sum(bool(r.attack_run) for r in ok),
-        "attack_successes": sum(bool(r.attack_success) for r in ok),
-        "direct_checked": sum(bool(r.direct_checked) for r in ok),
-        "direct_passed": sum(bool(r.direct_checked) and bool(r.direct_passed) for r in ok),
-        "per_eps": _per_eps(verified),
-        "verified_rows": verified,
-    }
-
-
 def _trust_line(checked, trusted: bool) -> str:
     if trusted and checked.from_records:
         return (f"**Trusted records:** the exact pass of {checked.from_records} of {checked.files} bracket files was "
@@ -164,7 +109,7 @@ def _identity(value: str, field: str, checked) -> str:
     return value
 
 
-def _header(rows, s, run, checked=None) -> list:
+def _header(rows, s: Summary, run, checked=None) -> list:
     models = sorted({(r.family, r.model) for r in rows})
     shape = []
     for f, m in models:
@@ -174,24 +119,23 @@ def _header(rows, s, run, checked=None) -> list:
         shape.append(f"{m} ({f}{'; ' + ', '.join(kinds) if kinds else ''}): {heads} heads x "
                      f"{len({r.source for r in rs})} sources")
     L = ["# Learned-head panel report\n",
-         f"Models: {'; '.join(shape)}. {s['brackets']} brackets, {len(s['dropped'])} rows dropped by the mass "
+         f"Models: {'; '.join(shape)}. {s.brackets} brackets, {len(s.dropped)} rows dropped by the mass "
          "or locality screen.\n"]
-    info = run_summary(run)
-    code = info["code"]
+    info = run if run is not None else PanelRun({})
+    code = info.run_code
     checked = checked if checked is not None else SimpleNamespace(refused=frozenset(), confirmed=1)
-    effort = _identity(f"`{md(info['effort'] or 'unknown')}`", "effort", checked)
-    version = _identity(md(code.get("version") or "?"), "project version", checked)
-    packages = _identity(", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info["versions"].items()) if v)
+    effort = _identity(f"`{md(info.effort or 'unknown')}`", "effort", checked)
+    version = _identity(md(code.version or "?"), "project version", checked)
+    packages = _identity(", ".join(f"{md(k)} {md(v)}" for k, v in sorted(info.versions.items()) if v)
                          or "unknown", "package versions", checked)
     L.append(f"Produced with effort preset {effort}, code {version} (the last run's commit "
-             f"{md(code.get('commit') or 'unknown')}{', uncommitted changes' if code.get('dirty') else ''}; "
-             f"sources sha256 {md((code.get('source_sha256') or 'unknown')[:DIGEST_CHARS])}), packages "
+             f"{md(code.commit or 'unknown')}{', uncommitted changes' if code.dirty else ''}; "
+             f"sources sha256 {md((code.source_sha256 or 'unknown')[:DIGEST_CHARS])}), packages "
              f"{packages} (effort, code version and packages checked against the provenance of "
              f"{checked.confirmed} bracket cells).\n")
-    summary = info["summary"]
-    if isinstance(summary, dict) and "run" in summary:
-        L.append(f"Last panel run: {summary['run']} cells computed, {summary['skipped']} resumed, "
-                 f"{summary['seconds']:.0f} s wall.\n")
+    last = info.last_run
+    if last is not None:
+        L.append(f"Last panel run: {last.run} cells computed, {last.skipped} resumed, {last.seconds:.0f} s wall.\n")
     L.append("Every rank, shape, witness kind and slack below comes from the exact tier's pass on the bracket "
              "files (`exact.verify`, the checker behind `python -m exact verify`; run for this report unless the "
              "first line says records were trusted), not from the panel's records, and every row is bound to its "
@@ -201,78 +145,17 @@ def _header(rows, s, run, checked=None) -> list:
     return L
 
 
-def integrity_errors(s) -> list:
-    """The integrity table's failures as errors: a successful rank-(L-1) attack, a failed direct check."""
-    errs = []
-    for r in s["verified_rows"] + s["unverified"]:
-        if r.attack_success:
-            errs.append(f"{r.cell_id}: a rank-{r.L - 1} attack succeeded where L = {r.L} was verified "
-                        "(the panel's own record)")
-        if r.direct_checked and not r.direct_passed:
-            errs.append(f"{r.cell_id}: the upper factorisation failed its direct check (the panel's own record)")
-    return errs
-
-
-def _integrity(s, errors, from_records: int = 0) -> list:
+def _figures_and_drops(s: Summary, out: Path) -> list:
     L = []
-    if errors:
-        L.append(f"## Errors ({len(errors)})\n")
-        L.append("Records or files that are missing, unreadable or disagree with the exact pass:\n")
-        L.extend(f"- {e}" for e in errors)
-        L.append("")
-    exact = ("brackets re-verified exactly (both sides)" if not from_records else
-             f"brackets verified by the exact pass (both sides; the pass of {from_records} bracket files read from "
-             "records in `verified/`, not run for this report)")
-    L += ["## Integrity\n", "| check | passed | of |\n|---|---:|---:|",
-          f"| {exact} | {s['verified']} | {s['brackets']} |",
-          f"| targeted rank-(L-1) attacks without success | {s['attacks_run'] - s['attack_successes']} "
-          f"| {s['attacks_run']} |",
-          f"| upper factorisations checked directly (exact max row-l1 of A - P Q^T) | "
-          f"{s['direct_passed']} | {s['direct_checked']} |",
-          f"| searches within their work budgets (not ended by a stop request) | "
-          f"{s['brackets'] - len(s['capped'])} | {s['brackets']} |\n"]
-    for title, rows in (("Unverified brackets (not used below)", s["unverified"]),
-                        ("Capped searches (a stop request ended them; brackets still verified "
-                         "but not reproducible)", s["capped"])):
-        if rows:
-            L.append(f"{title}:\n")
-            L.extend(f"- {r.cell_id} ({r.file}): lower verified {r.lower_verified}, "
-                     f"upper verified {r.upper_verified}" for r in rows)
-            L.append("")
-    return L
-
-
-def _tables(s) -> list:
-    L = ["## Summary per tolerance (verified brackets)\n",
-         "| eps | brackets | closed (L = U) | median L | median U | median U/L | median s/bracket |",
-         "|---|---:|---:|---:|---:|---:|---:|"]
-    for e, d in s["per_eps"].items():
-        L.append(f"| {e} | {d['brackets']} | {d['closed']} | {_fmt(d['median_L'], 1)} | "
-                 f"{_fmt(d['median_U'], 1)} | {_fmt(d['median_U_over_L'])} | {_fmt(d['median_seconds'])} |")
-    L.append("")
-    ref = [r for r in s["verified_rows"] if Fraction(r.eps) == REFERENCE_EPS]
-    if ref:
-        L += [f"## Brackets at eps = {REFERENCE_EPS} (the paper's table tolerance)\n",
-              "| family | head | source | n | L | U | lower witness | upper witness | slack | mass |",
-              "|---|---|---|---:|---:|---:|---|---|---:|---:|"]
-        L.extend(f"| {r.family} | {r.layer}.{r.head} | {r.source} | {r.n_rows}x{r.n_cols} | "
-                 f"{r.L} | {r.U} | {r.lower_witness} | {r.upper_witness} | {_slack(r.slack)} | "
-                 f"{_fmt(r.mass, MASS_DIGITS)} |" for r in ref)
-        L.append("")
-    return L
-
-
-def _figures_and_drops(s, out: Path) -> list:
-    L = []
-    figs = plot_all(s["verified_rows"], out / FIGURES, root=out) if s["verified_rows"] else {}
+    figs = plot_all(list(s.verified_rows), out / FIGURES, root=out) if s.verified_rows else {}
     if figs:
         L.append("## Figures\n")
         L.extend(f"![{CAPTIONS[k]}]({p.relative_to(out).as_posix()})\n" for k, p in figs.items())
-    if s["dropped"]:
+    if s.dropped:
         L.append("## Dropped cells\n")
         seen = sorted({(r.model, r.layer, r.head, r.source, r.status,
-                        round(r.mass or 0, MASS_DIGITS), _fmt(r.local_mass, MASS_DIGITS))
-                       for r in s["dropped"]})
+                        round(r.mass or 0, MASS_DIGITS), fmt(r.local_mass, MASS_DIGITS))
+                       for r in s.dropped})
         L.extend(f"- {model} {layer}.{head} on {src}: {status} (retained mass {mass}, local mass {local})"
                  for model, layer, head, src, status, mass, local in seen)
         L.append("")
@@ -291,10 +174,10 @@ def _geometry_section(rows, out: Path) -> str:
         return f"## Geometry\n\nThe geometry section failed: {type(e).__name__}: {str(e)[:ERROR_CHARS]}\n"
 
 
-def _families(out: Path, checked, s, gate: float, errors: list) -> list:
+def _families(out: Path, checked, s: Summary, gate: float, errors: list) -> list:
     """The family comparison (``numeric.panel.report_families``); a failure is listed as an error."""
     try:
-        section = families_section(out, [_shown(r) for r in checked.rows], s["verified_rows"], REFERENCE_EPS, gate)
+        section = families_section(out, [_shown(r) for r in checked.rows], list(s.verified_rows), REFERENCE_EPS, gate)
     except SafeIOError:
         raise
     except Exception as e:  # the brackets stay; the failure is an error of the report
@@ -338,20 +221,18 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
     _check_outputs(out)         # a link, FIFO, device or directory where an output goes: refused before any work
     checked = audit(out, workers, reverify=not trust_records, independent=independent)
     s = summarise(checked.rows)
-    errors = list(checked.errors) + integrity_errors(s)
+    errors = list(checked.errors) + s.integrity_errors()
     checks = check_panel_heads(out, checked, tolerance) if check else None
     errors += [err for c in checks or [] if (err := c.error()) is not None]
-    shown = dict(s, verified_rows=[_shown(r) for r in s["verified_rows"]],
-                 unverified=[_shown(r) for r in s["unverified"]], capped=[_shown(r) for r in s["capped"]],
-                 dropped=[_shown(r) for r in s["dropped"]])
+    shown = s.shown(_shown)
     families = _families(out, checked, shown, gate, errors)
     L = _header([_shown(r) for r in checked.rows], shown, checked.run, checked)
     L[1:1] = [_trust_line(checked, trust_records), heads_line(checks)]
-    L += _integrity(shown, [md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
-    L += rebound(checks, checked.run, tolerance) + _tables(shown) + cap_section(s["verified_rows"], checked.caps)
-    L += families
+    L += shown.integrity_markdown([md(e, ERROR_LINE) for e in errors], checked.from_records if trust_records else 0)
+    L += rebound(checks, checked.run, tolerance) + shown.tables_markdown()
+    L += cap_section(list(shown.verified_rows), checked.caps) + families
     L += _figures_and_drops(shown, out)
-    section = _geometry_section(shown["verified_rows"], out)
+    section = _geometry_section(list(shown.verified_rows), out)
     if section:
         L.append(section.rstrip() + "\n")
     L += head_files(checked)
@@ -359,7 +240,7 @@ def write_report(out, workers: int | None = None, gate: float = GATE, trust_reco
         L += [md(line, ERROR_LINE) if line.startswith("- DISAGREEMENT") else line
               for line in crosscheck.markdown(checked.independent)] + [""]
     path = write_text(out / "report.md", "\n".join(L), root=out)
-    return Report(path, errors, s["brackets"], s["verified"])
+    return Report(path, errors, s.brackets, s.verified)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import combinations
 
 import numpy as np
 
 from numeric.panel.ablation import DECODED, ablated_lowers
+from numeric.panel.schema import STATUSES
 
-__all__ = ["GATE", "BOOTSTRAP", "BOOTSTRAP_SEED", "families_section", "gate_table", "bootstrap_median",
+__all__ = ["GATE", "BOOTSTRAP", "BOOTSTRAP_SEED", "families_section", "GateRow", "gate_table", "bootstrap_median",
            "ordering"]
 
 GATE = 0.5              # the paper's pre-specified 50 % (section 6, L.2)
@@ -38,6 +40,7 @@ BOOTSTRAP = 2000        # resamples of the sources
 BOOTSTRAP_SEED = 20261130
 CI_LEVEL = 0.95
 NATIVE = "native-causal"
+OK = STATUSES[0]        # a searched cell (the other statuses: dropped by a screen)
 #: The paper's common-shape figures (Appendix L.4) and Table 1 summary (section 6, L.2).
 PAPER_N = 128
 PAPER_U_OVER_N = {"encoder": "0.14-0.17", "vit": "0.14-0.17", "decoder": "0.04-0.05"}
@@ -108,13 +111,13 @@ def _screens(all_rows) -> list:
              "The head screens (retained mass, local heads; `docs/panel.md`) are for decoders; "
              "this run has none.\n",
              "| family | cells | searched |", "|---|---:|---:|"]
-        L += [f"| {fam} | {sum(c.values())} | {c.get('ok', 0)} |" for fam, c in sorted(counts.items())]
+        L += [f"| {fam} | {sum(c.values())} | {c[OK]} |" for fam, c in sorted(counts.items())]
         return L + [""]
     L = ["### Head screen (decoders; `docs/panel.md`)\n",
          "| family | cells | searched | dropped: retained mass | dropped: local head |", "|---|---:|---:|---:|---:|"]
     for fam, c in sorted(counts.items()):
-        L.append(f"| {fam} | {sum(c.values())} | {c.get('ok', 0)} | {c.get('dropped_mass', 0)} | "
-                 f"{c.get('dropped_local', 0)} |")
+        total = sum(c.values())
+        L.append(f"| {fam} | {total} | " + " | ".join(str(c[status]) for status in STATUSES) + " |")
     return L + [""]
 
 
@@ -157,8 +160,30 @@ def _audit(fams: dict, rng) -> list:
     return L + [""]
 
 
-def gate_table(fams: dict, gate: float = GATE, lowers: dict | None = None) -> list[dict]:
-    """One dict per family: cells, resolved, ordering coverage (and without the decoded-inverse
+@dataclass(frozen=True)
+class GateRow:
+    """One family's row of Table 1: cells, resolved (L = U) and their fraction, ordered pairs (``pairs``, of
+    them ``disjoint``, and ``ties``), ordering coverage, median U/L, cells whose lower certificate is the
+    decoded inverse, whether it passes the gate; with the ablation, the coverage and resolved count without
+    the decoded-inverse family (else None)."""
+
+    family: str
+    cells: int
+    resolved: int
+    resolved_fraction: float
+    pairs: int
+    disjoint: int
+    ties: int
+    coverage: float | None
+    median_U_over_L: float | None
+    decoded: int
+    gate: bool
+    coverage_without_decoded: float | None = None
+    resolved_without_decoded: int | None = None
+
+
+def gate_table(fams: dict, gate: float = GATE, lowers: dict | None = None) -> list[GateRow]:
+    """One :class:`GateRow` per family: cells, resolved, ordering coverage (and without the decoded-inverse
     family when ``lowers`` {cell_id: Ablated} is given), ties, median U/L, gate."""
     out = []
     for fam, rs in fams.items():
@@ -166,15 +191,14 @@ def gate_table(fams: dict, gate: float = GATE, lowers: dict | None = None) -> li
         resolved = sum(r.L == r.U for r in rs)
         ratios = [r.U / r.L for r in rs if r.L > 0]
         cov = disjoint / pairs if pairs else None
-        row = {"family": fam, "cells": len(rs), "resolved": resolved, "resolved_fraction": resolved / len(rs),
-               "pairs": pairs, "disjoint": disjoint, "ties": ties, "coverage": cov,
-               "median_U_over_L": statistics.median(ratios) if ratios else None,
-               "decoded": sum(1 for r in rs if lowers and lowers[r.cell_id].source != "kept"),
-               "gate": cov is not None and resolved / len(rs) >= gate and cov >= gate}
+        row = GateRow(fam, len(rs), resolved, resolved / len(rs), pairs, disjoint, ties, cov,
+                      statistics.median(ratios) if ratios else None,
+                      sum(1 for r in rs if lowers and lowers[r.cell_id].source != "kept"),
+                      cov is not None and resolved / len(rs) >= gate and cov >= gate)
         if lowers is not None:
             _, d2, _ = ordering([(lowers[r.cell_id].L, r.U) for r in rs])
-            row["coverage_without_decoded"] = d2 / pairs if pairs else None
-            row["resolved_without_decoded"] = sum(lowers[r.cell_id].L == r.U for r in rs)
+            row = replace(row, coverage_without_decoded=d2 / pairs if pairs else None,
+                          resolved_without_decoded=sum(lowers[r.cell_id].L == r.U for r in rs))
         out.append(row)
     return out
 
@@ -197,10 +221,10 @@ def _table1(table: list, gate: float, eps) -> list:
          "|---|---:|---:|---:|---:|---:|---|"]
     fail = "FAIL" if len(table) > 1 else "below"      # one family: a reading, not a verdict on the run
     for t in table:
-        L.append(f"| {t['family']} | {t['cells']} | {t['resolved']} ({_pct(t['resolved_fraction'])}) | "
-                 f"{_pct(t['coverage'])} ({t['disjoint']}/{t['pairs']}) | {t['ties']} | "
-                 f"{_num(t['median_U_over_L'])} | "
-                 f"{'pass' if t['gate'] else fail} |")
+        L.append(f"| {t.family} | {t.cells} | {t.resolved} ({_pct(t.resolved_fraction)}) | "
+                 f"{_pct(t.coverage)} ({t.disjoint}/{t.pairs}) | {t.ties} | "
+                 f"{_num(t.median_U_over_L)} | "
+                 f"{'pass' if t.gate else fail} |")
     paper = (f"Paper (section 6, L.2): median U/L {PAPER_U_OVER_L}; BERT {PAPER_RESOLVED['encoder']}; the other "
              "four arms pass.\n")
     if len(table) < 2:
@@ -208,7 +232,7 @@ def _table1(table: list, gate: float, eps) -> list:
                     "arms: encoders, decoders, vision operators), and this run has one; the row above says "
                     "whether that family alone reaches the threshold. A panel of several families "
                     f"(`docs/panel.md`) is judged by it. {paper}"]
-    overall = all(t["gate"] for t in table)
+    overall = all(t.gate for t in table)
     return L + ["", f"Overall gate (every family passes): **{'pass' if overall else 'FAIL'}**. {paper}"]
 
 
@@ -222,8 +246,8 @@ def _without_decoded(table: list) -> list:
          "| family | cells with a decoded-inverse L | resolved | resolved without | coverage | coverage without |",
          "|---|---:|---:|---:|---:|---:|"]
     for t in table:
-        L.append(f"| {t['family']} | {t['decoded']} | {t['resolved']} | {t['resolved_without_decoded']} | "
-                 f"{_pct(t['coverage'])} | {_pct(t['coverage_without_decoded'])} |")
+        L.append(f"| {t.family} | {t.decoded} | {t.resolved} | {t.resolved_without_decoded} | "
+                 f"{_pct(t.coverage)} | {_pct(t.coverage_without_decoded)} |")
     return L + [""]
 
 

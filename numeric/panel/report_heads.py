@@ -4,13 +4,12 @@ the escaping of every string from the panel directory that the report prints.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
 
-from numeric.panel.audit import head_arrays, run_summary
+from numeric.panel.audit import head_arrays
 from numeric.panel.binding import HEAD_TOLERANCE, HeadFile, check_heads
-from numeric.panel.provenance import source_digest
+from numeric.panel.provenance import PanelRun, source_digest
 from fileio.safeio import escape
 
 __all__ = ["md", "ERROR_LINE", "DIGEST_CHARS", "heads_line", "head_files", "rebound", "check_panel_heads"]
@@ -36,13 +35,12 @@ def heads_line(checks) -> str:
                 "report (`--check-heads` does that), so every bracket below is about the head files in "
                 "`heads/` (the exact softmax of their stored logits); that they are the named model's heads "
                 "is the panel's word.\n")
-    by = defaultdict(list)
-    for c in checks:
-        by[c.status].append(c)
+    bound, transferred, differs, unavailable = (sum(c.status == status for c in checks)
+                                                 for status in ("bound", "transferred", "differs", "unavailable"))
     return (f"**Heads re-extracted on this machine** (`--check-heads`, {len(checks)} head files): "
-            f"{len(by['bound'])} byte-identical (bound to the model), {len(by['transferred'])} within the "
+            f"{bound} byte-identical (bound to the model), {transferred} within the "
             f"tolerance with their brackets transferred to the model's head (section \"Heads re-extracted\"), "
-            f"{len(by['differs'])} differing beyond it, {len(by['unavailable'])} not re-extracted.\n")
+            f"{differs} differing beyond it, {unavailable} not re-extracted.\n")
 
 
 def head_files(checked) -> list:
@@ -58,7 +56,7 @@ def rebound(checks, run, tolerance: Fraction = HEAD_TOLERANCE) -> list:
     """The section of ``--check-heads``: each head file against its model (``numeric.panel.binding``)."""
     if checks is None:
         return []
-    theirs = str((run_summary(run)["code"].get("source_sha256") or "unknown"))
+    theirs = str((run if run is not None else PanelRun({})).run_code.source_sha256 or "unknown")
     mine = source_digest()
     code = (f"The panel's extracting code (`panel.json`: sources sha256 {md(theirs[:DIGEST_CHARS])}) is "
             + ("this machine's." if theirs == mine else

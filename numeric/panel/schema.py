@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Union
 
 from exact.errors import UserInputError
 
 __all__ = ["SchemaError", "STATUSES", "MAX_LABEL", "MAX_ROWS", "ROW_SCHEMA", "DESCRIPTOR_PREFIXES", "Scalar",
-           "PanelRow", "COLUMNS",
+           "Check", "PanelRow", "COLUMNS", "TABLE_COLUMNS", "REQUIRED", "REQUIRED_OK",
            "check_record", "check_row", "check_run", "check_result", "record_key_ok"]
 
 #: The layout of a row (``PanelRow``) and of its record; a record without a ``schema`` key is version 1
@@ -126,49 +126,9 @@ def _eps(d: JSON, k: str = "eps") -> None:
     _need(0 < q <= 1, f"{k} is not in (0, 1]")
 
 
-#: The keys of every row, and those a row of status ``ok`` has besides.
-REQUIRED = ("status", "family", "model", "layer", "head", "source", "eps")
-REQUIRED_OK = ("cell_id", "file", "L", "U", "n_rows", "n_cols", "lower_witness", "upper_witness", "seconds", "verified",
-               "lower_verified", "upper_verified", "attack_run", "attack_success", "direct_checked", "direct_passed")
-
-
 def _present(r: JSON, keys: tuple[str, ...]) -> None:
     missing = next((k for k in keys if k not in r), None)
     _need(missing is None, f"missing key {missing!r}")
-
-
-def check_row(r: Any) -> None:
-    """One row of a cell record (``numeric.panel.cell``): ``SchemaError`` on the first field that does not fit."""
-    _need(isinstance(r, dict), "a row is not an object")
-    _present(r, REQUIRED)
-    _need(_at(r, "status") in STATUSES, f"status is not one of {', '.join(STATUSES)}")
-    for k in ("family", "model", "source"):
-        _label(r, k)
-    _label(r, "cell_kind", optional=True)
-    _label(r, "domain", optional=True)
-    _int(r, "layer")
-    _int(r, "head")
-    _eps(r)
-    for k in ("mass", "local_mass", "min_mass", "seconds", "slack"):
-        _num(r, k)
-    if r["status"] != "ok":
-        return
-    _present(r, REQUIRED_OK)
-    _label(r, "cell_id")
-    _label(r, "file")
-    _int(r, "L")
-    _int(r, "U")
-    _int(r, "n_rows", low=1)
-    _int(r, "n_cols", low=1)
-    _label(r, "lower_witness")
-    _label(r, "upper_witness")
-    _need(_is_num(_at(r, "seconds")) and math.isfinite(r["seconds"]) and r["seconds"] >= 0,
-          "seconds is not a finite number >= 0")
-    for k in ("verified", "lower_verified", "upper_verified", "attack_run", "attack_success", "direct_checked",
-              "direct_passed"):
-        _bool(r, k)
-    _bool(r, "capped", optional=True)
-    _int(r, "svd_budget", optional=True)     # the attention-SVD constructive budget (absent in older panels)
 
 
 def is_descriptor(name: str) -> bool:
@@ -181,57 +141,89 @@ def is_descriptor(name: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Check:
+    """How a column of :class:`PanelRow` is checked in a record (``check_row``), and where it is shown.
+
+    ``every``: the check of every row (``label``, ``label?`` optional, ``int``, ``eps``, ``num``: a number
+    or null, ``status``; "" none); ``ok``: the check of a row of status ``ok`` (``label``, ``int``,
+    ``int1``: at least 1, ``int?``, ``bool``, ``bool?``, ``seconds``; "" none); ``ok_required``: a row of
+    status ``ok`` has the key; ``table``: a column of ``cells.csv`` (``numeric.panel.table.BASE_COLUMNS``).
+    """
+
+    every: str = ""
+    ok: str = ""
+    ok_required: bool = False
+    table: bool = True
+
+
+#: The key of a ``PanelRow`` field's metadata that holds its :class:`Check`.
+CHECK = "panel_row_check"
+
+
+def _key(every: str = "", **spec: Any) -> Any:
+    """A column every row has: positional, no default."""
+    return field(metadata={CHECK: Check(every, **spec)})
+
+
+def _col(every: str = "", ok: str = "", *, required: bool = False, table: bool = True) -> Any:
+    """An optional column (keyword-only, default None); ``required``: a row of status ``ok`` has it."""
+    return field(default=None, kw_only=True, metadata={CHECK: Check(every, ok, required, table)})
+
+
+@dataclass(frozen=True)
 class PanelRow:
     """One row of the panel's table: a (head, source) cell at one tolerance (``numeric.panel.cell``).
 
     Every row has the cell's labels, its tolerance and its status; a row of status ``ok`` has its bracket
     (``L``, ``U``, witnesses, verdicts, checks, ``cell_id`` and ``file``). The audit
     (``numeric.panel.audit``) fills ``slack_exact``, ``logits_sha256`` and ``target_sha256`` from the exact
-    pass. A new optional column is one line here, ``name: type | None = None`` (and, to show it in
-    ``cells.csv`` before the descriptor columns, its name in ``numeric.panel.table.BASE_COLUMNS``).
+    pass. The one definition of the row: its fields, in the order of ``cells.csv``, carry their checks
+    (:class:`Check`), from which ``check_row``, :data:`REQUIRED`, :data:`REQUIRED_OK`, :data:`COLUMNS` and
+    :data:`TABLE_COLUMNS` are derived. A new optional column is one line here,
+    ``name: type | None = _col(...)``.
     """
 
-    family: str
-    model: str
-    layer: int
-    head: int
-    source: str
-    eps: str
-    status: str
-    cell_kind: str | None = None
-    domain: str | None = None
-    n_rows: int | None = None
-    n_cols: int | None = None
-    L: int | None = None
-    U: int | None = None
-    lower_witness: str | None = None
-    upper_witness: str | None = None
-    seconds: float | None = None
-    slack: float | None = None
-    mass: float | None = None
-    min_mass: float | None = None
-    local_mass: float | None = None
-    verified: bool | None = None
-    lower_verified: bool | None = None
-    upper_verified: bool | None = None
-    attack_run: bool | None = None
-    attack_success: bool | None = None
-    direct_checked: bool | None = None
-    direct_passed: bool | None = None
-    hf_max_abs_diff: float | None = None
-    svd_rank: int | None = None
-    svd_budget: int | None = None
-    effort: str | None = None
-    seed: int | None = None
-    capped: bool | None = None
-    cell_id: str | None = None
-    file: str | None = None
+    family: str = _key("label")
+    model: str = _key("label")
+    cell_kind: str | None = _col("label?")
+    layer: int = _key("int")
+    head: int = _key("int")
+    source: str = _key("label")
+    domain: str | None = _col("label?")
+    eps: str = _key("eps")
+    n_rows: int | None = _col(ok="int1", required=True)
+    n_cols: int | None = _col(ok="int1", required=True)
+    L: int | None = _col(ok="int", required=True)
+    U: int | None = _col(ok="int", required=True)
+    lower_witness: str | None = _col(ok="label", required=True)
+    upper_witness: str | None = _col(ok="label", required=True)
+    seconds: float | None = _col("num", "seconds", required=True)
+    slack: float | None = _col("num")
+    mass: float | None = _col("num")
+    min_mass: float | None = _col("num")
+    local_mass: float | None = _col("num")
+    status: str = _key("status")
+    verified: bool | None = _col(ok="bool", required=True)
+    lower_verified: bool | None = _col(ok="bool", required=True)
+    upper_verified: bool | None = _col(ok="bool", required=True)
+    attack_run: bool | None = _col(ok="bool", required=True)
+    attack_success: bool | None = _col(ok="bool", required=True)
+    direct_checked: bool | None = _col(ok="bool", required=True)
+    direct_passed: bool | None = _col(ok="bool", required=True)
+    hf_max_abs_diff: float | None = _col()
+    svd_rank: int | None = _col()
+    svd_budget: int | None = _col(ok="int?")     # the attention-SVD constructive budget (absent in older panels)
+    effort: str | None = _col()
+    seed: int | None = _col()
+    capped: bool | None = _col(ok="bool?")
+    cell_id: str | None = _col(ok="label", required=True)
+    file: str | None = _col(ok="label", required=True)
     # from the audit's exact pass (never in a record)
-    slack_exact: str | None = None
-    logits_sha256: str | None = None
-    target_sha256: str | None = None
+    slack_exact: str | None = _col(table=False)
+    logits_sha256: str | None = _col(table=False)
+    target_sha256: str | None = _col(table=False)
     #: the descriptor columns (``is_descriptor``), as written
-    descriptors: Mapping[str, Scalar] = field(default_factory=dict)
+    descriptors: Mapping[str, Scalar] = field(default_factory=dict, kw_only=True)
 
     @property
     def ok(self) -> bool:
@@ -282,8 +274,47 @@ class PanelRow:
         return self.descriptors[name] if name in self.descriptors else None
 
 
-#: The typed columns of a row (every field but ``descriptors``).
-COLUMNS = frozenset(f.name for f in fields(PanelRow)) - {"descriptors"}
+#: The typed columns of a row and their checks (every field but ``descriptors``), in the order of ``cells.csv``.
+_CHECKS = {f.name: f.metadata[CHECK] for f in fields(PanelRow) if CHECK in f.metadata}
+#: The typed columns of a row.
+COLUMNS = frozenset(_CHECKS)
+#: The columns of ``cells.csv`` before the descriptors (the audit's are not in a record).
+TABLE_COLUMNS = tuple(k for k, c in _CHECKS.items() if c.table)
+#: The keys of every row, and those a row of status ``ok`` has besides.
+REQUIRED = tuple(f.name for f in fields(PanelRow) if f.default is MISSING and f.default_factory is MISSING)
+REQUIRED_OK = tuple(k for k, c in _CHECKS.items() if c.ok_required)
+
+
+def _seconds(d: JSON, k: str) -> None:
+    v = _at(d, k)
+    _need(_is_num(v) and math.isfinite(v) and v >= 0, f"{k} is not a finite number >= 0")
+
+
+def _status(d: JSON, k: str) -> None:
+    _need(_at(d, k) in STATUSES, f"{k} is not one of {', '.join(STATUSES)}")
+
+
+_CHECKERS: dict[str, Callable[[JSON, str], None]] = {
+    "label": _label, "label?": lambda d, k: _label(d, k, optional=True), "int": _int,
+    "int1": lambda d, k: _int(d, k, low=1), "int?": lambda d, k: _int(d, k, optional=True), "bool": _bool,
+    "bool?": lambda d, k: _bool(d, k, optional=True), "num": _num, "eps": _eps, "seconds": _seconds,
+    "status": _status}
+
+
+def check_row(r: Any) -> None:
+    """One row of a cell record (``numeric.panel.cell``): ``SchemaError`` on the first field that does not fit
+    (the checks of :class:`PanelRow`'s fields, in its order)."""
+    _need(isinstance(r, dict), "a row is not an object")
+    _present(r, REQUIRED)
+    for k, c in _CHECKS.items():
+        if c.every:
+            _CHECKERS[c.every](r, k)
+    if _at(r, "status") != "ok":
+        return
+    _present(r, REQUIRED_OK)
+    for k, c in _CHECKS.items():
+        if c.ok:
+            _CHECKERS[c.ok](r, k)
 
 
 def check_record(doc: Any) -> list[PanelRow]:

@@ -23,19 +23,14 @@ from fractions import Fraction
 from pathlib import Path
 
 from exact.errors import UserInputError
-from numeric.panel.schema import PanelRow, SchemaError, check_record
+from numeric.panel.schema import TABLE_COLUMNS, PanelRow, SchemaError, check_record
 from fileio.safeio import SafeIOError, read_json, write_bytes
 
 __all__ = ["BASE_COLUMNS", "CELLS_DIR", "TABLE_NAME", "RUN_NAME", "RecordError", "atomic_write",
            "write_record", "read_record", "read_rows", "write_table", "sort_key", "jsonable"]
 
-BASE_COLUMNS = [
-    "family", "model", "cell_kind", "layer", "head", "source", "domain", "eps", "n_rows", "n_cols", "L", "U",
-    "lower_witness", "upper_witness", "seconds", "slack", "mass", "min_mass", "local_mass",
-    "status", "verified", "lower_verified", "upper_verified", "attack_run", "attack_success",
-    "direct_checked", "direct_passed", "hf_max_abs_diff", "svd_rank", "svd_budget", "effort", "seed", "capped",
-    "cell_id", "file",
-]
+#: The typed columns of ``cells.csv``, in order (``numeric.panel.schema.PanelRow``'s fields, the audit's aside).
+BASE_COLUMNS = list(TABLE_COLUMNS)
 CELLS_DIR = "cells"
 TABLE_NAME = "cells.csv"
 RUN_NAME = "panel.json"

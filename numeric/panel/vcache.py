@@ -19,8 +19,11 @@ regular file, size and depth limits) and checked against its schema
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from numeric.panel.provenance import CellProvenance, sources_sha256
 import flint
@@ -29,7 +32,8 @@ from numeric.panel.schema import SchemaError, check_result
 from numeric.panel.table import atomic_write
 from fileio.safeio import SafeIOError, read_json
 
-__all__ = ["VERIFIED_DIR", "RECORD_BYTES", "checker_digest", "lookup", "store", "result_of", "provenance_fields"]
+__all__ = ["VERIFIED_DIR", "RECORD_BYTES", "checker_digest", "lookup", "store", "result_of", "provenance_fields",
+           "CellPass", "FilePass"]
 
 VERIFIED_DIR = "verified"
 _FORMAT = "softrank-verify exact pass record 2"
@@ -47,6 +51,57 @@ def result_of(bf, reports) -> dict:
     """The JSON of one file's exact pass: ``exact.verify``'s reports with each cell's provenance fields."""
     return {"cells": {r.id: dict(r.to_json(), provenance=provenance_fields(bf.cells[r.index].provenance))
                       for r in reports}}
+
+
+#: The convex cap's fields of a cell's exact report (``exact.verify``'s JSON), carried to the report.
+CAP_KEYS = ("convex_cap", "convex_cap_verified", "convex_cap_margin", "convex_cap_reason")
+
+
+@dataclass(frozen=True)
+class CellPass:
+    """One cell of a file's exact pass, read back from its JSON (``result_of``; a record's after
+    ``numeric.panel.schema.check_result``): the judged ranks and verdicts, the witness kinds, the target's
+    shape, the exact slack (rational text, None without a logit target), the hashes of the target and its
+    logits, and the cell's provenance fields."""
+
+    id: str
+    eps: str
+    lower: int
+    upper: int
+    lower_verified: bool
+    upper_verified: bool
+    lower_witness: str
+    upper_witness: str
+    shape: tuple[int, int]
+    slack: str | None
+    target_sha256: str
+    logits_sha256: str | None
+    provenance: CellProvenance
+    #: The convex cap's report fields (``CAP_KEYS``; None where the cell has no cap).
+    cap: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, rep: Mapping[str, Any]) -> CellPass:
+        n_rows, n_cols = rep["shape"]
+        return cls(rep["id"], rep["eps"], rep["lower"], rep["upper"], rep["lower_verified"], rep["upper_verified"],
+                   rep["lower_witness"], rep["upper_witness"], (n_rows, n_cols), rep.get("slack"),
+                   rep["target_sha256"], rep.get("logits_sha256"), CellProvenance.from_json(rep["provenance"]),
+                   {k: rep.get(k) for k in CAP_KEYS})
+
+
+@dataclass(frozen=True)
+class FilePass:
+    """One bracket file's exact pass (``{"cells": {id: report}}`` or ``{"error": text}``), read back:
+    its cells by id, or why the file could not be judged."""
+
+    cells: Mapping[str, CellPass] = field(default_factory=dict)
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, result: Mapping[str, Any]) -> FilePass:
+        if "error" in result:
+            return cls(error=str(result["error"]))
+        return cls({cid: CellPass.from_json(rep) for cid, rep in result["cells"].items()})
 
 
 @lru_cache(maxsize=1)
