@@ -25,7 +25,9 @@ and stdout). What must change process state does it through this module, scoped 
 - **torch's determinism**: ``deterministic_torch``, seed, threads and deterministic kernels for a
   training block, restored after it;
 - **the trial trace**: ``trial_trace``, the searches' record of their trials and descents for a
-  block (tests and probes read it), a ``ContextVar`` like the stop token.
+  block (tests and probes read it), a ``ContextVar`` like the stop token;
+- **the work observer**: ``work_observer``, a callback told of every unit of work a budget spends in
+  a block (progress displays only; the searches never read it).
 
 >>> import os
 >>> before = os.environ.get("OMP_NUM_THREADS")
@@ -60,7 +62,7 @@ __all__ = ["THREADS", "SEARCH_THREADS", "WORKER_THREADS", "THREAD_VARIABLES", "P
            "stop_scope", "current_stop_token", "stop_requested", "worker_init", "stdout_to_stderr",
            "keep_freed_memory", "pyplot", "sigint_stop", "stdout_silenced", "offline_hub", "OFFLINE_VARIABLES",
            "environment", "quiet_transformers", "deterministic_torch", "TrialRecord", "TrialTrace", "trial_trace",
-           "record_trial", "record_refine"]
+           "record_trial", "record_refine", "work_observer", "note_work"]
 
 #: One torch/BLAS thread: N panel workers fill N cores without oversubscription, and a float result
 #: never depends on a thread count.
@@ -469,3 +471,30 @@ def pyplot() -> ModuleType:
     draw call this when they draw, not at import."""
     importlib.import_module("matplotlib").use("Agg")
     return importlib.import_module("matplotlib.pyplot")
+
+
+_WORK: ContextVar[Any] = ContextVar("numeric_work_observer", default=None)
+
+
+@contextlib.contextmanager
+def work_observer(observe: Any) -> Iterator[None]:
+    """Call ``observe(units)`` for the work every budget spends in the block (``note_work``); a display
+    only: what it sees never changes a search, so a bracket is the same with or without it.
+    >>> seen = []
+    >>> with work_observer(seen.append):
+    ...     note_work(3)
+    >>> note_work(4); seen
+    [3]
+    """
+    reset = _WORK.set(observe)
+    try:
+        yield
+    finally:
+        _WORK.reset(reset)
+
+
+def note_work(units: int) -> None:
+    """Tell the current ``work_observer`` (nothing outside one) that ``units`` of work were spent."""
+    observe = _WORK.get()
+    if observe is not None:
+        observe(units)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numeric.runtime import StopToken, current_stop_token, stop_requested
+from numeric.runtime import StopToken, current_stop_token, note_work, stop_requested
 
 __all__ = ["Budget", "SafetyCap", "stop_requested"]
 
@@ -70,6 +70,7 @@ class Budget:
         if n < 0:
             raise ValueError(f"work spent is a non-negative count, got {n!r}")
         self.used += int(n)
+        note_work(int(n))                 # a progress display's count; never read by a search
 
     def affords(self, n: int) -> bool:
         """``n`` more units fit in what is left (and the safety cap has not fired).

@@ -53,6 +53,7 @@ from numeric.search import front
 from numeric.runtime import StopToken, sigint_stop
 from numeric.search.candidate import LowerCandidate
 from numeric.search.hints import read_hints
+from numeric.search.progress import search_progress
 from numeric.search.effort import Effort, available_bytes, effort_budgets, expected_bytes
 from numeric.search.inputs import parse_eps_list, validate_matrix
 
@@ -235,9 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     target = front.Target(A, logits, args.id_prefix, {"input": str(args.logits or args.matrix),
                                                       "input_kind": "logits" if args.logits else "matrix"})
     try:
-        with _clean_stop():
+        show = not args.json and sys.stderr.isatty()
+        with _clean_stop(), search_progress(PROG, len(eps_items), show=show) as bar:
             (out,) = front.search_targets([target], eps_items, effort=effort, seed=seed, device=args.device,
-                                          attack=not args.no_attack, hints=hints)
+                                          attack=not args.no_attack, hints=hints,
+                                          on_step=bar.step if bar is not None else None)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return ExitCode.MALFORMED
