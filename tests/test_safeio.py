@@ -266,9 +266,11 @@ def test_study_writer_refuses_a_link_below_out_even_unchecked(tmp_path, monkeypa
     ``fileio.safeio`` with ``root=out``: ``figures`` -> elsewhere is refused, nothing lands elsewhere; a clean
     ``out`` gets every file (positive control)."""
     from numeric.study import write
+    from numeric.study.results import StudyResults, comparison_records
 
     data, results, setup = _study_inputs()
-    write.write_outputs(tmp_path / "ok", data, results, [], setup, "cmd")
+    record = StudyResults("cmd", setup, {}, comparison_records(results), [])
+    write.write_outputs(tmp_path / "ok", data, record)
     assert sorted(str(p.relative_to(tmp_path / "ok")) for p in (tmp_path / "ok").rglob("*") if p.is_file()) == \
         sorted(write.OUTPUTS)
     monkeypatch.setattr(write, "check_outputs", lambda out: None)
@@ -277,13 +279,13 @@ def test_study_writer_refuses_a_link_below_out_even_unchecked(tmp_path, monkeypa
     elsewhere.mkdir()
     (out / "figures").symlink_to(elsewhere)
     with pytest.raises(SafeIOError, match="figures is a symbolic link"):
-        write.write_outputs(out, data, results, [], setup, "cmd")
+        write.write_outputs(out, data, record)
     assert list(elsewhere.iterdir()) == []
     (out / "figures").unlink()
     outside = tmp_path / "outside.txt"
     plant(out / "study.md", "symlink", outside)
     with pytest.raises(SafeIOError, match="refusing"):
-        write.write_outputs(out, data, results, [], setup, "cmd")
+        write.write_outputs(out, data, record)
     unchanged(out / "study.md", "symlink", outside)
 
 
