@@ -51,7 +51,7 @@ def _window_sums(values: list[int], order: list[int], width: int) -> list[int]:
 
 
 def judge_cap(A: Sequence[float], shape: tuple[int, int], kind: str, structure: Sequence[float], width: int,
-              mu: Sequence[float], e: Sequence[float], k: int, eps: Fraction, slack: Fraction, rank: int,
+              mu: Sequence[float], *, e: Sequence[float], k: int, eps: Fraction, slack: Fraction, rank: int,
               meter: Meter) -> SideResult:
     """The cap ``rank`` of the row-major target ``A`` (m x n), ``e`` row-major m x k: verified or refuted.
 

@@ -310,7 +310,8 @@ def _cap(f: _File, c: Cell, cap: Side, failure: str | None) -> SideResult:
     try:
         line = t[w["order"] if "order" in w else w["blocks"]].values
         return judge_cap(t[c.matrix].values, t[c.matrix].shape, cap.kind, line, w.get("width", 0), t[w["mu"]].values,
-                         t[w["e"]].values, t[w["e"]].shape[1], c.eps, c.slack or Fraction(0), cap.rank, f.meter)
+                         e=t[w["e"]].values, k=t[w["e"]].shape[1], eps=c.eps, slack=c.slack or Fraction(0),
+                         rank=cap.rank, meter=f.meter)
     except (LimitReached, MemoryError):
         raise
     except Exception as exc:   # fail closed

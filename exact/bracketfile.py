@@ -260,7 +260,7 @@ def _layout(header: dict[str, Any], data_size: int) -> _Layout:
     return layout
 
 
-def _tensor_data(fh: BinaryIO, start: int, shape: tuple[int, int], begin: int, end: int, what: str, keep: bool,
+def _tensor_data(fh: BinaryIO, start: int, shape: tuple[int, int], begin: int, end: int, *, what: str, keep: bool,
                  digest: _Digest) -> np.ndarray | None:
     """The tensor as a read-only array (``keep``), or None after checking it chunk by chunk."""
     fh.seek(start + begin)
@@ -468,7 +468,8 @@ def read_bracket_file(path: str | os.PathLike[str], max_tensor_bytes: int = MAX_
         start = size - data_size
         tensors: dict[str, np.ndarray] = {}
         for name, (shape, begin, end) in sorted(layout.items(), key=lambda item: item[1][1]):
-            array = _tensor_data(fh, start, shape, begin, end, f"tensor {show(name)}", name in used, digest)
+            array = _tensor_data(fh, start, shape, begin, end, what=f"tensor {show(name)}", keep=name in used,
+                                 digest=digest)
             if array is not None:
                 tensors[name] = array
     seen = set()

@@ -33,7 +33,7 @@ _LOWER: dict[type, Callable[..., Verdict]] = {
 
 
 def _dispatch(table: dict[type, Callable[..., Verdict]], side: str, A: ExactMatrix, witness: Any, eps: fmpq,
-              rank: int, cache: Cache) -> Verdict:
+              rank: int, *, cache: Cache) -> Verdict:
     kind = getattr(witness, "kind", type(witness).__name__)
     check = table.get(type(witness))
     if check is None:
@@ -55,9 +55,9 @@ def _dispatch(table: dict[type, Callable[..., Verdict]], side: str, A: ExactMatr
 
 def check_upper(A: ExactMatrix, witness: Any, eps: fmpq, claimed_rank: int, cache: Cache = fresh) -> Verdict:
     """Verified iff ``witness`` proves ``r_eps(A) <= claimed_rank`` exactly (K.1, trivial cap)."""
-    return _dispatch(_UPPER, "upper", A, witness, eps, claimed_rank, cache)
+    return _dispatch(_UPPER, "upper", A, witness, eps, claimed_rank, cache=cache)
 
 
 def check_lower(A: ExactMatrix, witness: Any, eps: fmpq, claimed_rank: int, cache: Cache = fresh) -> Verdict:
     """Verified iff ``witness`` proves ``r_eps(A) >= claimed_rank`` exactly (K.2, K.3, odd map, trivial)."""
-    return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank, cache)
+    return _dispatch(_LOWER, "lower", A, witness, eps, claimed_rank, cache=cache)

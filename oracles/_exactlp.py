@@ -212,18 +212,18 @@ def solve(c, A_ub=(), b_ub=(), A_eq=(), b_eq=(), free=()) -> LPSolution:
         y_std.append(acc * flip[i])
     sol = LPSolution(value=sum((c[j] * x[j] for j in range(n)), fmpq(0)), x=tuple(x),
                      y_ub=tuple(y_std[:n_ub]), y_eq=tuple(y_std[n_ub:]))
-    check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, sol)
+    check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, sol=sol)
     return sol
 
 
-def check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, sol: LPSolution) -> None:
+def check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, *, sol: LPSolution) -> None:
     """Raise :class:`CertificateFailure` unless ``sol`` proves optimality exactly.
 
     Checks primal feasibility of ``x``, dual feasibility of ``(y_ub, y_eq)``
     and equality of the two objective values (weak duality then gives
     optimality of both).
 
-    >>> check_certificate([1], [], [], [[1]], [1], (), LPSolution(fmpq(1), (fmpq(1),), (), (fmpq(0),)))
+    >>> check_certificate([1], [], [], [[1]], [1], (), sol=LPSolution(fmpq(1), (fmpq(1),), (), (fmpq(0),)))
     Traceback (most recent call last):
     ...
     oracles._exactlp.CertificateFailure: duality gap: primal 1, dual 0

@@ -249,7 +249,7 @@ def lp_optimal_reconstruction(A: ExactMatrix, labels: tuple):
     return ReconstructionWitness(R, X, X.T.scale(fmpq(1, 4))), row_l1_norm(R), tuple(duals)
 
 
-def _reconstruction_test(test, A, eps, labels, witness, norm, optimal) -> LowerTest:
+def _reconstruction_test(test, A, eps, labels, witness, norm, *, optimal) -> LowerTest:
     d = len(labels)
     return LowerTest(test, "reconstruction", d, labels, "||R||", norm, 1 - norm * eps, optimal,
                      witness, check_lower(A, witness, eps, d))
@@ -278,7 +278,7 @@ def _lower_tests(t: fmpq, s: fmpq, eps: fmpq, d: int) -> list[LowerTest]:
         R = (X @ Dinv @ X.T).scale(fmpq(1, 4))
         tests.append(_reconstruction_test("truncated_pseudo_inverse", A, eps, top,
                                           ReconstructionWitness(R, X, X.T.scale(fmpq(1, 4))),
-                                          row_l1_norm(R), False))
+                                          row_l1_norm(R), optimal=False))
     else:
         tests.append(LowerTest("truncated_pseudo_inverse", "reconstruction", d, top, "||R||", None, None,
                                False, None, None, "a top singular value is 0"))
@@ -292,7 +292,7 @@ def _lower_tests(t: fmpq, s: fmpq, eps: fmpq, d: int) -> list[LowerTest]:
         tests.append(LowerTest("lp_optimal_reconstruction", "reconstruction", d, None, "||R||", None, None,
                                False, None, None, f"A kills a vector of every {d}-dim Walsh subspace"))
     else:
-        tests.append(_reconstruction_test("lp_optimal_reconstruction", A, eps, best[0], best[1], best[2], True))
+        tests.append(_reconstruction_test("lp_optimal_reconstruction", A, eps, best[0], best[1], best[2], optimal=True))
     return tests
 
 

@@ -135,7 +135,7 @@ def _rand_inv(rng, k: int) -> fmpq_mat:
             return G
 
 
-def gauge_construction(rec: Recorder, name, Xs: fmpq_mat, Ys: fmpq_mat, kappa2: fmpq, k: int, seed: int,
+def gauge_construction(rec: Recorder, name, Xs: fmpq_mat, Ys: fmpq_mat, kappa2: fmpq, k: int, *, seed: int,
                        perturb: bool = False) -> dict:
     """F.1's proof, run: embed ``C = X* Y*^T`` in a native head with latent dimension k > R,
     nonzero means and a random rational basis; then (1) anchor the native factors, (2) find
@@ -246,8 +246,8 @@ def check_f1():
         above += Qg * Kg.transpose() == Hn and hd(Qg) * hd(Kg) >= 1
     rec.sanity(above == trials, f"{above}/{trials} random rational gauges keep H, half-diameter product >= kappa")
     general = []
-    for inst in F1_INSTANCES:
-        general.append(gauge_construction(rec, *inst))
+    for *inst, seed in F1_INSTANCES:
+        general.append(gauge_construction(rec, *inst, seed=seed))
     return ("native 2 beta, gauge optimum beta = kappa(C) (symbolic); the proof's construction on "
             f"{len(general)} embedded instances recovers kappa(C) exactly",
             {"kappa(C)": "beta", "native_Gamma": "2*beta", "optimal_gauge": "diag(1/2, 1)",

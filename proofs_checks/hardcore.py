@@ -180,7 +180,7 @@ def cells_nd(M: int, c: int, r: int) -> np.ndarray:
 
 
 def core_cell(cid: str, core: HardCore, r: int, eps: fmpq, tensors: dict, provenance: dict,
-              lam: fmpq = fmpq(1), H: np.ndarray | None = None) -> CellSpec:
+              *, lam: fmpq = fmpq(1), H: np.ndarray | None = None) -> CellSpec:
     """A CELL claiming ``r_eps(softmax_row(H)) = M^r`` with the decoded witness R = X D, X, L."""
     H = logits_nd(core, r) if H is None else H
     A0 = float_softmax(H)
@@ -286,7 +286,7 @@ def i4_run(betas: dict, eps: fmpq = I4_EPS, lam: fmpq = fmpq(1), name: str = "I.
             core = hard_core(beta, M)
             law_row = law_bracket(rec, law, beta, M, core, f"r={r} beta={beta}")
             cid = f"I4_r{r}_beta{beta}_M{M}"
-            cells.append(core_cell(cid, core, r, eps, tensors, {"check": name, "r": r, "beta": beta}, lam))
+            cells.append(core_cell(cid, core, r, eps, tensors, {"check": name, "r": r, "beta": beta}, lam=lam))
             expect[cid] = (M ** r, M ** r)
             ms.append(M ** r)
             table.append({"r": r, "beta": beta, "M_side": M, "messages": M ** r, "keys": (M * CELLS) ** r,
@@ -408,7 +408,7 @@ def g3_key_model(core: HardCore, r: int, d: int, scale: fmpq):
     return rows, extra
 
 
-def _g3_instance(rec: Recorder, law: GrowthLaw, r: int, d: int, beta, eps, alpha, scale, name,
+def _g3_instance(rec: Recorder, law: GrowthLaw, r: int, d: int, beta, eps, *, alpha, scale, name,
                  cells, tensors, expect, table):
     where = f"r={r} d={d} beta={beta}"
     M = largest_m(beta, r, eps + alpha)
@@ -483,7 +483,7 @@ def _g3_instance(rec: Recorder, law: GrowthLaw, r: int, d: int, beta, eps, alpha
     return M
 
 
-def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, scale_bits=G3_SCALE_BITS, d=G3_D, name="G.3", r=1,
+def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, *, scale_bits=G3_SCALE_BITS, d=G3_D, name="G.3", r=1,
            instances=None):
     """The G.3 check body (parametrised for the negative controls): ``instances`` is a tuple of
     (r, d, betas); without it, ``betas`` (with ``r`` and ``d``) or the default instances."""
@@ -511,7 +511,8 @@ def g3_run(betas=None, eps=G3_EPS, alpha=G3_ALPHA, scale_bits=G3_SCALE_BITS, d=G
             uniform = 2 * (arb(osc + fmpq(2, 2 ** 31)) / 4).tanh()
         rec.require(osc + fmpq(2, 2 ** 31) < alpha and uniform < alpha,
                     f"r={r_} d={d_}: the uniform perturbation/residual bound {uniform} is not below alpha")
-        got_ms = [_g3_instance(rec, laws[r_], r_, d_, beta, eps, alpha, scale, name, cells, tensors, expect, table)
+        got_ms = [_g3_instance(rec, laws[r_], r_, d_, beta, eps, alpha=alpha, scale=scale, name=name, cells=cells,
+                               tensors=tensors, expect=expect, table=table)
                   for beta in bs]
         ms[f"r{r_}_d{d_}"] = got_ms
         exps[f"r{r_}_d{d_}"] = slope(bs, got_ms)          # illustration only

@@ -55,7 +55,7 @@ def eta_float(A: np.ndarray, S, X: np.ndarray) -> float:
 
 
 def decoded_cell(cid: str, H: np.ndarray, eps: fmpq, tensors: dict, provenance: dict,
-                 S=None, cell_of_key=None, P=None, Q=None) -> CellSpec:
+                 *, S=None, cell_of_key=None, P=None, Q=None) -> CellSpec:
     """A CELL on ``softmax_row(H)``: lower = decoded witness (or trivial), upper = factors P Q^T
     (or trivial)."""
     m, n = H.shape

@@ -33,8 +33,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     real, seen, state = up._trial, [], {}
 
-    def trial(A, eps, start, iters, budget, device, phase, kind, lr_scale=1.0, objective=up.SMOOTHED):
-        res = real(A, eps, start, iters, budget, device, phase, kind, lr_scale, objective)
+    def trial(A, eps, start, *, iters, budget, device, phase, kind, lr_scale=1.0, objective=up.SMOOTHED):
+        res = real(A, eps, start, iters=iters, budget=budget, device=device, phase=phase, kind=kind,
+                   lr_scale=lr_scale, objective=objective)
         if phase == "narrow" and kind == "compressed" and res is not None:
             k = start[1].shape[1]
             sv = up.svd_factors(*state["svd"], k)

@@ -80,7 +80,7 @@ def _judge(A, labels, mu, e, eps, slack, rank, meter):
     from crosscheck._cap import judge_cap
 
     return judge_cap(A.ravel().tolist(), A.shape, "column_blocks", labels.ravel().tolist(), 0, mu.ravel().tolist(),
-                     e.ravel().tolist(), e.shape[1], eps, slack, rank, meter)
+                     e=e.ravel().tolist(), k=e.shape[1], eps=eps, slack=slack, rank=rank, meter=meter)
 
 
 def _margins(exact, second):

@@ -262,7 +262,7 @@ def test_lp_random_problems_are_certified_or_refused(data):
         sol = solve(c, A_ub, b_ub, A_eq, b_eq, free)
     except (Infeasible, Unbounded):
         return
-    check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, sol)
+    check_certificate(c, A_ub, b_ub, A_eq, b_eq, free, sol=sol)
 
 
 def test_module_doctests():

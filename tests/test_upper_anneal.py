@@ -120,7 +120,7 @@ def _stand_in(monkeypatch, result, objectives=None):
     ``(phase, kind, rank)`` of the trials run (and appends ``(objective, steps)`` to ``objectives``)."""
     runs = []
 
-    def fake(A, e, start, iters, budget, device, phase, kind, lr_scale=1.0, objective=up.SMOOTHED):
+    def fake(A, e, start, *, iters, budget, device, phase, kind, lr_scale=1.0, objective=up.SMOOTHED):
         k = start[1].shape[1]
         steps = up.affordable_steps(budget, A.shape, k, iters)
         if not steps:
@@ -144,7 +144,8 @@ def test_a_boundary_rank_is_retried_only_after_a_close_miss(head, monkeypatch, m
     eps = 0.25
     runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * miss)
     svd, _ = up.svd_baseline(head)
-    up._boundary_rank(head, eps, 5, up.svd_factors(*svd, 8), svd, Budget(10**6), 100, None, None, True, set())
+    up._boundary_rank(head, eps, 5, up.svd_factors(*svd, 8), svd, budget=Budget(10**6), iters=100, device=None,
+                      warm=None, fresh=True, tried=set())
     assert [kind for _, kind, _ in runs] == (["svd", "compressed"] if retried else ["svd"])
 
 
@@ -172,7 +173,7 @@ def test_a_far_narrowing_trial_starts_from_the_svd(head, monkeypatch, drop):
     svd, _ = up.svd_baseline(head)
     runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * 1.5)
     best = up.UpperResult(12, *up.compress(*up.svd_factors(*svd, 14), 12), 0.2, "factors/refined")
-    up._bisect(head, 0.25, 12 - 2 * drop, [best], svd, Budget(10**6), 100, None)
+    up._bisect(head, 0.25, 12 - 2 * drop, [best], svd, budget=Budget(10**6), iters=100, device=None)
     assert runs[0] == ("narrow", "svd" if drop >= up.FAR_DROP else "compressed", 12 - drop)
 
 
@@ -186,7 +187,7 @@ def test_default_descends_below_the_first_boundary_rank_only_with_full_trials(he
     runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (1.1 if phase == "narrow" else 0.9))
     probe = Budget(10**9)
     up._bisect(head, 0.25, 1, [up.UpperResult(k_svd, *up.svd_factors(*svd[0], k_svd), 0.2, "svd")], svd[0],
-               probe, 100, None)
+               budget=probe, iters=100, device=None)
     narrowing = probe.used
     first = 200 * rf.step_work(*head.shape, k_svd - 1)
     second = 200 * rf.step_work(*head.shape, k_svd - 2)
@@ -214,7 +215,7 @@ def test_a_sharp_boundary_is_granted_full_hot_trials(head, monkeypatch, eps, sha
     runs = _stand_in(monkeypatch, lambda phase, kind, k, e: e * (1.1 if phase == "narrow" else 0.9), objectives)
     probe = Budget(10**9)
     up._bisect(head, eps, 1, [up.UpperResult(k_svd, *up.svd_factors(*svd[0], k_svd), 0.2, "svd")], svd[0],
-               probe, 100, None)
+               budget=probe, iters=100, device=None)
     runs.clear(), objectives.clear()
     b = Budget(probe.used)
     found = up.search_upper(head, eps, b, svd=svd, iters=100, full_iters=200, sharp_trials=sharp_trials)
@@ -255,7 +256,7 @@ def test_later_restart_rounds_start_from_perturbed_misses(head, objective):
     svd, _ = up.svd_baseline(head)
     best = up.svd_factors(*svd, 12)
     near = (*up.svd_factors(*svd, 10), 0.3, objective)
-    starts = up._restart_starts(head, 0.25, 10, best, svd, None, 3, near, set())
+    starts = up._restart_starts(head, 0.25, 10, best, svd, None, round_=3, near=near, tried=set())
     assert [(k, o) for _, k, _, o in starts] == [("perturbed-miss", objective), ("perturbed", up.SMOOTHED)]
     assert all(s[0][1].shape == (48, 10) for s in starts)
 
@@ -267,7 +268,8 @@ def test_a_round_starts_by_polishing_the_closest_miss(head, polish):
     svd, _ = up.svd_baseline(head)
     near = (*up.svd_factors(*svd, 10), 0.3, up.SMOOTHED)
     for round_ in (0, 2):
-        starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, round_, near, set(), polish)
+        starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, round_=round_, near=near,
+                                    tried=set(), polish=polish)
         fine = [(s[0], lr, o) for s, k, lr, o in starts if k == "miss-fine"]
         assert fine == ([(near[0], up.FINE_LR, up.PLAIN)] if polish else [])
         assert (starts[0][1] == "miss-fine") == polish
@@ -283,7 +285,8 @@ def test_restarts_polish_the_earlier_phases_miss(head, monkeypatch, earlier):
     best = up.UpperResult(12, *up.svd_factors(*svd, 12), 0.2, "factors/refined")
     missed = {11: (*up.svd_factors(*svd, 11), 0.26)} if earlier else {}
     budget = Budget(10**7)
-    up._restarts(head, 0.25, 11, 1, [best], svd, budget, 200, None, None, set(), missed)
+    up._restarts(head, 0.25, 11, 1, [best], svd, budget=budget, iters=200, device=None, warm=None, tried=set(),
+                 missed=missed)
     assert runs[0] == ("restart", "miss-fine" if earlier else "svd", 11)
     assert budget.used == len(runs) * 200 * rf.step_work(*head.shape, 11)
 
@@ -293,7 +296,7 @@ def test_the_first_restart_round_runs_trials_without_the_huber_smoothing(head, m
     plain one from the hot temperature (``up.HOT``), starts the other kinds do not repeat; ``refine``
     then runs its surrogate without the smoothing, and from ``LSE_HOT_EPS`` eps."""
     svd, _ = up.svd_baseline(head)
-    starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, 0, None, set())
+    starts = up._restart_starts(head, 0.25, 10, up.svd_factors(*svd, 12), svd, None, round_=0, near=None, tried=set())
     assert [(k, o) for _, k, _, o in starts if o != up.SMOOTHED] == [("svd-plain", up.PLAIN), ("svd-hot", up.HOT)]
     assert [k for _, k, _, o in starts if o == up.SMOOTHED][0] == "svd"
     start = up.svd_factors(*svd, 6)

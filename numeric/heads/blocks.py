@@ -71,7 +71,7 @@ def _local_mass(probs: np.ndarray, prefix: int, block: int) -> float:
     return float(np.mean((probs[prefix:prefix + block] * near).sum(axis=1)))
 
 
-def decoder_block(q, k, mask, probs: np.ndarray, scaling: float, layer: int, prefix: int, block: int) -> Target:
+def decoder_block(q, k, mask, probs: np.ndarray, scaling: float, layer: int, *, prefix: int, block: int) -> Target:
     """Queries ``prefix .. prefix+block-1`` over keys ``0 .. prefix-1`` (MATH.md section 6).
 
     ``q``, ``k``: the head's projections [token, dim]; ``mask``: the model's
@@ -86,7 +86,7 @@ def decoder_block(q, k, mask, probs: np.ndarray, scaling: float, layer: int, pre
                   span={"queries": [prefix, prefix + block], "keys": [0, prefix]}, kind="prefix-block")
 
 
-def native_block(q, k, mask, probs: np.ndarray, scaling: float, layer: int, prefix: int, block: int) -> Target:
+def native_block(q, k, mask, probs: np.ndarray, scaling: float, layer: int, *, prefix: int, block: int) -> Target:
     """The full causal matrix of the window, masked logits finite (``NATIVE_MASK_GAP``)."""
     n = q.shape[0]
     causal = np.tril(np.ones((n, n), dtype=bool))

@@ -152,7 +152,7 @@ def capture_attention(model):
     originals = {name: m.eager_attention_forward for name, m in modules.items()}
 
     def make(orig):
-        def wrapper(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
+        def wrapper(module, query, key, value, attention_mask, scaling=None, *, dropout=0.0, **kw):
             s = scaling if scaling is not None else query.size(-1) ** -0.5
             calls.append(_Call(module, query.detach(), key.detach(),
                                None if attention_mask is None else attention_mask.detach(), float(s)))
@@ -271,7 +271,7 @@ def _compare_hf(att, layer: int, head: int, probs: np.ndarray, h: _Head, c: _Cal
 
 
 def _provenance(loaded: LoadedModel, source, layer: int, head: int, module: str, kv_head: int,
-                t: Target, dtype: str, scaling: float, hf_diff) -> dict:
+                *, t: Target, dtype: str, scaling: float, hf_diff) -> dict:
     """What a report needs to trace one capture back to its model, weights and input."""
     prov = {
         "model": loaded.name, "model_type": loaded.model_type, "weights_sha256": loaded.weights_sha256,
@@ -320,13 +320,13 @@ def extract_heads(loaded: LoadedModel, source, heads, *, prefix: int = PREFIX, b
         hf_diff = _compare_hf(att, layer, head, probs, h, c) if compare else None
         if decoder:
             cut = native_block if native else decoder_block
-            t = cut(h.q, h.k, h.mask, probs, c.scaling, layer, prefix, block)
+            t = cut(h.q, h.k, h.mask, probs, c.scaling, layer, prefix=prefix, block=block)
         else:
             t = full_block(h.q, h.k, h.mask, c.scaling, layer)
         if not np.all(np.isfinite(t.logits)):
             raise ExtractionError(f"layer {layer} head {head}: non-finite logits")
-        prov = _provenance(loaded, source, layer, head, paths.get(id(c.module), "?"), h.kv_head, t, dtype,
-                           c.scaling, hf_diff)
+        prov = _provenance(loaded, source, layer, head, paths.get(id(c.module), "?"), h.kv_head, t=t, dtype=dtype,
+                           scaling=c.scaling, hf_diff=hf_diff)
         out.append(HeadCapture(layer=layer, head=head, module_path=prov["module"], logits=t.logits,
                                matrix=softmax_rows(t.logits), Q=t.Q, K=t.K, scale=c.scaling, mass=prov["mass"],
                                min_mass=prov["min_mass"], local_mass=t.local, nonlocal_head=t.nonlocal_head,

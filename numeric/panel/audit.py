@@ -380,7 +380,7 @@ def bind_dropped(key: str, r: PanelRow, head: HeadEvidence, run: PanelRun | None
     return None
 
 
-def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict[str, FilePass], heads: dict, run, errors: list,
+def _check_row(out: Path, key: str, r: PanelRow, verdicts: dict[str, FilePass], heads: dict, run, *, errors: list,
                refused: set | None = None) -> PanelRow | None:
     """The row with the exact pass's ranks, verdicts, shape, witness kinds and slack, or None (an error)."""
     cid, f = r.cell_id or "", r.file or ""      # labels of 1+ characters in a row of status ok
@@ -475,7 +475,7 @@ def audit(out, workers: int | None = None, reverify: bool = True, independent: b
             errors.append(f"{r.cell_id}: named by two rows")
             continue
         named.add(name)
-        c = _check_row(out, key, r, verdicts, heads, run, errors, refused)
+        c = _check_row(out, key, r, verdicts, heads, run, errors=errors, refused=refused)
         if c is not None:
             checked.append(c)
             by_key.setdefault(key, []).append(c)

@@ -313,7 +313,7 @@ class HeadFile:
     provenance: Mapping[str, Any]
 
 
-def _compare(hf: HeadFile, cap, lm, spec: str, settings: Extraction, tolerance: Fraction,
+def _compare(hf: HeadFile, cap, lm, spec: str, settings: Extraction, *, tolerance: Fraction,
              seconds: float) -> HeadCheck:
     base = {"key": hf.key, "model": f"{spec} ({lm.name})", "weights_sha256": lm.weights_sha256,
             "seconds": seconds, "tolerance": tolerance}
@@ -359,12 +359,12 @@ def check_heads(heads: list[HeadFile], identity: Mapping[str, Any] | None,
             continue
         groups.setdefault((r.model, r.source, index, r.cell_kind == NATIVE), []).append(hf)
     for (name, source, index, native), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        out.update(_check_group(models, name, source, index, native, group, settings, tolerance))
+        out.update(_check_group(models, name, source, index, native, group, settings=settings, tolerance=tolerance))
     return [out[hf.key] for hf in heads]
 
 
 def _check_group(models: _Models, name: str, source: str, index: int, native: bool, group: list[HeadFile],
-                 settings: Extraction, tolerance: Fraction) -> dict[str, HeadCheck]:
+                 *, settings: Extraction, tolerance: Fraction) -> dict[str, HeadCheck]:
     """One forward pass of model ``name`` on source ``index`` for every head of ``group``."""
     def unavailable(note: str) -> dict[str, HeadCheck]:
         return {hf.key: HeadCheck(hf.key, "unavailable", note=note, tolerance=tolerance) for hf in group}
@@ -392,4 +392,5 @@ def _check_group(models: _Models, name: str, source: str, index: int, native: bo
     except (ExtractionError, ModelInputError, SourceError, OSError) as e:
         return unavailable(f"extraction failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
     seconds = (time.perf_counter() - t0) / len(group)
-    return {hf.key: _compare(hf, cap, lm, spec, settings, tolerance, seconds) for hf, cap in zip(group, caps)}
+    return {hf.key: _compare(hf, cap, lm, spec, settings, tolerance=tolerance, seconds=seconds)
+            for hf, cap in zip(group, caps)}

@@ -196,7 +196,7 @@ def _check_outputs(out: Path) -> None:
             check_target(folder / name, root=out)
 
 
-def write_report(out, workers: int | None = None, gate: float = GATE, trust_records: bool = False,
+def write_report(out, *, workers: int | None = None, gate: float = GATE, trust_records: bool = False,
                  independent: bool = True, check: bool = False,
                  tolerance: Fraction = HEAD_TOLERANCE) -> Report:
     """Re-verify ``out`` and write ``out/report.md`` and its figures; ``gate``: the identification gate's
@@ -287,8 +287,8 @@ def main(argv=None) -> int:
               "where one matches, not re-run (anyone who can write DIR can forge one); the report's first lines "
               "say how many", file=sys.stderr)
     try:
-        rep = write_report(args.dir, args.workers, args.gate, args.trust_records, args.independent,
-                           args.check_heads, tolerance)
+        rep = write_report(args.dir, workers=args.workers, gate=args.gate, trust_records=args.trust_records,
+                           independent=args.independent, check=args.check_heads, tolerance=tolerance)
     except (ReportError, SafeIOError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return ExitCode.MALFORMED

@@ -366,7 +366,7 @@ def open_cell_caps(A0: np.ndarray, cells: list[tuple[str, str, int, int]], slack
 
 
 def cap_claim(A0: np.ndarray, eps_text: str, slack: object, cid: str, lower: int, upper: int,
-              max_lps: int = MAX_CAP_LPS) -> tuple[Claim | None, dict[str, np.ndarray]]:
+              *, max_lps: int = MAX_CAP_LPS) -> tuple[Claim | None, dict[str, np.ndarray]]:
     """The ``convex_cap`` of a cell (``exact.cellspec``) and its tensors, for an open cell (``lower < upper``)
     where the search verifies a witness; ``(None, {})`` otherwise. ``slack``: an fmpq, a Fraction or None."""
     return open_cell_caps(A0, [(eps_text, cid, lower, upper)], slack, max_lps)[0]

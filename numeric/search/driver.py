@@ -363,7 +363,7 @@ def _run_provenance(effort: Effort, seed: int, row_tol: float = STOCHASTIC_TOL) 
                          threads=SEARCH_THREADS, versions=package_versions(), code=CodeVersion(**code_version()))
 
 
-def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, svd_rank: int | None, attack: bool,
+def _cell(t: _Target, tol: _Tol, low: LowerPick, up: UpperPick, *, svd_rank: int | None, attack: bool,
           seconds: float) -> tuple[tuple[Claim, Claim], CellSearch, BracketResult, dict[str, np.ndarray]]:
     """((lower, upper) claims, search provenance, BracketResult, tensors) of one tolerance's chosen sides;
     runs the attack."""
@@ -456,8 +456,8 @@ def search_brackets(matrix: object, eps_list: Iterable[object], *, logits: objec
         chosen = list(zip(tols, _chosen(t, tols, lowers, uppers, clock)))
         caps = open_cell_caps(t.A, [(s.text, s.cid, low.cand.rank, up.rank) for s, (low, up) in chosen], t.slack_q)
         for (s, (low, up)), (cap, cap_tensors) in zip(chosen, caps):
-            (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, uppers[s.idx][1], attack,
-                                                                          clock[s.idx])
+            (lower, upper), search, results[s.idx], cell_tensors = _cell(t, s, low, up, svd_rank=uppers[s.idx][1],
+                                                                         attack=attack, seconds=clock[s.idx])
             tensors.update(cell_tensors)
             tensors.update(cap_tensors)
             cells[s.idx] = CellSpec(s.cid, s.text, target, lower, upper, cell_provenance(search, run_prov, provenance),

@@ -93,8 +93,8 @@ def cost_notice(prog: str, effort: str | Effort, shape: tuple[int, int], toleran
             f"up to about {sec / 60:.0f} min on one core (every budget spent)" + (f"; {stop}" if stop else ""))
 
 
-def announce(prog: str, effort: str | Effort, shape: tuple[int, int], tolerances: int, count: int = 1, stop: str = "",
-             file: TextIO | None = None) -> bool:
+def announce(prog: str, effort: str | Effort, shape: tuple[int, int], tolerances: int, *, count: int = 1,
+             stop: str = "", file: TextIO | None = None) -> bool:
     """Print ``cost_notice`` on stderr (or ``file``) when there is one; whether it printed."""
     text = cost_notice(prog, effort, shape, tolerances, count, stop)
     if text is not None:

@@ -51,7 +51,7 @@ def _direct(A: np.ndarray, eps: float, svd: Svd, start: LowerCandidate | None) -
     return out
 
 
-def _row_sets(A: np.ndarray, eps: float, out: list[LowerCandidate | None], effort: Effort, lp: bool, seed: int,
+def _row_sets(A: np.ndarray, eps: float, out: list[LowerCandidate | None], effort: Effort, *, lp: bool, seed: int,
               cap: SafetyCap | None) -> None:
     """Append the row-side families' witnesses to ``out``, each grown from the strongest so far."""
     n = A.shape[1]
@@ -99,7 +99,7 @@ def lower_candidates(A: np.ndarray, eps: float, svd: Svd, effort: Effort, *, lp:
         return out
     out += _direct(A, eps, svd, start)
     grown: list[LowerCandidate | None] = list(out)
-    _row_sets(A, eps, grown, effort, lp, seed, cap)
+    _row_sets(A, eps, grown, effort, lp=lp, seed=seed, cap=cap)
     out = [c for c in grown if c is not None]
     if lp and effort.lp_svd_solves:
         # column side last: it has to beat every row-side witness, so its LPs start above them

@@ -70,14 +70,14 @@ def _quiet_highs() -> Any:
 
 
 @overload
-def solve_lp(c: Any, A_ub: Any = ..., b_ub: Any = ..., A_eq: Any = ..., b_eq: Any = ..., lb: Any = ...,
+def solve_lp(c: Any, A_ub: Any = ..., b_ub: Any = ..., A_eq: Any = ..., b_eq: Any = ..., *, lb: Any = ...,
              ub: Any = ..., iterations: int | None = ..., solver: str = ...,
              row_duals: Literal[False] = ...) -> tuple[np.ndarray, float]: ...
 @overload
-def solve_lp(c: Any, A_ub: Any = ..., b_ub: Any = ..., A_eq: Any = ..., b_eq: Any = ..., lb: Any = ...,
+def solve_lp(c: Any, A_ub: Any = ..., b_ub: Any = ..., A_eq: Any = ..., b_eq: Any = ..., *, lb: Any = ...,
              ub: Any = ..., iterations: int | None = ..., solver: str = ...,
-             *, row_duals: Literal[True]) -> tuple[np.ndarray, float, np.ndarray]: ...
-def solve_lp(c: Any, A_ub: Any = None, b_ub: Any = None, A_eq: Any = None, b_eq: Any = None, lb: Any = None,
+             row_duals: Literal[True]) -> tuple[np.ndarray, float, np.ndarray]: ...
+def solve_lp(c: Any, A_ub: Any = None, b_ub: Any = None, A_eq: Any = None, b_eq: Any = None, *, lb: Any = None,
              ub: Any = None, iterations: int | None = None, solver: str = "choose",
              row_duals: bool = False) -> tuple[np.ndarray, float] | tuple[np.ndarray, float, np.ndarray]:
     """Minimise ``c x`` subject to ``A_ub x <= b_ub``, ``A_eq x = b_eq``, ``lb <= x <= ub``.

@@ -164,7 +164,7 @@ def find_odd_map(A: object, eps: float, d: int, conflicts: int = 100_000) -> tup
 
 
 def odd_map_cell(cell_id: str, A: object, eps: object, d: int, labels: np.ndarray, points: np.ndarray,
-                 upper: dict[str, Any] | None = None, prefix: str = "") -> tuple[CellSpec, dict[str, np.ndarray]]:
+                 *, upper: dict[str, Any] | None = None, prefix: str = "") -> tuple[CellSpec, dict[str, np.ndarray]]:
     """A cell (``CellSpec``) with an ``odd_map`` lower side, and its tensors (the target is ``prefix + 'A'``).
 
     ``upper`` is ``{"rank": k, "P": array, "Q": array}`` for a factors upper side (default: trivial).

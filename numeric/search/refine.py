@@ -193,7 +193,8 @@ def refine(A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: 
         margin = max(MARGIN_MIN, int(MARGIN_FRACTION * iters))
     with torch_threads(CPU_THREADS if dev.type == "cpu" else torch.get_num_threads()):
         spend = budget if budget is not None else Budget(iters * step_work(A.shape[0], A.shape[1], P0.shape[1]))
-        P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters, dev, lr_scale, margin, spend, objective)
+        P, Q, err, log = _refine(torch, A, P0, Q0, eps, iters=iters, dev=dev, lr_scale=lr_scale, margin=margin,
+                                 budget=spend, objective=objective)
     record_refine(log)                                   # into numeric.runtime.trial_trace, when one is open
     return P, Q, err
 
@@ -233,7 +234,7 @@ def _surrogate(torch: ModuleType, R: Any, T: float, d: float) -> tuple[Any, Any]
     return T * lse, c.mul_(w[:, None])
 
 
-def _refine(torch: ModuleType, A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, iters: int, dev: Any,
+def _refine(torch: ModuleType, A: np.ndarray, P0: np.ndarray, Q0: np.ndarray, eps: float, *, iters: int, dev: Any,
             lr_scale: float, margin: int, budget: Budget,
             objective: Objective) -> tuple[np.ndarray, np.ndarray, float, TrialLog]:
     dtype = torch.float64

@@ -63,7 +63,7 @@ def append_bounds(A: np.ndarray, S: list[int], GS: np.ndarray) -> tuple[np.ndarr
     return bound, g, C
 
 
-def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, max_rows: int,
+def _grow_rows(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, *, max_rows: int,
                improve: Callable[[list[int], np.ndarray], np.ndarray | None],
                family: str, work: Budget, rows: Budget | None = None) -> LowerCandidate | None:
     """Grow a certified row set one row at a time, the rows of least ``append_bounds`` first.
@@ -114,7 +114,8 @@ def rows_greedy(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, steps: 
     def descend(trial: list[int], G: np.ndarray) -> np.ndarray | None:
         return descend_row_map(A[trial], G, target, steps)[0]
 
-    return _grow_rows(A, eps, S, GS, min(A.shape), descend, "row_reconstruction/greedy", steps, rows)
+    return _grow_rows(A, eps, S, GS, max_rows=min(A.shape), improve=descend, family="row_reconstruction/greedy",
+                      work=steps, rows=rows)
 
 
 def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, solves: Budget,
@@ -136,4 +137,5 @@ def rows_lp_append(A: np.ndarray, eps: float, S: list[int], GS: np.ndarray, solv
         except LPFailed:
             return None
 
-    return _grow_rows(A, eps, S, GS, LP_APPEND_MAX_ROWS - 1, lp, "row_reconstruction/greedy-lp", solves)
+    return _grow_rows(A, eps, S, GS, max_rows=LP_APPEND_MAX_ROWS - 1, improve=lp,
+                      family="row_reconstruction/greedy-lp", work=solves)

@@ -81,7 +81,8 @@ def descend_row_map(AS: np.ndarray, G0: np.ndarray, target: float, budget: Budge
         return best_G, best_v
     opt = torch.optim.Adam([Y], lr=DESCENT_LR * float(np.abs(G0).max()))
     with torch_threads():
-        best_v, best_G = _adam(torch, Gp, N, Y, opt, best_v, best_G, target, budget, iters)
+        best_v, best_G = _adam(torch, Gp, N, Y, opt, best_v=best_v, best_G=best_G, target=target, budget=budget,
+                               iters=iters)
     try:
         G = best_G @ np.linalg.inv(AS @ best_G)
     except np.linalg.LinAlgError:
@@ -104,7 +105,7 @@ def _gradient(torch: ModuleType, N: Any, G: Any, r: Any, v: float) -> Any:
     return N.T @ G.sgn().mul_(w[:, None])
 
 
-def _adam(torch: ModuleType, Gp: Any, N: Any, Y: Any, opt: Any, best_v: float, best_G: np.ndarray, target: float,
+def _adam(torch: ModuleType, Gp: Any, N: Any, Y: Any, opt: Any, *, best_v: float, best_G: np.ndarray, target: float,
           budget: Budget, iters: int) -> tuple[float, np.ndarray]:
     """The Adam loop of ``descend_row_map``: (best norm, best map)."""
     mark, mark_it = best_v, 0

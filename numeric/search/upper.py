@@ -177,7 +177,7 @@ def affordable_steps(budget: Budget, shape: tuple[int, ...], k: int, iters: int)
     return steps if steps >= MIN_TRIAL_FRACTION * iters and steps > 0 else 0
 
 
-def _trial(A: np.ndarray, eps: float, start: Factors, iters: int, budget: Budget, device: Any, phase: str,
+def _trial(A: np.ndarray, eps: float, start: Factors, *, iters: int, budget: Budget, device: Any, phase: str,
            kind: str, lr_scale: float = 1.0, objective: Objective = SMOOTHED) -> Trial | None:
     """One trial from ``start`` sized to the budget (``affordable_steps``): (P, Q, err), or None."""
     k = start[1].shape[1]
@@ -224,7 +224,7 @@ def _narrow_starts(svd: Svd, best: Factors, mid: int, best_is_svd: bool,
     return (compressed, fresh) if near else (fresh, compressed)
 
 
-def _bisect(A: np.ndarray, eps: float, lo: int, found: list[UpperResult], svd: Svd, budget: Budget, iters: int,
+def _bisect(A: np.ndarray, eps: float, lo: int, found: list[UpperResult], svd: Svd, *, budget: Budget, iters: int,
             device: Any, hybrid: bool = False, warm: Factors | None = None) -> dict[int, Trial]:
     """Rank bisection in ``[lo, found[0].rank)`` with short trials; feasible ranks go to the front of ``found``.
 
@@ -240,15 +240,17 @@ def _bisect(A: np.ndarray, eps: float, lo: int, found: list[UpperResult], svd: S
     while lo < hi:
         mid = (lo + hi) // 2
         (first, kind), (second, kind2) = _narrow_starts(svd, best, mid, best_is_svd, warm)
-        res = _trial(A, eps, first, iters, budget, device, "narrow", kind)
+        res = _trial(A, eps, first, iters=iters, budget=budget, device=device, phase="narrow", kind=kind)
         if res is None:
             break
         if hybrid and eps < res[2] <= eps * (1 + SECOND_WINDOW):
             if second is not None and kind2 is not None:     # both None, or neither
-                res = _better(res, _trial(A, eps, second, iters, budget, device, "narrow", kind2))
+                res = _better(res, _trial(A, eps, second, iters=iters, budget=budget, device=device, phase="narrow",
+                                          kind=kind2))
         start = hybrid_factors(A, eps, mid) if hybrid and res[2] > eps else None
         if start is not None:
-            res = _better(res, _trial(A, eps, start, iters, budget, device, "narrow", "hybrid"))
+            res = _better(res, _trial(A, eps, start, iters=iters, budget=budget, device=device, phase="narrow",
+                                      kind="hybrid"))
         P1, Q1, err = _rescue(A, eps, *res, budget)
         if err <= eps:
             hi = mid
@@ -260,8 +262,9 @@ def _bisect(A: np.ndarray, eps: float, lo: int, found: list[UpperResult], svd: S
     return missed
 
 
-def _boundary_rank(A: np.ndarray, eps: float, r: int, cur: Factors, svd: Svd, budget: Budget, iters: int, device: Any,
-                   warm: Factors | None, fresh: bool, tried: set[Tried], hot: bool = False) -> Trial | None:
+def _boundary_rank(A: np.ndarray, eps: float, r: int, cur: Factors, svd: Svd, *, budget: Budget, iters: int,
+                   device: Any, warm: Factors | None, fresh: bool, tried: set[Tried],
+                   hot: bool = False) -> Trial | None:
     """The best full trial at rank ``r`` (or None: the budget affords none): from the truncated SVD
     when ``fresh`` (a rank the narrowing missed from every start), else from the compressed
     ``cur``; with ``hot``, the SVD start descends the plain objective from the hot temperature
@@ -273,17 +276,20 @@ def _boundary_rank(A: np.ndarray, eps: float, r: int, cur: Factors, svd: Svd, bu
     starts = ((("svd-hot", HOT) if hot else ("svd", SMOOTHED)) + (svd_factors(*svd, r),),
               ("compressed", SMOOTHED, compress(*cur, r)))
     first, other = starts[::1 if fresh else -1]
-    res = _trial(A, eps, first[2], iters, budget, device, "boundary", first[0], objective=first[1])
+    res = _trial(A, eps, first[2], iters=iters, budget=budget, device=device, phase="boundary", kind=first[0],
+                 objective=first[1])
     if res is None:
         return None
     key: Callable[[str], Tried] = lambda kind: (r, kind, cur[1].shape[1] if kind == "compressed" else None)
     tried.add(key(first[0]))
     close: Callable[[Trial], bool] = lambda x: eps < x[2] <= eps * (1 + RESTART_WINDOW)
     if close(res):
-        res = _better(res, _trial(A, eps, other[2], iters, budget, device, "boundary", other[0], objective=other[1]))
+        res = _better(res, _trial(A, eps, other[2], iters=iters, budget=budget, device=device, phase="boundary",
+                                  kind=other[0], objective=other[1]))
         tried.add(key(other[0]))
     if close(res) and warm is not None and warm[1].shape[1] > r:
-        res = _better(res, _trial(A, eps, compress(*warm, r), iters, budget, device, "boundary", "warm"))
+        res = _better(res, _trial(A, eps, compress(*warm, r), iters=iters, budget=budget, device=device,
+                                  phase="boundary", kind="warm"))
         tried.add((r, "warm", None))
     return _rescue(A, eps, *res, budget)
 
@@ -296,7 +302,7 @@ def _offer_snapped(A: np.ndarray, eps: float, r: int, P: np.ndarray, Q: np.ndarr
 
 
 def _descend(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], missed: dict[int, Trial], svd: Svd,
-             budget: Budget, iters: int, device: Any, warm: Factors | None, tried: set[Tried],
+             *, budget: Budget, iters: int, device: Any, warm: Factors | None, tried: set[Tried],
              sharp_trials: int = 0) -> None:
     """Default's boundary phase: full trials one rank below the best at a time (``_boundary_rank``),
     until the first clear miss; a miss within ``NEAR_FRACTION`` is snapped and the next rank tried.
@@ -317,8 +323,8 @@ def _descend(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], mi
     while k - 1 >= lower:
         if k - 1 < first and affordable_steps(budget, A.shape, k - 1, iters) < iters:
             return
-        res = _boundary_rank(A, eps, k - 1, cur, svd, budget, iters, device, warm, k - 1 in missed, tried,
-                             sharp(k - 1))
+        res = _boundary_rank(A, eps, k - 1, cur, svd, budget=budget, iters=iters, device=device, warm=warm,
+                             fresh=k - 1 in missed, tried=tried, hot=sharp(k - 1))
         if res is None:
             return
         k, cur = k - 1, res[:2]
@@ -331,13 +337,13 @@ def _descend(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], mi
 
 
 def _gallop(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], missed: dict[int, Trial], svd: Svd,
-            budget: Budget, iters: int, device: Any, warm: Factors | None, tried: set[Tried]) -> int | None:
+            *, budget: Budget, iters: int, device: Any, warm: Factors | None, tried: set[Tried]) -> int | None:
     """Thorough's boundary phase: full trials 1, 2, 4, ... ranks below the best, then a bisection
     back between the lowest success and the first miss. Returns the first failing rank (the
     best rank minus one; None when the best is at ``lower`` or the budget ran out)."""
     def reaches(r: int) -> bool | None:      # one full trial at rank r from the best factors; a success joins ``found``
-        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget, iters, device, warm,
-                             r in missed, tried)
+        res = _boundary_rank(A, eps, r, (found[0].P, found[0].Q), svd, budget=budget, iters=iters, device=device,
+                             warm=warm, fresh=r in missed, tried=tried)
         if res is not None and res[2] <= eps:
             found.insert(0, UpperResult(r, *res, "factors/refined"))
         elif res is not None:
@@ -367,7 +373,7 @@ def _gallop(A: np.ndarray, eps: float, lower: int, found: list[UpperResult], mis
     return found[0].rank - 1 if found[0].rank - 1 >= lower else None
 
 
-def _restart_starts(A: np.ndarray, eps: float, r: int, best: Factors, svd: Svd, warm: Factors | None, round_: int,
+def _restart_starts(A: np.ndarray, eps: float, r: int, best: Factors, svd: Svd, warm: Factors | None, *, round_: int,
                     near: Miss | None, tried: set[Tried],
                     polish: bool = False) -> list[tuple[Factors, str, float, Objective]]:
     """``[(start, kind, lr_scale, objective)]`` of one round of restarts at rank ``r`` below the best
@@ -410,7 +416,7 @@ def _smoothed(miss: Trial | None) -> Miss | None:
     return None if miss is None else (*miss, SMOOTHED)
 
 
-def _restarts(A: np.ndarray, eps: float, r: int, lower: int, found: list[UpperResult], svd: Svd, budget: Budget,
+def _restarts(A: np.ndarray, eps: float, r: int, lower: int, found: list[UpperResult], svd: Svd, *, budget: Budget,
               iters: int, device: Any, warm: Factors | None, tried: set[Tried], missed: dict[int, Trial]) -> None:
     """Full-length restarts at the first failing rank ``r`` (and below, after each success), from
     structurally different starts (``_restart_starts``), round after round while some start of
@@ -423,8 +429,10 @@ def _restarts(A: np.ndarray, eps: float, r: int, lower: int, found: list[UpperRe
         best = (found[0].P, found[0].Q)
         res: Miss | None = None
         close = False
-        for start, kind, lr, objective in _restart_starts(A, eps, r, best, svd, warm, round_, near, tried, polish):
-            trial = _trial(A, eps, start, iters, budget, device, "restart", kind, lr, objective)
+        for start, kind, lr, objective in _restart_starts(A, eps, r, best, svd, warm, round_=round_, near=near,
+                                                          tried=tried, polish=polish):
+            trial = _trial(A, eps, start, iters=iters, budget=budget, device=device, phase="restart", kind=kind,
+                           lr_scale=lr, objective=objective)
             if trial is None:
                 return
             out: Miss = (*_rescue(A, eps, *trial, budget), objective)
@@ -480,12 +488,14 @@ def search_upper(A: np.ndarray, eps: float, budget: Budget, *, lower: int = 0,
     if warm is not None and 0 < warm[1].shape[1] < k_svd and row_l1_error(A, *warm) <= eps:
         found.insert(0, UpperResult(warm[1].shape[1], *warm, row_l1_error(A, *warm), "factors/warm"))
     lo = max(int(lower), 1)
-    missed = _bisect(A, eps, lo, found, usv, budget, iters, device, hybrid, warm)
+    missed = _bisect(A, eps, lo, found, usv, budget=budget, iters=iters, device=device, hybrid=hybrid, warm=warm)
     tried: set[Tried] = set()
     if not hybrid:
-        _descend(A, eps, lo, found, missed, usv, budget, full_iters, device, warm, tried, sharp_trials)
+        _descend(A, eps, lo, found, missed, usv, budget=budget, iters=full_iters, device=device, warm=warm,
+                 tried=tried, sharp_trials=sharp_trials)
         return found
-    r = _gallop(A, eps, lo, found, missed, usv, budget, full_iters, device, warm, tried)
+    r = _gallop(A, eps, lo, found, missed, usv, budget=budget, iters=full_iters, device=device, warm=warm, tried=tried)
     if r is not None:
-        _restarts(A, eps, r, lo, found, usv, budget, full_iters, device, warm, tried, missed)
+        _restarts(A, eps, r, lo, found, usv, budget=budget, iters=full_iters, device=device, warm=warm, tried=tried,
+                  missed=missed)
     return found

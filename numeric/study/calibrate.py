@@ -254,7 +254,7 @@ class CalibrationResult:
         return float(np.mean([getattr(e, f"{what}_ci")[0] <= truth <= getattr(e, f"{what}_ci")[1] for e in ests]))
 
 
-def calibrate(shape: Shape, scenario: str, replications: int, seed: int, rho: float = 0.08,
+def calibrate(shape: Shape, scenario: str, replications: int, seed: int, *, rho: float = 0.08,
               permutations: int = 5, rows=None) -> CalibrationResult:
     """Run ``scenario`` ``replications`` times (see the module docstring); ``rows``: other comparisons than
     the scenario's own (the source scan runs the primary row alone)."""

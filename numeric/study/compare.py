@@ -146,11 +146,11 @@ def family_maes(data: StudyData, rows: np.ndarray, spec: tuple, folds: int = FOL
         if key not in cache.folds:
             cache.folds[key] = _draw_folds(groups, k, inverse, uniq.size)
         fold = cache.folds[key]
-        out[f] = weighted_mae(y, _held_out(cache, key, cols, design, y, w, fold, k), w)
+        out[f] = weighted_mae(y, _held_out(cache, key, cols, design, y, w, fold=fold, k=k), w)
     return out
 
 
-def _held_out(cache, key, cols, design, y, w, fold, k) -> np.ndarray:
+def _held_out(cache, key, cols, design, y, w, *, fold, k) -> np.ndarray:
     """``weighted_cross_fit(design(cols), y, w, fold, k)``; when the fits of a model with a subset
     of ``cols`` are cached under ``key`` (same draw, family, folds), ``cols`` is that
     model bordered with the other columns (``FoldFits.bordered``: no eigendecomposition)."""
@@ -280,7 +280,7 @@ def bootstrap(data: StudyData, comparisons, *, replicates: int, seed: int, folds
 # ---- the point fit and its calibrated intervals -------------------------------------------------
 
 def heldout_losses(data: StudyData, r: np.ndarray, cols: tuple, clusters: str, demean: bool, folds: int = FOLDS,
-                   extra: np.ndarray | None = None, jackknife: bool = False):
+                   *, extra: np.ndarray | None = None, jackknife: bool = False):
     """Absolute held-out errors of the rows ``r`` (one family) under the model on ``cols`` (and the
     extra columns ``extra [len(r), q]``), cross-fitted over sources (``folds`` folds) or heads
     (one fold per head); ``demean``: each fold demeaned by its training rows' head means.
@@ -472,8 +472,8 @@ def compare(data: StudyData, comparisons, *, replicates: int = 0, seed: int, fol
         if c.clusters == "head" and not c.placebo:
             note = descriptive_reason(data)
             with one_blas_thread():
-                est, _ = loho_estimates(data, c.base, c.base + c.added, c.demean, folds, memo, heldout_losses,
-                                        AGGREGATE, note)
+                est, _ = loho_estimates(data, c.base, c.base + c.added, demean=c.demean, folds=folds, memo=memo,
+                                        losses=heldout_losses, aggregate=AGGREGATE, descriptive=note)
             results.append(ComparisonResult(c, _no_equivalence(est) if small else est, replicates, seed, None,
                                             None, note))
             continue

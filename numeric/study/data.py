@@ -48,7 +48,7 @@ class StudyData:
     domains: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, numeric, categorical, y, sources, heads, families, cell_ids=None, domains=None) -> "StudyData":
+    def build(cls, numeric, categorical, y, sources, heads, families, *, cell_ids=None, domains=None) -> "StudyData":
         y = np.asarray(y, dtype=np.float64)
         ids = np.arange(y.size).astype(str) if cell_ids is None else np.asarray(cell_ids, dtype=str)
         return cls({k: np.asarray(v, dtype=np.float64) for k, v in numeric.items()},

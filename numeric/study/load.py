@@ -190,7 +190,8 @@ def load_study(out, *, eps="1/4", target: str = "u_over_n", workers: int | None 
     numeric = {c: [_number(_value(r, t, c)) for r, t in zip(rows, table)] for c in cols if c not in CATEGORICAL}
     categorical = {c: [str(_value(r, t, c)) for r, t in zip(rows, table)] for c in CATEGORICAL}
     return StudyData.build(numeric, categorical, target_values(rows, target), sources, heads, families,
-                           [r.cell_id or "" for r in rows], [row_domain(r.domain, r.source) for r in rows])
+                           cell_ids=[r.cell_id or "" for r in rows],
+                           domains=[row_domain(r.domain, r.source) for r in rows])
 
 
 def _value(r: PanelRow, cols: dict, name: str):

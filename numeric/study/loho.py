@@ -52,13 +52,13 @@ def descriptive_reason(data: StudyData) -> str | None:
             f"found no leave-one-head-out interval that covers")
 
 
-def _point(losses, data, r, cols, demean, folds, memo, key):
+def _point(losses, data, r, cols, demean, folds, *, memo, key):
     if key not in memo:
         memo[key] = losses(data, r, cols, "head", demean, folds)
     return memo[key]
 
 
-def loho_estimates(data: StudyData, base: tuple, aug: tuple, demean: bool, folds: int, memo: dict,
+def loho_estimates(data: StudyData, base: tuple, aug: tuple, *, demean: bool, folds: int, memo: dict,
                    losses, aggregate: str, descriptive: str | None = None) -> tuple:
     """``({family, aggregate: Estimate}, (l0, l1))`` of ``base`` vs ``aug`` left one head out,
     with the stratified exact head jackknife's intervals (module docstring); ``losses``:
@@ -71,8 +71,8 @@ def loho_estimates(data: StudyData, base: tuple, aug: tuple, demean: bool, folds
     point, var, dfs = {}, {}, {}
     for f in fams:
         r = np.flatnonzero(data.families == f)
-        l0[r] = _point(losses, data, r, base, demean, folds, memo, ("loho", f, base, demean, None))
-        l1[r] = _point(losses, data, r, aug, demean, folds, memo, ("loho", f, aug, demean, None))
+        l0[r] = _point(losses, data, r, base, demean, folds, memo=memo, key=("loho", f, base, demean, None))
+        l1[r] = _point(losses, data, r, aug, demean, folds, memo=memo, key=("loho", f, aug, demean, None))
         ok = np.isfinite(l0[r]) & np.isfinite(l1[r])
         point[f] = _family_point(l0[r][ok], l1[r][ok])
         heads = np.unique(data.heads[r])
@@ -80,8 +80,8 @@ def loho_estimates(data: StudyData, base: tuple, aug: tuple, demean: bool, folds
         if descriptive is None and heads.size >= 3:
             for h in heads:
                 rr = r[data.heads[r] != h]
-                a = _point(losses, data, rr, base, demean, folds, memo, ("loho", f, base, demean, h))
-                b = _point(losses, data, rr, aug, demean, folds, memo, ("loho", f, aug, demean, h))
+                a = _point(losses, data, rr, base, demean, folds, memo=memo, key=("loho", f, base, demean, h))
+                b = _point(losses, data, rr, aug, demean, folds, memo=memo, key=("loho", f, aug, demean, h))
                 keep = np.isfinite(a) & np.isfinite(b)
                 deleted.append(_family_point(a[keep], b[keep])[2:])
         theta = np.asarray(deleted, dtype=np.float64).reshape(-1, 2)

@@ -25,7 +25,7 @@ bad input (``StudyError``: one line, exit 2).
 
 >>> import numpy as np
 >>> d = StudyData.build({"x": [1.0, float("nan")]}, {"family": ["a", "a"]}, [0.25, 0.5], ["s0", "s1"], ["h", "h"],
-...                     ["a", "a"], ["c0", "c1"])
+...                     ["a", "a"], cell_ids=["c0", "c1"])
 >>> text = to_csv(d, "u_over_n"); text.splitlines()[0]
 'cell_id,family,head,source,domain,target:u_over_n,num:x,cat:family'
 >>> e, target = from_csv(text); target, e.y.tolist(), bool(np.isnan(e.numeric["x"][1]))
@@ -108,8 +108,8 @@ def from_csv(text: str) -> tuple:
         else:
             categorical[c[4:]] = list(cols[j])
     doms = list(cols[4])
-    data = StudyData.build(numeric, categorical, y, cols[3], cols[2], cols[1], ids,
-                           None if all(d == "" for d in doms) else doms)
+    data = StudyData.build(numeric, categorical, y, cols[3], cols[2], cols[1], cell_ids=ids,
+                           domains=None if all(d == "" for d in doms) else doms)
     return data, target
 
 
