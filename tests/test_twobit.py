@@ -237,13 +237,13 @@ def test_lp_degenerate_problem_terminates():
 def test_lp_certificate_checker_rejects_tampering():
     sol = solve([1, 1], A_ub=[[-1, -2]], b_ub=[-3])
     args = ([1, 1], [[-1, -2]], [-3], [], [], ())
-    check_certificate(*args, sol)
+    check_certificate(*args, sol=sol)
     for bad in (LPSolution(fmpq(1), (fmpq(1), fmpq(0)), sol.y_ub, ()),          # infeasible x
                 LPSolution(sol.value, sol.x, (fmpq(-1),), ()),                    # dual infeasible
                 LPSolution(sol.value, sol.x, (fmpq(1, 4),), ()),                  # wrong sign
                 LPSolution(sol.value, sol.x, (fmpq(-1, 4),), ())):               # duality gap
         with pytest.raises(CertificateFailure):
-            check_certificate(*args, bad)
+            check_certificate(*args, sol=bad)
 
 
 @settings(max_examples=150, deadline=None)
