@@ -192,7 +192,7 @@ PRESETS["quick"] = dataclasses.replace(PRESETS["default"].replace(
     swap_work=875, lp_append_work=750, lp_svd_solves=25), name="quick")
 PRESETS["thorough"] = dataclasses.replace(PRESETS["default"].replace(
     upper_work=2560000, upper_rank=16, upper_hybrid=1, far_lp_work=28000, descent_steps=12000, greedy_steps=12000,
-    greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400, backward_work=120000), name="thorough")
+    greedy_rows=48, swap_work=14000, lp_append_work=12000, lp_svd_solves=400, backward_work=400000), name="thorough")
 
 
 #: Presets that keep another preset's witnesses (thorough is never wider than default):
