@@ -66,7 +66,7 @@ def _drop_count(d: int, norm: float, eps: float) -> int:
     return max(1, min(d - 1, math.floor((d - keep) / 2)))
 
 
-def _eliminate(A: np.ndarray, eps: float, pool: list[int], floor: int, budget: Budget, iterations: int | None,
+def _eliminate(A: np.ndarray, eps: float, pool: list[int], floor: int, budget: Budget, *, iterations: int | None,
                plain: bool) -> LowerCandidate | None:
     """Drop rows from ``pool`` by the LP's duals until it certifies (a witness of more than ``floor`` rows) or
     shrinks to ``floor`` rows (None). ``plain``: a tenth of the rows per solve, else ``_drop_count``'s."""
@@ -99,7 +99,7 @@ def rows_backward(A: np.ndarray, eps: float, best: list[int], order: list[int], 
     ``budget``: LP work units (``lp.decoder_work`` per solve); ``iterations``: HiGHS iterations per solve.
     """
     m = A.shape[0]
-    first = _eliminate(A, eps, list(order[:min(m, PLAIN_POOL)]), len(best), budget, iterations, plain=True)
+    first = _eliminate(A, eps, list(order[:min(m, PLAIN_POOL)]), len(best), budget, iterations=iterations, plain=True)
     floor = first.rank if first is not None else len(best)
-    second = _eliminate(A, eps, backward_pool(best, order, m), floor, budget, iterations, plain=False)
+    second = _eliminate(A, eps, backward_pool(best, order, m), floor, budget, iterations=iterations, plain=False)
     return second if second is not None else first
