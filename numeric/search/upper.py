@@ -44,6 +44,7 @@ Everything here is float: the exact tier re-checks the chosen factors.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -237,20 +238,18 @@ def _bisect(A: np.ndarray, eps: float, lo: int, found: list[UpperResult], svd: S
     best = (found[0].P, found[0].Q)
     best_is_svd = found[0].family == "svd"
     missed: dict[int, Trial] = {}
+    narrow = functools.partial(_trial, A, eps, iters=iters, budget=budget, device=device, phase="narrow")
     while lo < hi:
         mid = (lo + hi) // 2
         (first, kind), (second, kind2) = _narrow_starts(svd, best, mid, best_is_svd, warm)
-        res = _trial(A, eps, first, iters=iters, budget=budget, device=device, phase="narrow", kind=kind)
+        res = narrow(first, kind=kind)
         if res is None:
             break
-        if hybrid and eps < res[2] <= eps * (1 + SECOND_WINDOW):
-            if second is not None and kind2 is not None:     # both None, or neither
-                res = _better(res, _trial(A, eps, second, iters=iters, budget=budget, device=device, phase="narrow",
-                                          kind=kind2))
+        if hybrid and eps < res[2] <= eps * (1 + SECOND_WINDOW) and second is not None and kind2 is not None:
+            res = _better(res, narrow(second, kind=kind2))
         start = hybrid_factors(A, eps, mid) if hybrid and res[2] > eps else None
         if start is not None:
-            res = _better(res, _trial(A, eps, start, iters=iters, budget=budget, device=device, phase="narrow",
-                                      kind="hybrid"))
+            res = _better(res, narrow(start, kind="hybrid"))
         P1, Q1, err = _rescue(A, eps, *res, budget)
         if err <= eps:
             hi = mid
